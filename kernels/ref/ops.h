@@ -1,0 +1,73 @@
+// Reference kernels for every non-matmul op of the supported circuits.
+//
+// Each computes what ggml's CPU backend computes (GGML-NUMERICS.md names the section).
+// Shapes are ggml order, first dim contiguous. "T" is the number of tokens in this call,
+// "pos0" the absolute position of its first token.
+#pragma once
+
+#include <cstdint>
+
+extern "C" {
+
+// §1 Embedding lookup: y[t] = to_float(table row tokens[t]); table rows are n_embd wide in
+// the named format (ggml-base dequantization). tokens: [T] int32, y: [n_embd, T].
+#define CKE_REF_EMBED(name) \
+  void name(const int32_t* tokens, const void* table, float* y, int64_t n_embd, int64_t T)
+CKE_REF_EMBED(embed_f32__ref);
+CKE_REF_EMBED(embed_f16__ref);
+CKE_REF_EMBED(embed_bf16__ref);
+CKE_REF_EMBED(embed_q8_0__ref);
+CKE_REF_EMBED(embed_q4_0__ref);
+CKE_REF_EMBED(embed_q4_1__ref);
+CKE_REF_EMBED(embed_q5_0__ref);
+CKE_REF_EMBED(embed_q5_1__ref);
+CKE_REF_EMBED(embed_q2_K__ref);
+CKE_REF_EMBED(embed_q3_K__ref);
+CKE_REF_EMBED(embed_q4_K__ref);
+CKE_REF_EMBED(embed_q5_K__ref);
+CKE_REF_EMBED(embed_q6_K__ref);
+#undef CKE_REF_EMBED
+
+// §2 RMSNorm fused with its weight: per row of n, y = fl(fl(x * scale) * w), scale from a
+// double sum of float squares. x, y: [n, rows] (may alias), w: [n] broadcast over rows.
+// Per-head norms use n = head_dim, rows = n_head * T.
+void rmsnorm_f32__ref(const float* x, const float* w, float* y, int64_t n, int64_t rows,
+                      float eps);
+
+// §5 RoPE in place on x: [head_dim, n_heads, T]; token t has position pos0 + t. The first
+// n_rot dims of each head rotate (pairs (2i, 2i+1) for normal, (i, i + n_rot/2) for neox);
+// freq_scale multiplies theta (1 = no scaling).
+void rope_normal_f32__ref(float* x, int64_t head_dim, int64_t n_heads, int64_t T, int64_t pos0,
+                          int64_t n_rot, float freq_base, float freq_scale);
+void rope_neox_f32__ref(float* x, int64_t head_dim, int64_t n_heads, int64_t T, int64_t pos0,
+                        int64_t n_rot, float freq_base, float freq_scale);
+
+// §6 KV store: cells pos0 .. pos0+T-1 of the caches take this chunk's K and V.
+// k, v: [kv_dim, T]. k_cache: [kv_dim, n_ctx] (cell j at k_cache + j*kv_dim).
+// v_cache is transposed: element (channel c, cell j) at v_cache[c*n_ctx + j].
+void kv_store_f32__ref(const float* k, const float* v, float* k_cache, float* v_cache,
+                       int64_t kv_dim, int64_t n_ctx, int64_t pos0, int64_t T);
+
+// §6 Causal grouped-query attention over the cache, non-flash (KQ, masked soft_max_ext with
+// ggml_v_expf in 16-groups and a double sum, then V^T·P), for query heads [h0, h1).
+// q: [head_dim, n_head, T]; caches as in kv_store; out: [head_dim * n_head, T] (head-major).
+// Query t (position pos0+t) sees cells j <= pos0+t, and if window > 0 only those with
+// (pos0+t) - j < window. Scores are scaled by `scale` before the mask.
+void attention_f32__ref(const float* q, const float* k_cache, const float* v_cache, float* out,
+                        int64_t head_dim, int64_t n_head, int64_t n_head_kv, int64_t n_ctx,
+                        int64_t pos0, int64_t T, float scale, int64_t window, int64_t h0,
+                        int64_t h1);
+
+// §8 Elementwise: y = a + b over n elements (may alias a or b).
+void add_f32__ref(const float* a, const float* b, float* y, int64_t n);
+// §4 Bias add broadcast over tokens: y[t][i] = x[t][i] + b[i]; x, y: [n, T] (may alias).
+void add_bias_f32__ref(const float* x, const float* b, float* y, int64_t n, int64_t T);
+// §8 SCALE: y = fl(x * s) over n elements (may alias).
+void scale_f32__ref(const float* x, float* y, int64_t n, float s);
+
+// §7 Gated FFN activations, per row of n (the FFN width), T rows; y may alias gate or up.
+// SwiGLU: y = silu(gate) * up with ggml's silu (ggml_v_expf on 16-groups, libm tail).
+void swiglu_f32__ref(const float* gate, const float* up, float* y, int64_t n, int64_t T);
+// GeGLU (tanh GELU through ggml's FP16 table, ±10 edges): y = gelu(gate) * up.
+void geglu_f32__ref(const float* gate, const float* up, float* y, int64_t n, int64_t T);
+}
