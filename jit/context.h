@@ -1,0 +1,36 @@
+// The runtime context that JIT glue reads: the only dynamic values of a frozen plan.
+//
+// Everything else a step needs (weight pointers, arena addresses, dims) is a constant baked
+// into the glue. The layout is part of the ABI between the glue (machine code and emitted
+// C) and the session: fields are read at fixed offsets; append only.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace cke {
+
+struct ThreadPool;  // jit/parallel.h
+
+struct RunContext {
+  int64_t pos0;      // absolute position of the first token of this call
+  int64_t n_tokens;  // tokens in this call (T)
+  int64_t n_kv;      // pos0 + n_tokens: cache cells visible after this call
+  ThreadPool* pool;  // where parallel steps run (never null; 1 thread = inline)
+};
+
+// Runtime values a call_abi may name (`runtime:<name>`), with their offsets in RunContext.
+enum class RuntimeValue : uint8_t { Pos0, NTokens, NKv };
+inline constexpr size_t runtime_value_offset(RuntimeValue v) {
+  switch (v) {
+    case RuntimeValue::Pos0:
+      return offsetof(RunContext, pos0);
+    case RuntimeValue::NTokens:
+      return offsetof(RunContext, n_tokens);
+    case RuntimeValue::NKv:
+      return offsetof(RunContext, n_kv);
+  }
+  return 0;
+}
+
+}  // namespace cke

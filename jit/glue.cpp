@@ -1,0 +1,168 @@
+#include "jit/glue.h"
+
+#include <cstring>
+
+#include "jit/jit_runtime.h"
+#include "jit/parallel.h"
+
+namespace cke::jit {
+namespace {
+
+using namespace asmjit;
+
+TypeId type_of(ArgKind k) {
+  switch (k) {
+    case ArgKind::Ptr:
+      return TypeId::kUIntPtr;
+    case ArgKind::I64:
+      return TypeId::kInt64;
+    case ArgKind::F32:
+      return TypeId::kFloat32;
+  }
+  return TypeId::kVoid;
+}
+
+// Materializes one argument in a fresh virtual register.
+BaseReg load_arg(x86::Compiler& cc, const GlueArg& a, const x86::Gp& ctx, const x86::Gp* begin,
+                 const x86::Gp* end) {
+  if (a.kind == ArgKind::F32) {
+    x86::Gp bits = cc.newUInt32("f32bits");
+    cc.mov(bits, uint32_t(a.imm));
+    x86::Xmm x = cc.newXmmSs("f32");
+    cc.movd(x, bits);
+    return x;
+  }
+  x86::Gp r = cc.newInt64("arg");
+  switch (a.src) {
+    case GlueArg::Src::Imm:
+      cc.mov(r, int64_t(a.imm));
+      break;
+    case GlueArg::Src::Runtime:
+      cc.mov(r, x86::qword_ptr(ctx, int32_t(runtime_value_offset(a.runtime))));
+      break;
+    case GlueArg::Src::RangeBegin:
+      cc.mov(r, *begin);
+      break;
+    case GlueArg::Src::RangeEnd:
+      cc.mov(r, *end);
+      break;
+  }
+  return r;
+}
+
+Error emit_call(x86::Compiler& cc, const GlueStep& s, const x86::Gp& ctx, const x86::Gp* begin,
+                const x86::Gp* end) {
+  FuncSignatureBuilder sig(CallConvId::kHost);
+  sig.setRet(TypeId::kVoid);
+  for (const GlueArg& a : s.args) sig.addArg(type_of(a.kind));
+  std::vector<BaseReg> ops;
+  for (const GlueArg& a : s.args) ops.push_back(load_arg(cc, a, ctx, begin, end));
+  InvokeNode* call = nullptr;
+  Error e = cc.invoke(&call, uint64_t(uintptr_t(s.fn)), sig);
+  if (e) return e;
+  for (size_t i = 0; i < ops.size(); ++i) call->setArg(uint32_t(i), ops[i]);
+  return kErrorOk;
+}
+
+// Collects asmjit errors raised while building (the Compiler reports through a handler).
+struct ErrorCollector : ErrorHandler {
+  Error first = kErrorOk;
+  std::string msg;
+  void handleError(Error err, const char* message, BaseEmitter*) override {
+    if (first == kErrorOk) {
+      first = err;
+      msg = message;
+    }
+  }
+};
+
+}  // namespace
+
+GlueArg GlueArg::f32(float v) {
+  uint32_t bits;
+  std::memcpy(&bits, &v, 4);
+  return {ArgKind::F32, Src::Imm, bits, {}};
+}
+
+GlueModule::~GlueModule() {
+  if (code_) runtime().release(code_);
+}
+
+std::unique_ptr<GlueModule> emit_glue(const std::string& name, const std::vector<GlueStep>& steps,
+                                      std::string* err) {
+  for (const GlueStep& s : steps) {
+    if (!s.fn) {
+      *err = "glue '" + name + "': step '" + s.name + "' has no function address";
+      return nullptr;
+    }
+    if (s.args.size() > Globals::kMaxFuncArgs) {
+      *err = "glue '" + name + "': step '" + s.name + "' has too many arguments";
+      return nullptr;
+    }
+  }
+  CodeHolder code;
+  code.init(runtime().environment());
+  ErrorCollector errors;
+  code.setErrorHandler(&errors);
+  x86::Compiler cc(&code);
+
+  // Task functions first, one per parallel step: void task(const RunContext*, i64, i64).
+  std::vector<Label> task_labels(steps.size());
+  for (size_t i = 0; i < steps.size(); ++i) {
+    if (steps[i].split_total <= 0) continue;
+    FuncNode* f = cc.addFunc(FuncSignatureT<void, const RunContext*, int64_t, int64_t>());
+    x86::Gp ctx = cc.newIntPtr("ctx"), b = cc.newInt64("begin"), e = cc.newInt64("end");
+    f->setArg(0, ctx);
+    f->setArg(1, b);
+    f->setArg(2, e);
+    emit_call(cc, steps[i], ctx, &b, &e);
+    cc.endFunc();
+    task_labels[i] = f->label();
+  }
+
+  // The entry: void glue(const RunContext*), straight-line calls in plan order.
+  FuncNode* main = cc.addFunc(FuncSignatureT<void, const RunContext*>());
+  x86::Gp ctx = cc.newIntPtr("ctx");
+  main->setArg(0, ctx);
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const GlueStep& s = steps[i];
+    if (s.split_total <= 0) {
+      emit_call(cc, s, ctx, nullptr, nullptr);
+      continue;
+    }
+    x86::Gp task = cc.newIntPtr("task");
+    cc.lea(task, x86::ptr(task_labels[i]));
+    x86::Gp total = cc.newInt64("total"), align = cc.newInt64("align");
+    cc.mov(total, s.split_total);
+    cc.mov(align, s.split_align);
+    InvokeNode* call = nullptr;
+    cc.invoke(&call, uint64_t(uintptr_t(&cke_parallel_for)),
+              FuncSignatureT<void, const RunContext*, TaskFn, int64_t, int64_t>());
+    call->setArg(0, ctx);
+    call->setArg(1, task);
+    call->setArg(2, total);
+    call->setArg(3, align);
+  }
+  cc.endFunc();
+  Label entry_label = main->label();
+  cc.finalize();
+  if (errors.first != kErrorOk) {
+    *err = "glue '" + name + "': asmjit: " + errors.msg;
+    return nullptr;
+  }
+  void* base = nullptr;
+  Error e = runtime().add(&base, &code);
+  if (e) {
+    *err = "glue '" + name + "': asmjit: " + error_text(e);
+    return nullptr;
+  }
+  auto m = std::unique_ptr<GlueModule>(new GlueModule());
+  m->code_ = base;
+  m->code_size_ = code.codeSize();
+  m->entry_ =
+      reinterpret_cast<GlueFn>(static_cast<uint8_t*>(base) + code.labelOffsetFromBase(entry_label));
+  register_perf_symbol(base, m->code_size_, "cke_glue_" + name);
+  return m;
+}
+
+}  // namespace cke::jit

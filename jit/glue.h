@@ -1,0 +1,64 @@
+// The glue: one machine-code function per phase that calls every plan step in order.
+//
+// A step is a call to a kernel with constant arguments (addresses, dims, floats) and, for
+// the few dynamic values, loads from the RunContext. A parallel step becomes a small task
+// function (ctx, begin, end) -> kernel(..., begin, end) and a call to cke_parallel_for
+// with its constant split. Nothing here chooses anything: the plan is already frozen.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "jit/context.h"
+#include "kernels/registry.h"
+
+namespace cke::jit {
+
+struct GlueArg {
+  enum class Src : uint8_t { Imm, Runtime, RangeBegin, RangeEnd };
+  ArgKind kind = ArgKind::I64;  // how the kernel receives it
+  Src src = Src::Imm;
+  uint64_t imm = 0;  // Imm: pointer or int64 bits; F32: the float's bits in low 32
+  RuntimeValue runtime = RuntimeValue::Pos0;
+
+  static GlueArg ptr(const void* p) { return {ArgKind::Ptr, Src::Imm, uint64_t(uintptr_t(p)), {}}; }
+  static GlueArg i64(int64_t v) { return {ArgKind::I64, Src::Imm, uint64_t(v), {}}; }
+  static GlueArg f32(float v);
+  static GlueArg rt(RuntimeValue v) { return {ArgKind::I64, Src::Runtime, 0, v}; }
+  static GlueArg begin() { return {ArgKind::I64, Src::RangeBegin, 0, {}}; }
+  static GlueArg end() { return {ArgKind::I64, Src::RangeEnd, 0, {}}; }
+};
+
+struct GlueStep {
+  std::string name;  // provider id (for the perf map / disassembly comments)
+  const void* fn = nullptr;
+  std::vector<GlueArg> args;
+  int64_t split_total = 0;  // > 0: parallel over [0, split_total) in chunks aligned to split_align
+  int64_t split_align = 1;
+};
+
+using GlueFn = void (*)(const RunContext* ctx);
+
+// Owns the JIT code of one glue function (and its task functions).
+class GlueModule {
+ public:
+  ~GlueModule();
+  GlueFn entry() const { return entry_; }
+  size_t code_size() const { return code_size_; }
+
+ private:
+  friend std::unique_ptr<GlueModule> emit_glue(const std::string&, const std::vector<GlueStep>&,
+                                               std::string*);
+  GlueModule() = default;
+  GlueFn entry_ = nullptr;
+  size_t code_size_ = 0;
+  void* code_ = nullptr;
+};
+
+// Emits the glue for `steps`. On failure (asmjit error, bad step) returns null and *err.
+std::unique_ptr<GlueModule> emit_glue(const std::string& name, const std::vector<GlueStep>& steps,
+                                      std::string* err);
+
+}  // namespace cke::jit

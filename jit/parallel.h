@@ -1,0 +1,38 @@
+// Frozen parallel partitions for plan steps.
+//
+// A parallel step splits one dimension [0, total) into n_threads contiguous chunks whose
+// boundaries are multiples of `align` (the provider's minimum chunk). The partition depends
+// only on (total, align, n_threads), never on timing, and each chunk is computed by exactly
+// one kernel call: with providers whose rows are independent, the result is the same bits
+// for every thread count.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "jit/context.h"
+
+namespace cke {
+
+using TaskFn = void (*)(const RunContext* ctx, int64_t begin, int64_t end);
+
+struct ThreadPool {
+  explicit ThreadPool(int n_threads);
+  ~ThreadPool();
+  int n_threads() const { return n_threads_; }
+  void run(const RunContext* ctx, TaskFn task, int64_t total, int64_t align);
+
+ private:
+  int n_threads_;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Chunk i of n of [0, total), aligned: [begin, end). Exposed for tests and the emitted C.
+void partition_chunk(int64_t total, int64_t align, int n, int i, int64_t* begin, int64_t* end);
+
+}  // namespace cke
+
+// Called by the glue (machine code and emitted C) for each parallel step.
+extern "C" void cke_parallel_for(const cke::RunContext* ctx, cke::TaskFn task, int64_t total,
+                                 int64_t align);
