@@ -17,7 +17,9 @@ TEST(Partition, TilesAlignedAndBalanced) {
           partition_chunk(total, align, n, i, &b, &e);
           EXPECT_EQ(b, prev_end);
           EXPECT_LE(b, e);
-          if (e < total) EXPECT_EQ(e % align, 0);
+          if (e < total) {
+            EXPECT_EQ(e % align, 0);
+          }
           const int64_t units = (e - b + align - 1) / align;
           min_units = std::min(min_units, units);
           max_units = std::max(max_units, units);
