@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -20,10 +21,22 @@
 
 namespace cke::gguf {
 
-// GGUF metadata value types, as stored on disk.
+// GGUF metadata value types, as stored on disk. Arrays hold scalars or strings; nested
+// arrays (ARRAY of ARRAY) are rejected at open (no model uses them, see docs/gguf.md).
 enum class ValueType : uint32_t {
-  U8 = 0, I8 = 1, U16 = 2, I16 = 3, U32 = 4, I32 = 5, F32 = 6, BOOL = 7,
-  STRING = 8, ARRAY = 9, U64 = 10, I64 = 11, F64 = 12,
+  U8 = 0,
+  I8 = 1,
+  U16 = 2,
+  I16 = 3,
+  U32 = 4,
+  I32 = 5,
+  F32 = 6,
+  BOOL = 7,
+  STRING = 8,
+  ARRAY = 9,
+  U64 = 10,
+  I64 = 11,
+  F64 = 12,
 };
 std::string_view value_type_name(ValueType t);
 
@@ -33,8 +46,11 @@ struct Value {
   ValueType type = ValueType::U8;
   ValueType elem_type = ValueType::U8;  // for ARRAY
   std::variant<uint64_t, int64_t, double, bool, std::string_view> scalar;
+  // Scalars: unsigned types (and nothing else) hold uint64_t, signed types int64_t, F32/F64
+  // double, BOOL bool, STRING string_view.
   // Arrays: numbers/bools are decoded into `nums`/`ints`/`reals`, strings into `strings`
-  // (exactly one of them is filled, matching elem_type).
+  // (exactly one of them is filled, matching elem_type: unsigned and BOOL -> nums,
+  // signed -> ints, F32/F64 -> reals).
   std::vector<uint64_t> nums;
   std::vector<int64_t> ints;
   std::vector<double> reals;
@@ -46,10 +62,10 @@ struct TensorInfo {
   std::string_view name;
   DType type;
   uint32_t n_dims;
-  int64_t ne[4];          // ne[0] contiguous; unused dims are 1
-  uint64_t offset;        // relative to the data section
-  uint64_t n_bytes;       // exact byte size of the data
-  const uint8_t* data;    // inside the mapping
+  int64_t ne[4];        // ne[0] contiguous; unused dims are 1
+  uint64_t offset;      // relative to the data section
+  uint64_t n_bytes;     // exact byte size of the data
+  const uint8_t* data;  // inside the mapping
   int64_t n_elements() const { return ne[0] * ne[1] * ne[2] * ne[3]; }
 };
 
@@ -62,8 +78,9 @@ struct GgufError {
 struct Limits {
   uint64_t max_tensors = 1u << 20;
   uint64_t max_kv = 1u << 20;
-  uint64_t max_string = 1u << 30;      // bytes in one string
-  uint64_t max_array = 1ull << 32;     // elements in one array
+  uint64_t max_string = 1u << 30;     // bytes in one string
+  uint64_t max_array = 1ull << 32;    // elements in one array
+  uint64_t max_alignment = 1u << 30;  // general.alignment upper bound
 };
 
 class File {
@@ -100,6 +117,9 @@ class File {
   std::optional<std::string_view> str(std::string_view key, GgufError* err) const;
   // Array accessors (element type must match).
   const std::vector<std::string_view>* str_array(std::string_view key, GgufError* err) const;
+  // Any array (check elem_type yourself, or pass it to have it checked).
+  const Value* array(std::string_view key, GgufError* err,
+                     std::optional<ValueType> elem = std::nullopt) const;
 
   const std::vector<TensorInfo>& tensors() const { return tensors_; }
   const TensorInfo* tensor(std::string_view name) const;
@@ -121,8 +141,15 @@ class File {
 };
 
 // Writer: collects metadata and tensors, writes GGUF v3 with the given alignment.
+// Adding a key that already exists replaces its value in place (so a copied header can be
+// edited). Invalid input (bad alignment, empty/duplicate names, bad shapes, wrong data
+// size) is recorded and reported by write()/to_bytes(), which then produce nothing.
 class Writer {
  public:
+  // Produces the tensor's bytes at write time, into `dst` (exactly the tensor's size).
+  // Lets tools stream large models without holding all tensors in memory.
+  using TensorFill = std::function<bool(std::span<uint8_t> dst, GgufError* err)>;
+
   void set_alignment(uint32_t a);  // also written as general.alignment when != 32
   void add_u8(std::string key, uint8_t v);
   void add_i8(std::string key, int8_t v);
@@ -144,9 +171,13 @@ class Writer {
   // ne: up to 4 dims, ne[0] contiguous. data: row_bytes(type, ne0) * rows bytes (copied).
   void add_tensor(std::string name, DType type, std::vector<int64_t> ne,
                   std::span<const uint8_t> data);
-  // Writes the file; false and *err on I/O failure.
+  // Same, but the data comes from `fill`, called once during write().
+  void add_tensor_fill(std::string name, DType type, std::vector<int64_t> ne, TensorFill fill);
+  // Writes the file; false and *err on invalid input or I/O failure.
   bool write(const std::string& path, GgufError* err) const;
-  std::vector<uint8_t> to_bytes() const;
+  // The whole image in memory; empty (and *err if given) on invalid input.
+  std::vector<uint8_t> to_bytes(GgufError* err = nullptr) const;
+  size_t n_tensors() const;
 
  private:
   struct Impl;
