@@ -1,0 +1,19 @@
+// §4 / §8 Elementwise ADD, bias ADD and SCALE: one float operation per element.
+#include "kernels/ref/ops.h"
+
+extern "C" {
+
+void add_f32__ref(const float* a, const float* b, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = a[i] + b[i];
+}
+
+void add_bias_f32__ref(const float* x, const float* b, float* y, int64_t n, int64_t T) {
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t i = 0; i < n; ++i) y[t * n + i] = x[t * n + i] + b[i];
+}
+
+void scale_f32__ref(const float* x, float* y, int64_t n, float s) {
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i] * s;
+}
+
+}  // extern "C"

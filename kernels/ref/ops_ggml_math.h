@@ -1,0 +1,51 @@
+// Private helpers of the reference op kernels: scalar emulations of the ggml-cpu building
+// blocks whose exact arithmetic decides the bits (GGML-NUMERICS.md §3.2, §6, §7).
+//
+// ggml-cpu (the build behind shared/reference) is compiled for AVX-512 with FMA; these
+// functions reproduce what one lane / one reduction of that code computes, in portable
+// C++ with explicit std::fma where the SIMD code fuses. They are the shared vocabulary of
+// the reference kernels and of the tests of optimized kernels; not a public kernel API.
+#pragma once
+
+#include <cstdint>
+
+namespace cke::ref {
+
+// One lane of ggml_v_expf (AVX-512 variant, vec.h): Arm's polynomial, ≤ 1.5 ulp; flushes
+// to +inf / 0 when |round(x·log2 e)| > 192; exp(−inf) = 0, exp(NaN) = NaN.
+float ggml_expf(float x);
+
+// GCC 12's _mm512_reduce_add_ps of 16 lanes: upper 8 onto lower 8, then 4, then 2, then
+// lane1 + lane0.
+float reduce_add16(const float v[16]);
+
+// ggml_vec_dot_f32 (AVX-512: GGML_F32_STEP 64, 4 accumulators × 16 lanes, FMA): chunks of
+// 64 into the lanes, the accumulators folded (0+2, 1+3, 0+1) and reduced by reduce_add16,
+// then the n % 64 leftovers added in index order as fl(x·y) (GCC vectorises the products
+// of that loop and adds them one by one; checked against ggml for a leftover of 8).
+float vec_dot_f32(const float* x, const float* y, int64_t n);
+
+// ggml_vec_dot_f32 over a row that ggml sees zero-padded to a multiple of 64 (the KQV
+// product over n_kv cells, whose length in ggml is a multiple of 256): every element goes
+// into the 4×16 lane structure, none into the sequential leftovers. Zero products leave a
+// lane unchanged, so this equals ggml's value on the padded row.
+float vec_dot_f32_pad64(const float* x, const float* y, int64_t n);
+
+// The per-output arithmetic of llamafile's tinyBLAS<16, __m512> (prefill F32 matmul): one
+// 16-lane FMA accumulator, lane l takes elements 16c + l, then reduce_add16. For n not a
+// multiple of 16 this is the value on the row zero-padded to the next multiple of 16.
+float dot_tinyblas16(const float* x, const float* y, int64_t n);
+
+// ggml_silu_f32 as the AVX-512 swiglu path computes it for a full 16-group:
+// x / (1 + ggml_expf(0 − x)) with a true division.
+float silu_simd(float x);
+// The scalar leftover path: x / (1 + expf(−x)) with libm expf.
+float silu_libm(float x);
+
+// ggml's GELU table lookup (GGML_GELU_FP16): T[f16(x)] widened, for −10 < x < 10.
+// The 65,536-entry FP16 table of the tanh GELU is built once, thread-safely.
+float gelu_table_f16(float x);
+// The raw table entry for an FP16 bit pattern (for tests).
+uint16_t gelu_table_entry(uint16_t h);
+
+}  // namespace cke::ref
