@@ -22,7 +22,9 @@ float fp16_to_fp32(uint16_t h) {
   const uint32_t sign = uint32_t(h & 0x8000) << 16;
   const uint32_t exp = (h >> 10) & 0x1f;
   uint32_t mant = h & 0x3ff;
-  if (exp == 0x1f) return float_of(sign | 0x7f800000u | (mant << 13));  // Inf / NaN
+  // Inf / NaN. ggml's scalar conversion rebuilds the value with a float multiply, which
+  // quiets a signalling NaN (so does F16C's vcvtph2ps): set the quiet bit likewise.
+  if (exp == 0x1f) return float_of(sign | 0x7f800000u | (mant << 13) | (mant ? 0x00400000u : 0));
   if (exp == 0) {
     if (mant == 0) return float_of(sign);
     // Subnormal: value = mant * 2^-24, exact in float.
@@ -52,7 +54,9 @@ uint16_t fp32_to_fp16(float f) {
   return uint16_t((sign >> 16) | (shl1_w > 0xff000000u ? 0x7e00u : nonsign));
 }
 
-float bf16_to_fp32(uint16_t h) { return float_of(uint32_t(h) << 16); }
+float bf16_to_fp32(uint16_t h) {
+  return float_of(uint32_t(h) << 16);
+}
 
 uint16_t fp32_to_bf16(float f) {
   uint32_t u = bits_of(f);

@@ -13,13 +13,22 @@
 
 namespace cke {
 
-// n must be a multiple of dtype_info(t).block_size; t must have has_reference.
-// `src` holds row_bytes(t, n) bytes; `dst` n floats.
-void dequantize_row(DType t, const void* src, float* dst, int64_t n);
-// `dst` receives row_bytes(t, n) bytes.
-void quantize_row(DType t, const float* src, void* dst, int64_t n);
+// Supported types: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K,
+// Q6_K, Q8_K (exactly those with dtype_info(t).has_reference). Any alignment is accepted.
+//
+// Both return false, and write nothing, when t has no reference conversion or n is negative
+// or not a multiple of dtype_info(t).block_size. NaN/Inf inputs are not rejected: the
+// results are deterministic and follow ggml's x86-64 build (docs/formats.md, per format).
+//
+// `src` holds row_bytes(t, n) bytes; `dst` receives n floats.
+bool dequantize_row(DType t, const void* src, float* dst, int64_t n);
+// `src` holds n floats; `dst` receives row_bytes(t, n) bytes. Blocks are independent, so
+// any number of rows can be converted in one call (as llama-quantize does).
+bool quantize_row(DType t, const float* src, void* dst, int64_t n);
 
-// Scalar conversions (round to nearest even; NaN stays NaN).
+// Scalar conversions, bit-exact with ggml-base's scalar code: fp16 round to nearest even
+// (overflow to Inf); fp16 -> fp32 exact, signalling NaNs come back quiet; fp32 -> fp16 maps
+// every NaN to 0x7e00 (with its sign); bf16 as documented below.
 float fp16_to_fp32(uint16_t h);
 uint16_t fp32_to_fp16(float f);
 float bf16_to_fp32(uint16_t h);
