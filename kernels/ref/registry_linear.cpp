@@ -1,6 +1,18 @@
+#include "kernels/ref/linear.h"
 #include "kernels/registry.h"
 
 namespace cke {
-// Filled by the reference linear kernels (kernels/ref/linear*.cpp).
-std::span<const KernelSymbol> ref_linear_symbols() { return {}; }
+// The reference linear kernels (kernels/ref/linear*.cpp), one entry per weight format.
+std::span<const KernelSymbol> ref_linear_symbols() {
+  static const KernelSymbol kSymbols[] = {
+      CKE_KERNEL_SYMBOL(linear_f32_f32__ref),  CKE_KERNEL_SYMBOL(linear_f16_f32__ref),
+      CKE_KERNEL_SYMBOL(linear_bf16_f32__ref), CKE_KERNEL_SYMBOL(linear_q8_0_f32__ref),
+      CKE_KERNEL_SYMBOL(linear_q4_0_f32__ref), CKE_KERNEL_SYMBOL(linear_q4_1_f32__ref),
+      CKE_KERNEL_SYMBOL(linear_q5_0_f32__ref), CKE_KERNEL_SYMBOL(linear_q5_1_f32__ref),
+      CKE_KERNEL_SYMBOL(linear_q2_K_f32__ref), CKE_KERNEL_SYMBOL(linear_q3_K_f32__ref),
+      CKE_KERNEL_SYMBOL(linear_q4_K_f32__ref), CKE_KERNEL_SYMBOL(linear_q5_K_f32__ref),
+      CKE_KERNEL_SYMBOL(linear_q6_K_f32__ref),
+  };
+  return kSymbols;
+}
 }  // namespace cke

@@ -1,0 +1,102 @@
+// The 13 reference linear kernels: convert each token's activation column once, then one
+// ggml-exact dot product (kernels/ref/linear_dot.h) per output row in [n0, n1).
+#include "kernels/ref/linear.h"
+
+#include <vector>
+
+#include "kernels/formats/blocks.h"
+#include "kernels/formats/dtype.h"
+#include "kernels/ref/act_quant.h"
+#include "kernels/ref/linear_dot.h"
+
+namespace {
+
+using cke::DType;
+
+// Shapes come from a plan the resolver has validated; a call that still breaks the
+// documented contract computes nothing rather than reading out of bounds.
+bool valid_call(const void* x, const void* w, const void* y, int64_t K, int64_t N, int64_t T,
+                int64_t n0, int64_t n1, int64_t block) {
+  return x && w && y && K > 0 && K % block == 0 && N > 0 && T >= 0 && 0 <= n0 && n0 <= n1 &&
+         n1 <= N;
+}
+
+// W: weight block (or element) type; A: activation element/block type; `act_per` elements
+// per A. `convert(x, a, K)` fills the activation row; `dot(K, w_row, a)` returns y[t][n].
+template <class W, class A, class Convert, class Dot>
+void run(DType wtype, int64_t act_per, const float* x, const void* w, float* y, int64_t K,
+         int64_t N, int64_t T, int64_t n0, int64_t n1, Convert convert, Dot dot) {
+  const int64_t block = cke::dtype_info(wtype).block_size;
+  const int64_t needed = block > act_per ? block : act_per;
+  if (!valid_call(x, w, y, K, N, T, n0, n1, needed)) return;
+  const size_t row_bytes = cke::row_bytes(wtype, K);
+  const auto* wb = static_cast<const uint8_t*>(w);
+  std::vector<A> act(static_cast<size_t>(K / act_per));
+  for (int64_t t = 0; t < T; ++t) {
+    convert(x + t * K, act.data(), K);
+    for (int64_t n = n0; n < n1; ++n)
+      y[t * N + n] = dot(K, reinterpret_cast<const W*>(wb + n * row_bytes), act.data());
+  }
+}
+
+void copy_f32(const float* x, float* a, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) a[i] = x[i];
+}
+
+}  // namespace
+
+extern "C" {
+
+CKE_REF_LINEAR(linear_f32_f32__ref) {
+  run<float, float>(DType::F32, 1, x, w, y, K, N, T, n0, n1, copy_f32, cke::ref::vec_dot_f32);
+}
+CKE_REF_LINEAR(linear_f16_f32__ref) {
+  run<uint16_t, uint16_t>(DType::F16, 1, x, w, y, K, N, T, n0, n1, cke::act_convert_f16,
+                          cke::ref::vec_dot_f16);
+}
+CKE_REF_LINEAR(linear_bf16_f32__ref) {
+  run<uint16_t, uint16_t>(DType::BF16, 1, x, w, y, K, N, T, n0, n1, cke::act_convert_bf16,
+                          cke::ref::vec_dot_bf16);
+}
+CKE_REF_LINEAR(linear_q8_0_f32__ref) {
+  run<cke::block_q8_0, cke::block_q8_0>(DType::Q8_0, cke::kQK8_0, x, w, y, K, N, T, n0, n1,
+                                        cke::act_quantize_q8_0, cke::ref::vec_dot_q8_0_q8_0);
+}
+CKE_REF_LINEAR(linear_q4_0_f32__ref) {
+  run<cke::block_q4_0, cke::block_q8_0>(DType::Q4_0, cke::kQK8_0, x, w, y, K, N, T, n0, n1,
+                                        cke::act_quantize_q8_0, cke::ref::vec_dot_q4_0_q8_0);
+}
+CKE_REF_LINEAR(linear_q4_1_f32__ref) {
+  run<cke::block_q4_1, cke::block_q8_1>(DType::Q4_1, cke::kQK8_1, x, w, y, K, N, T, n0, n1,
+                                        cke::act_quantize_q8_1, cke::ref::vec_dot_q4_1_q8_1);
+}
+CKE_REF_LINEAR(linear_q5_0_f32__ref) {
+  run<cke::block_q5_0, cke::block_q8_0>(DType::Q5_0, cke::kQK8_0, x, w, y, K, N, T, n0, n1,
+                                        cke::act_quantize_q8_0, cke::ref::vec_dot_q5_0_q8_0);
+}
+CKE_REF_LINEAR(linear_q5_1_f32__ref) {
+  run<cke::block_q5_1, cke::block_q8_1>(DType::Q5_1, cke::kQK8_1, x, w, y, K, N, T, n0, n1,
+                                        cke::act_quantize_q8_1, cke::ref::vec_dot_q5_1_q8_1);
+}
+CKE_REF_LINEAR(linear_q2_K_f32__ref) {
+  run<cke::block_q2_K, cke::block_q8_K>(DType::Q2_K, cke::kQK_K, x, w, y, K, N, T, n0, n1,
+                                        cke::act_quantize_q8_K, cke::ref::vec_dot_q2_K_q8_K);
+}
+CKE_REF_LINEAR(linear_q3_K_f32__ref) {
+  run<cke::block_q3_K, cke::block_q8_K>(DType::Q3_K, cke::kQK_K, x, w, y, K, N, T, n0, n1,
+                                        cke::act_quantize_q8_K, cke::ref::vec_dot_q3_K_q8_K);
+}
+CKE_REF_LINEAR(linear_q4_K_f32__ref) {
+  run<cke::block_q4_K, cke::block_q8_K>(DType::Q4_K, cke::kQK_K, x, w, y, K, N, T, n0, n1,
+                                        cke::act_quantize_q8_K, cke::ref::vec_dot_q4_K_q8_K);
+}
+CKE_REF_LINEAR(linear_q5_K_f32__ref) {
+  run<cke::block_q5_K, cke::block_q8_K>(DType::Q5_K, cke::kQK_K, x, w, y, K, N, T, n0, n1,
+                                        cke::act_quantize_q8_K, cke::ref::vec_dot_q5_K_q8_K);
+}
+CKE_REF_LINEAR(linear_q6_K_f32__ref) {
+  run<cke::block_q6_K, cke::block_q8_K>(DType::Q6_K, cke::kQK_K, x, w, y, K, N, T, n0, n1,
+                                        cke::act_quantize_q8_K, cke::ref::vec_dot_q6_K_q8_K);
+}
+
+}  // extern "C"

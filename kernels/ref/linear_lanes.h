@@ -1,0 +1,82 @@
+// Scalar models of the few SIMD idioms whose exact semantics decide ggml's bits.
+// Private to kernels/ref/linear*.cpp and act_quant.cpp.
+//
+// Every helper reproduces one x86 instruction sequence of ggml's AVX2/AVX-512 build
+// element for element; the comment names it. Float expressions are written in the order
+// the instructions execute (the project builds with -ffp-contract=off, so a*b + c here is
+// two roundings and std::fma is one, as in the vector code).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+namespace cke::ref::lanes {
+
+// hsum_float_8 (quants.c): 128-bit halves added, then movehl, then movehdup.
+inline float hsum8(const float a[8]) {
+  return ((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7]));
+}
+
+// The 4-lane tail of the q4_K min accumulator: movehl then movehdup.
+inline float hsum4(const float a[4]) {
+  return (a[0] + a[2]) + (a[1] + a[3]);
+}
+
+// GCC 12's _mm512_reduce_add_ps: upper 256 onto lower, upper 128 onto lower, then lanes
+// {2,3} onto {0,1}, then lane 1 + lane 0.
+inline float reduce16(const float v[16]) {
+  float t[8], u[4];
+  for (int i = 0; i < 8; ++i) t[i] = v[i + 8] + v[i];
+  for (int i = 0; i < 4; ++i) u[i] = t[i + 4] + t[i];
+  return (u[0] + u[2]) + (u[1] + u[3]);
+}
+
+// (v)maxps a, b: returns b unless a > b, so a NaN in either operand yields b.
+inline float maxps(float a, float b) {
+  return a > b ? a : b;
+}
+
+// vcvtps2dq on an already rounded value: out of int32 range or NaN gives INT32_MIN.
+inline int32_t cvtps_epi32(float r) {
+  if (!(r >= -2147483648.0f && r < 2147483648.0f)) return INT32_MIN;
+  return static_cast<int32_t>(r);
+}
+
+// vpacksswb(vpackssdw(.)): signed saturation of an int32 to int8.
+inline int8_t sat_i8(int32_t v) {
+  return static_cast<int8_t>(v < -128 ? -128 : (v > 127 ? 127 : v));
+}
+
+// One byte pair of mul_sum_i8_pairs_float: vpsignb makes x unsigned (|x|, read as u8 so
+// -128 -> 128) and moves its sign onto y (wrapping: -(-128) = -128, and y -> 0 where
+// x == 0); vpdpbusd then multiplies u8 by s8 exactly.
+inline int32_t mul_sign_i8(int8_t x, int8_t y) {
+  const uint8_t ax = static_cast<uint8_t>(x < 0 ? -static_cast<int32_t>(x) : x);
+  const int8_t sy =
+      x > 0 ? y : (x == 0 ? int8_t{0} : static_cast<int8_t>(-static_cast<int32_t>(y)));
+  return static_cast<int32_t>(ax) * sy;
+}
+
+// Denormals are zero / flush to zero (vdpbf16ps ignores MXCSR and always does both).
+inline float flush_denormal(float f) {
+  return std::fpclassify(f) == FP_SUBNORMAL ? std::copysign(0.0f, f) : f;
+}
+
+// One fp32 lane of vdpbf16ps: the odd pair is added first, then the even pair, each as an
+// FMA with denormal inputs read as zero and a denormal result flushed to zero.
+// (Checked against the instruction on an AVX512-BF16 CPU.)
+inline float dpbf16_lane(float acc, float x_even, float x_odd, float y_even, float y_odd) {
+  acc = flush_denormal(acc);
+  acc = flush_denormal(std::fma(flush_denormal(x_odd), flush_denormal(y_odd), acc));
+  return flush_denormal(std::fma(flush_denormal(x_even), flush_denormal(y_even), acc));
+}
+
+inline float bf16_bits_to_f32(uint16_t h) {
+  const uint32_t u = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+}  // namespace cke::ref::lanes
