@@ -52,30 +52,15 @@ void attention_f32__ref(const float* q, const float* k_cache, const float* v_cac
 
   for (int64_t t = 0; t < T; ++t) {
     const int64_t p = pos0 + t;
-    const int64_t len = p + 1;                   // cells 0..p; later cells are masked
-    const int64_t len16 = (len + 15) / 16 * 16;  // full softmax groups
+    const int64_t len = p + 1;  // cells 0..p; later cells are masked
     const int64_t first = (window > 0 && p - window + 1 > 0) ? p - window + 1 : 0;
     for (int64_t h = h0; h < h1; ++h) {
       const float* qh = q + (t * n_head + h) * head_dim;
       const int64_t hk = h / group;
 
-      float max = -INFINITY;
-      for (int64_t j = 0; j < len16; ++j) {
-        if (j < first || j >= len) {
-          e[j] = -INFINITY;
-          continue;
-        }
-        const float kq = cke::ref::vec_dot_f32(k_cache + j * kv_dim + hk * head_dim, qh, head_dim);
-        e[j] = kq * scale;
-        max = e[j] > max ? e[j] : max;
-      }
-      double sum = 0.0;
-      for (int64_t g = 0; g < len16; g += 16) {
-        for (int64_t j = g; j < g + 16; ++j) e[j] = cke::ref::ggml_expf(e[j] - max);
-        sum += static_cast<double>(cke::ref::reduce_add16(&e[g]));
-      }
-      const float inv = static_cast<float>(1.0 / sum);
-      for (int64_t j = 0; j < len; ++j) e[j] = e[j] * inv;
+      for (int64_t j = first; j < len; ++j)
+        e[j] = cke::ref::vec_dot_f32(k_cache + j * kv_dim + hk * head_dim, qh, head_dim) * scale;
+      cke::ref::softmax_row(e.data(), len, first);
 
       float* oh = out + t * n_head * head_dim + h * head_dim;
       for (int64_t d = 0; d < head_dim; ++d) {

@@ -77,6 +77,22 @@ float dot_tinyblas16(const float* x, const float* y, int64_t n) {
   return reduce_add16(acc);
 }
 
+void softmax_row(float* w, int64_t len, int64_t first) {
+  const int64_t len16 = (len + 15) / 16 * 16;
+  float max = -INFINITY;
+  for (int64_t j = 0; j < len16; ++j) {
+    if (j < first || j >= len) w[j] = -INFINITY;  // mask: fl(w + (−inf))
+    max = w[j] > max ? w[j] : max;
+  }
+  double sum = 0.0;
+  for (int64_t g = 0; g < len16; g += 16) {
+    for (int64_t j = g; j < g + 16; ++j) w[j] = ggml_expf(w[j] - max);  // masked → exactly 0
+    sum += static_cast<double>(reduce_add16(&w[g]));
+  }
+  const float inv = static_cast<float>(1.0 / sum);
+  for (int64_t j = 0; j < len; ++j) w[j] = w[j] * inv;
+}
+
 float silu_simd(float x) {
   return x / (1.0f + ggml_expf(0.0f - x));
 }

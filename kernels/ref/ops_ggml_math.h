@@ -36,6 +36,15 @@ float vec_dot_f32_pad64(const float* x, const float* y, int64_t n);
 // multiple of 16 this is the value on the row zero-padded to the next multiple of 16.
 float dot_tinyblas16(const float* x, const float* y, int64_t n);
 
+// One row of ggml's soft_max_ext as the attention uses it (max_bias 0, mask 0 / −inf), in
+// place. On entry w[0, len) holds fl(kq · scale) of cells 0..len−1, of which cells < first
+// are masked; w must have room for len rounded up to 16. On return w[0, len) holds the
+// probabilities (exact zeros where masked): e = ggml_expf(w − max) in 16-groups from cell 0,
+// each group reduced by reduce_add16 into a double sum, p = fl(e · (float)(1.0 / sum)).
+// This is ggml's value on the row extended with masked cells to any multiple of 16 (the
+// 256-cell rows of the references); ggml's libm path for a partial last group never runs.
+void softmax_row(float* w, int64_t len, int64_t first);
+
 // ggml_silu_f32 as the AVX-512 swiglu path computes it for a full 16-group:
 // x / (1 + ggml_expf(0 − x)) with a true division.
 float silu_simd(float x);
