@@ -189,20 +189,23 @@ float vec_dot_q6_K_q8_K(int64_t n, const block_q6_K* w, const block_q8_K* a) {
     const block_q8_K& y = a[i];
     const float d = y.d * fp16_to_fp32(x.d);
     // Element 128h + 32s + m: 4 low bits from ql[64h + m] (s = 0, 2) or ql[64h + 32 + m]
-    // (s = 1, 3), low nibble for s < 2; 2 high bits at 2s of qh[32h + m]. The AVX2 code
-    // subtracts 32*q8 per byte pair (vpmaddubsw with 32), i.e. it dots (q - 32).
-    int8_t q[kQK_K];
+    // (s = 1, 3), low nibble for s < 2; 2 high bits at 2s of qh[32h + m]; q in 0..63.
+    uint8_t q[kQK_K];
     for (int h = 0; h < 2; ++h)
       for (int s = 0; s < 4; ++s)
         for (int m = 0; m < 32; ++m) {
           const uint8_t l = x.ql[64 * h + 32 * (s & 1) + m];
           const int lo = s < 2 ? (l & 0xF) : (l >> 4);
           const int hi = (x.qh[32 * h + m] >> (2 * s)) & 3;
-          q[128 * h + 32 * s + m] = static_cast<int8_t>((lo | (hi << 4)) - 32);
+          q[128 * h + 32 * s + m] = static_cast<uint8_t>(lo | (hi << 4));
         }
     int32_t isum[8];
-    lane_sums(
-        q, y.qs, [&x](int e) { return static_cast<int32_t>(x.scales[e / 16]); }, isum);
+    lane_sums(q, y.qs, [&x](int e) { return static_cast<int32_t>(x.scales[e / 16]); }, isum);
+    // The -32 offset goes through the bsums: q8sclsub = vpmaddwd(bsums, scales) << 5, so
+    // lane l loses 32 * (bsum[2l]*sc[2l] + bsum[2l+1]*sc[2l+1]) -- the offset of elements
+    // 32l..32l+31, not of the elements the lane dotted.
+    for (int l = 0; l < 8; ++l)
+      isum[l] -= 32 * (y.bsums[2 * l] * x.scales[2 * l] + y.bsums[2 * l + 1] * x.scales[2 * l + 1]);
     fma_lanes(acc, d, isum);
   }
   return lanes::hsum8(acc);
