@@ -14,8 +14,8 @@ namespace cke::qutil {
 
 // ggml's nearest_int: round to nearest even by adding 1.5 * 2^23 and reading the mantissa.
 // Only meaningful for |f| <= 2^22 (ggml asserts that in debug builds); outside that range
-// and for NaN/Inf the result is whatever the bits say, exactly as in ggml (NaN -> 0,
-// +-Inf -> -2^22).
+// and for NaN/Inf the result is whatever the bits say, exactly as in ggml (the default
+// quiet NaN -> 0, other NaNs -> their payload bits, +-Inf -> -2^22).
 inline int nearest_int(float f) {
   const float v = f + 12582912.f;
   int32_t i;
