@@ -68,8 +68,9 @@ std::optional<__int128> integer(const Value& v) {
 }
 
 std::string to_string(__int128 x) {
-  if (x < 0) return "-" + std::to_string(static_cast<uint64_t>(-x));
-  return std::to_string(static_cast<uint64_t>(x));
+  // (Appending rather than `"-" + s` avoids a GCC 12 -Wrestrict false positive.)
+  std::string s = x < 0 ? "-" : "";
+  return s.append(std::to_string(static_cast<uint64_t>(x < 0 ? -x : x)));
 }
 
 }  // namespace

@@ -308,6 +308,9 @@ bool Writer::Impl::emit(const std::function<bool(const uint8_t*, size_t)>& sink,
     }
     pos = offsets[i] + t.n_bytes;
   }
+  // ggml and gguf-py pad the data section to the alignment after the last tensor too.
+  const uint64_t end = (pos + a - 1) / a * a;
+  if (end > pos && !sink(zeros.data(), end - pos)) return fail("write failed");
   return true;
 }
 

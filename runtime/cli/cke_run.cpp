@@ -1,0 +1,198 @@
+// cke-run: load a GGUF model, compile it for this host, and generate text.
+//
+//   cke-run -m model.gguf -p "Once upon a time" -n 32 --temp 0
+//
+// Flags follow llama.cpp's where they exist. Parity flags: --prompt-tokens (ids, used as
+// given: no BOS added), --force-tokens (teacher forcing through the decode path),
+// --logits-out (raw f32 rows: every prompt position, then one per decode step).
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "runtime/core/engine.h"
+#include "runtime/core/sampler.h"
+
+namespace {
+
+bool parse_ids(const std::string& s, std::vector<int32_t>* out, std::string* err) {
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    size_t used = 0;
+    long long v = 0;
+    try {
+      v = std::stoll(item, &used);
+    } catch (...) {
+      used = 0;
+    }
+    if (used == 0 || used != item.size() || v < 0 || v > INT32_MAX) {
+      *err = "not a token id: '" + item + "'";
+      return false;
+    }
+    out->push_back(int32_t(v));
+  }
+  return true;
+}
+
+double secs(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"cke-run: compile a GGUF model for this CPU and generate"};
+  cke::EngineOptions eo;
+  cke::SamplerParams sp;
+  std::string prompt, prompt_tokens, force_tokens, logits_out, xray_out;
+  int32_t n_predict = -1;
+  bool show_plan = false, no_display_prompt = false;
+  app.add_option("-m,--model", eo.model_path, "GGUF model file")->required();
+  app.add_option("-p,--prompt", prompt, "prompt text");
+  app.add_option("-n,--n-predict", n_predict, "tokens to generate (-1: until EOS or context end)");
+  app.add_option("-t,--threads", eo.n_threads, "threads (0: physical cores)")->check(CLI::Range(0, 1024));
+  app.add_option("-c,--ctx-size", eo.n_ctx, "context size (0: model's, at most 4096)")->check(CLI::Range(0, 1 << 24));
+  app.add_option("-b,--batch-size", eo.n_batch, "prefill chunk size")->check(CLI::Range(1, 1 << 16));
+  app.add_option("--temp", sp.temp, "temperature (0: greedy)")->check(CLI::Range(0.0f, 100.0f));
+  app.add_option("--top-k", sp.top_k, "top-k (0: off)")->check(CLI::Range(0, 1 << 30));
+  app.add_option("--top-p", sp.top_p, "top-p (1: off)")->check(CLI::Range(0.0f, 1.0f));
+  app.add_option("--min-p", sp.min_p, "min-p (0: off)")->check(CLI::Range(0.0f, 1.0f));
+  app.add_option("--repeat-penalty", sp.repeat_penalty, "repeat penalty (1: off)")->check(CLI::Range(0.0f, 100.0f));
+  app.add_option("--repeat-last-n", sp.repeat_last_n, "tokens the penalty looks back on")->check(CLI::Range(0, 1 << 20));
+  app.add_option("-s,--seed", sp.seed, "sampling seed");
+  app.add_option("--isa", eo.isa, "cap the CPU features: scalar|avx2|avx512|avx512_vnni|amx or a feature list");
+  app.add_flag("--plan", show_plan, "print the frozen plan and exit");
+  app.add_option("--xray", xray_out, "write the X-Ray trace (JSON) to FILE");
+  app.add_option("--prompt-tokens", prompt_tokens, "prompt as token ids 1,403,407 (no BOS added)");
+  app.add_option("--force-tokens", force_tokens, "teacher forcing: feed these ids one decode step at a time");
+  app.add_option("--logits-out", logits_out, "write raw f32 logits of every evaluated position");
+  app.add_option("--kernel-maps", eo.kernel_map_dirs, "kernel map directory (repeatable)");
+  app.add_option("--circuits", eo.circuit_dirs, "circuit directory (repeatable)");
+  app.add_flag("--allow-candidate", eo.allow_candidate, "let candidate providers compete");
+  app.add_flag("--no-display-prompt", no_display_prompt, "do not echo the prompt");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+
+  std::vector<int32_t> prompt_ids, forced;
+  std::string err;
+  if (!prompt_tokens.empty() && !parse_ids(prompt_tokens, &prompt_ids, &err)) {
+    fmt::print(stderr, "cke-run: --prompt-tokens: {}\n", err);
+    return 2;
+  }
+  if (!force_tokens.empty() && !parse_ids(force_tokens, &forced, &err)) {
+    fmt::print(stderr, "cke-run: --force-tokens: {}\n", err);
+    return 2;
+  }
+
+  auto engine = cke::Engine::load(eo, &err);
+  if (!engine) {
+    fmt::print(stderr, "cke-run: {}\n", err);
+    return 1;
+  }
+  if (!xray_out.empty()) {
+    std::ofstream f(xray_out);
+    f << engine->trace().dump(2) << "\n";
+    if (!f) {
+      fmt::print(stderr, "cke-run: cannot write {}\n", xray_out);
+      return 1;
+    }
+  }
+  if (show_plan) {
+    fmt::print("{}", engine->plan_text());
+    return 0;
+  }
+  const cke::Tokenizer& tok = engine->tokenizer();
+  if (prompt_tokens.empty()) prompt_ids = tok.encode(prompt, /*add_special=*/true, /*parse_special=*/true);
+  if (prompt_ids.empty()) {
+    fmt::print(stderr, "cke-run: empty prompt (give -p TEXT or --prompt-tokens IDS)\n");
+    return 2;
+  }
+  const int32_t n_vocab = engine->n_vocab();
+  for (int32_t id : prompt_ids)
+    if (id >= n_vocab) {
+      fmt::print(stderr, "cke-run: prompt token {} out of range (n_vocab {})\n", id, n_vocab);
+      return 2;
+    }
+  for (int32_t id : forced)
+    if (id >= n_vocab) {
+      fmt::print(stderr, "cke-run: forced token {} out of range (n_vocab {})\n", id, n_vocab);
+      return 2;
+    }
+  const int64_t need = int64_t(prompt_ids.size()) + int64_t(forced.size());
+  if (need > engine->n_ctx()) {
+    fmt::print(stderr, "cke-run: prompt of {} tokens (+{} forced) does not fit the context of {} (use -c)\n",
+               prompt_ids.size(), forced.size(), engine->n_ctx());
+    return 1;
+  }
+
+  std::ofstream lf;
+  if (!logits_out.empty()) {
+    lf.open(logits_out, std::ios::binary);
+    if (!lf) {
+      fmt::print(stderr, "cke-run: cannot write {}\n", logits_out);
+      return 1;
+    }
+  }
+  auto write_rows = [&](const std::vector<float>& rows) {
+    if (lf.is_open()) lf.write(reinterpret_cast<const char*>(rows.data()), std::streamsize(rows.size() * 4));
+  };
+
+  if (!no_display_prompt && prompt_tokens.empty()) {
+    fmt::print("{}", prompt);
+    std::fflush(stdout);
+  }
+  cke::Sampler sampler(sp);
+  for (int32_t id : prompt_ids) sampler.accept(id);
+  std::vector<float> logits;
+  auto t0 = std::chrono::steady_clock::now();
+  if (!engine->eval(prompt_ids, &logits, lf.is_open(), &err)) {
+    fmt::print(stderr, "cke-run: {}\n", err);
+    return 1;
+  }
+  write_rows(logits);
+  auto t1 = std::chrono::steady_clock::now();
+  if (lf.is_open()) logits.erase(logits.begin(), logits.end() - n_vocab);
+  for (int32_t id : forced) {
+    sampler.accept(id);
+    if (!engine->eval({&id, 1}, &logits, true, &err)) {
+      fmt::print(stderr, "cke-run: {}\n", err);
+      return 1;
+    }
+    write_rows(logits);
+  }
+  // Generate: -n tokens, or until EOG / the context is full.
+  int32_t generated = 0;
+  const int32_t limit = n_predict < 0 ? INT32_MAX : n_predict;
+  while (generated < limit) {
+    const int32_t id = sampler.sample(logits.data(), n_vocab);
+    ++generated;
+    sampler.accept(id);
+    if (tok.is_eog(id)) break;
+    fmt::print("{}", tok.token_to_piece(id));
+    std::fflush(stdout);
+    if (generated == limit || engine->pos() >= engine->n_ctx()) break;
+    if (!engine->eval({&id, 1}, &logits, true, &err)) {
+      fmt::print(stderr, "cke-run: {}\n", err);
+      return 1;
+    }
+    write_rows(logits);
+  }
+  auto t2 = std::chrono::steady_clock::now();
+  fmt::print("\n");
+  const auto& st = engine->stats();
+  const double tp = secs(t0, t1), tg = secs(t1, t2);
+  const int64_t decode_steps = int64_t(forced.size()) + std::max(0, generated - 1);
+  fmt::print(stderr,
+             "\ncke-run: load {:.1f} ms, compile {:.1f} ms | prompt {} tokens, {:.1f} tok/s | "
+             "generation {} tokens, {:.1f} tok/s | {} threads\n",
+             st.load_ms, st.compile_ms, prompt_ids.size(), tp > 0 ? prompt_ids.size() / tp : 0.0,
+             generated, tg > 0 && decode_steps > 0 ? decode_steps / tg : 0.0, engine->n_threads());
+  return 0;
+}
