@@ -10,11 +10,18 @@ namespace cke::ref {
 namespace {
 
 // Signed weights (q8_0, q4_0 - 8, q5_0 - 16) times Q8_0 activations: mul_sum_i8_pairs_float,
-// i.e. the vpsignb fix-up then vpdpbusd; lane l = elements 4l..4l+3, exact int32.
+// i.e. the vpsignb fix-up then vpdpbusd; lane l = elements 4l..4l+3, exact int32. The
+// fix-up only differs from plain products when an activation is -128 (lanes::mul_sign_i8),
+// so the common case takes the plain (vectorisable) loop.
 void lanes_signed(const int8_t w[32], const int8_t a[32], int32_t out[8]) {
+  bool has_min = false;
+  for (int e = 0; e < 32; ++e) has_min |= a[e] == -128;
   for (int l = 0; l < 8; ++l) {
     int32_t s = 0;
-    for (int e = 4 * l; e < 4 * l + 4; ++e) s += lanes::mul_sign_i8(w[e], a[e]);
+    if (has_min)
+      for (int e = 4 * l; e < 4 * l + 4; ++e) s += lanes::mul_sign_i8(w[e], a[e]);
+    else
+      for (int e = 4 * l; e < 4 * l + 4; ++e) s += static_cast<int32_t>(w[e]) * a[e];
     out[l] = s;
   }
 }

@@ -49,13 +49,12 @@ inline int8_t sat_i8(int32_t v) {
 }
 
 // One byte pair of mul_sum_i8_pairs_float: vpsignb makes x unsigned (|x|, read as u8 so
-// -128 -> 128) and moves its sign onto y (wrapping: -(-128) = -128, and y -> 0 where
-// x == 0); vpdpbusd then multiplies u8 by s8 exactly.
+// -128 -> 128) and moves its sign onto y, wrapping -(-128) to -128; vpdpbusd then
+// multiplies u8 by s8 exactly. The result is x*y except for y == -128 with x < 0, where
+// the wrapped sign gives -(x*y). (Activations hold -128 only after a NaN/Inf input.)
 inline int32_t mul_sign_i8(int8_t x, int8_t y) {
-  const uint8_t ax = static_cast<uint8_t>(x < 0 ? -static_cast<int32_t>(x) : x);
-  const int8_t sy =
-      x > 0 ? y : (x == 0 ? int8_t{0} : static_cast<int8_t>(-static_cast<int32_t>(y)));
-  return static_cast<int32_t>(ax) * sy;
+  const int32_t p = static_cast<int32_t>(x) * y;
+  return (y == -128 && x < 0) ? -p : p;
 }
 
 // Denormals are zero / flush to zero (vdpbf16ps ignores MXCSR and always does both).

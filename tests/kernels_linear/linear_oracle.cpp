@@ -17,7 +17,9 @@ B block_at(const uint8_t* row, int64_t i) {
   return b;
 }
 
-double h2d(uint16_t h) { return fp16_to_fp32(h); }
+double h2d(uint16_t h) {
+  return fp16_to_fp32(h);
+}
 
 // ggml's get_scale_min_k4, restated: 8 six-bit (scale, min) pairs in 12 bytes.
 void scale_min_k4(int j, const uint8_t* q, int* sc, int* mn) {
@@ -195,8 +197,10 @@ ExactAct convert_activation_exact(ActKind k, const float* x, int64_t K) {
     case ActKind::F16:
     case ActKind::BF16: {
       std::vector<uint16_t> h(K);
-      if (k == ActKind::F16) act_convert_f16(x, h.data(), K);
-      else act_convert_bf16(x, h.data(), K);
+      if (k == ActKind::F16)
+        act_convert_f16(x, h.data(), K);
+      else
+        act_convert_bf16(x, h.data(), K);
       for (int64_t e = 0; e < K; ++e)
         r.a[e] = k == ActKind::F16 ? fp16_to_fp32(h[e]) : bf16_to_fp32(h[e]);
       break;
@@ -306,17 +310,38 @@ std::vector<uint8_t> random_weights(DType t, int64_t K, int64_t N, std::mt19937&
       std::memcpy(p, &blk, sizeof blk);
     };
     switch (t) {
-      case DType::Q8_0: patch(block_q8_0{}); break;
-      case DType::Q4_0: patch(block_q4_0{}); break;
-      case DType::Q4_1: patch(block_q4_1{}); break;
-      case DType::Q5_0: patch(block_q5_0{}); break;
-      case DType::Q5_1: patch(block_q5_1{}); break;
-      case DType::Q2_K: patch(block_q2_K{}); break;
-      case DType::Q3_K: patch(block_q3_K{}); break;
-      case DType::Q4_K: patch(block_q4_K{}); break;
-      case DType::Q5_K: patch(block_q5_K{}); break;
-      case DType::Q6_K: patch(block_q6_K{}); break;
-      default: throw std::runtime_error("random_weights: unsupported type");
+      case DType::Q8_0:
+        patch(block_q8_0{});
+        break;
+      case DType::Q4_0:
+        patch(block_q4_0{});
+        break;
+      case DType::Q4_1:
+        patch(block_q4_1{});
+        break;
+      case DType::Q5_0:
+        patch(block_q5_0{});
+        break;
+      case DType::Q5_1:
+        patch(block_q5_1{});
+        break;
+      case DType::Q2_K:
+        patch(block_q2_K{});
+        break;
+      case DType::Q3_K:
+        patch(block_q3_K{});
+        break;
+      case DType::Q4_K:
+        patch(block_q4_K{});
+        break;
+      case DType::Q5_K:
+        patch(block_q5_K{});
+        break;
+      case DType::Q6_K:
+        patch(block_q6_K{});
+        break;
+      default:
+        throw std::runtime_error("random_weights: unsupported type");
     }
   }
   return w;

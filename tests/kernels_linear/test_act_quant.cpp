@@ -16,8 +16,9 @@ namespace {
 const float kNaN = std::numeric_limits<float>::quiet_NaN();
 
 TEST(ActQuant, f16_round_half_even) {
-  const std::vector<float> x = {1.0f, 1.0f + 0x1p-11f, 1.0f + 3 * 0x1p-11f, 65504.0f, 65519.0f,
-                                65520.0f, -2.0f, 0x1p-24f, 0x1p-25f};
+  const std::vector<float> x = {1.0f,     1.0f + 0x1p-11f, 1.0f + 3 * 0x1p-11f,
+                                65504.0f, 65519.0f,        65520.0f,
+                                -2.0f,    0x1p-24f,        0x1p-25f};
   std::vector<uint16_t> h(x.size());
   act_convert_f16(x.data(), h.data(), static_cast<int64_t>(x.size()));
   EXPECT_EQ(h[0], 0x3C00);  // 1
@@ -72,7 +73,7 @@ TEST(ActQuant, q8_0_multiplier_is_127_over_amax) {
 TEST(ActQuant, q8_0_nan_position_rules) {
   std::vector<float> x(64);
   for (int i = 0; i < 64; ++i) x[i] = static_cast<float>(i % 16) - 7.0f;  // amax 8
-  x[27] = kNaN;                                                            // block 0
+  x[27] = kNaN;                                                           // block 0
   x[32 + 3] = kNaN;  // block 1, lane 3 of the first vector: dropped by the next maxps
   block_q8_0 b[2];
   act_quantize_q8_0(x.data(), b, 64);

@@ -143,7 +143,8 @@ TEST(RefLinearGgml, linear_f32_f32__ref_stories260K) {
     const auto* w = reinterpret_cast<const float*>(r.w->data);
     int64_t same = 0;
     for (int64_t t = 0; t < 5; ++t)
-      for (int64_t n = 0; n < N; ++n) same += tinyblas_f32(w + n * K, &r.x[t * K], K) == r.ref[t * N + n];
+      for (int64_t n = 0; n < N; ++n)
+        same += tinyblas_f32(w + n * K, &r.x[t * K], K) == r.ref[t * N + n];
     EXPECT_EQ(same, N * 5) << c.output << ": tinyBLAS model";
   }
 }

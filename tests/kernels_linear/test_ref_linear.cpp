@@ -77,8 +77,10 @@ void check_row_split(const Provider& p) {
   p.fn(x.data(), w.data(), split.data(), K, N, T, 2, 5);
   for (int64_t t = 0; t < T; ++t)
     for (int64_t n = 0; n < N; ++n) {
-      if (n >= 2 && n < 5) EXPECT_EQ(split[t * N + n], full[t * N + n]);
-      else EXPECT_EQ(split[t * N + n], 99.0f) << "row outside [n0, n1) written";
+      if (n >= 2 && n < 5)
+        EXPECT_EQ(split[t * N + n], full[t * N + n]);
+      else
+        EXPECT_EQ(split[t * N + n], 99.0f) << "row outside [n0, n1) written";
     }
   p.fn(x.data(), w.data(), split.data(), K, N, T, 0, 2);
   p.fn(x.data(), w.data(), split.data(), K, N, T, 5, N);
@@ -105,7 +107,9 @@ void check_edges(const Provider& p) {
   const auto w = random_weights(p.wtype, K, N, rng);
   const size_t rb = row_bytes(p.wtype, K);
   std::vector<float> y(N);
-  auto run = [&](const std::vector<float>& x) { p.fn(x.data(), w.data(), y.data(), K, N, 1, 0, N); };
+  auto run = [&](const std::vector<float>& x) {
+    p.fn(x.data(), w.data(), y.data(), K, N, 1, 0, N);
+  };
 
   std::vector<float> zero(K, 0.0f);
   run(zero);
@@ -127,10 +131,16 @@ void check_edges(const Provider& p) {
     switch (p.act) {
       case ActKind::F32:
       case ActKind::BF16:
-      case ActKind::Q8_K: EXPECT_TRUE(std::isfinite(v)) << "1e30 activation: " << v; break;
-      case ActKind::F16: EXPECT_FALSE(std::isfinite(v)) << "1e30 activation: " << v; break;
+      case ActKind::Q8_K:
+        EXPECT_TRUE(std::isfinite(v)) << "1e30 activation: " << v;
+        break;
+      case ActKind::F16:
+        EXPECT_FALSE(std::isfinite(v)) << "1e30 activation: " << v;
+        break;
       case ActKind::Q8_0:
-      case ActKind::Q8_1: EXPECT_TRUE(std::isnan(v)) << "1e30 activation: " << v; break;
+      case ActKind::Q8_1:
+        EXPECT_TRUE(std::isnan(v)) << "1e30 activation: " << v;
+        break;
     }
   }
 
@@ -148,13 +158,21 @@ void check_edges(const Provider& p) {
       switch (p.act) {
         case ActKind::F32:
         case ActKind::F16:
-        case ActKind::BF16: EXPECT_TRUE(std::isnan(y[n])); break;
-        case ActKind::Q8_K: EXPECT_EQ(y[n], y0[n]); break;
-        case ActKind::Q8_0:
-          if (pos % 32 == 27) EXPECT_TRUE(std::isnan(y[n]));
-          else EXPECT_TRUE(std::isfinite(y[n]));
+        case ActKind::BF16:
+          EXPECT_TRUE(std::isnan(y[n]));
           break;
-        case ActKind::Q8_1: EXPECT_FALSE(std::isfinite(y[n])); break;
+        case ActKind::Q8_K:
+          EXPECT_EQ(y[n], y0[n]);
+          break;
+        case ActKind::Q8_0:
+          if (pos % 32 == 27)
+            EXPECT_TRUE(std::isnan(y[n]));
+          else
+            EXPECT_TRUE(std::isfinite(y[n]));
+          break;
+        case ActKind::Q8_1:
+          EXPECT_FALSE(std::isfinite(y[n]));
+          break;
       }
     }
   }
@@ -183,19 +201,45 @@ void check_provider(const char* id) {
   EXPECT_EQ(s->n_args, 8);
 }
 
-TEST(RefLinear, linear_f32_f32__ref) { check_provider("linear_f32_f32__ref"); }
-TEST(RefLinear, linear_f16_f32__ref) { check_provider("linear_f16_f32__ref"); }
-TEST(RefLinear, linear_bf16_f32__ref) { check_provider("linear_bf16_f32__ref"); }
-TEST(RefLinear, linear_q8_0_f32__ref) { check_provider("linear_q8_0_f32__ref"); }
-TEST(RefLinear, linear_q4_0_f32__ref) { check_provider("linear_q4_0_f32__ref"); }
-TEST(RefLinear, linear_q4_1_f32__ref) { check_provider("linear_q4_1_f32__ref"); }
-TEST(RefLinear, linear_q5_0_f32__ref) { check_provider("linear_q5_0_f32__ref"); }
-TEST(RefLinear, linear_q5_1_f32__ref) { check_provider("linear_q5_1_f32__ref"); }
-TEST(RefLinear, linear_q2_K_f32__ref) { check_provider("linear_q2_K_f32__ref"); }
-TEST(RefLinear, linear_q3_K_f32__ref) { check_provider("linear_q3_K_f32__ref"); }
-TEST(RefLinear, linear_q4_K_f32__ref) { check_provider("linear_q4_K_f32__ref"); }
-TEST(RefLinear, linear_q5_K_f32__ref) { check_provider("linear_q5_K_f32__ref"); }
-TEST(RefLinear, linear_q6_K_f32__ref) { check_provider("linear_q6_K_f32__ref"); }
+TEST(RefLinear, linear_f32_f32__ref) {
+  check_provider("linear_f32_f32__ref");
+}
+TEST(RefLinear, linear_f16_f32__ref) {
+  check_provider("linear_f16_f32__ref");
+}
+TEST(RefLinear, linear_bf16_f32__ref) {
+  check_provider("linear_bf16_f32__ref");
+}
+TEST(RefLinear, linear_q8_0_f32__ref) {
+  check_provider("linear_q8_0_f32__ref");
+}
+TEST(RefLinear, linear_q4_0_f32__ref) {
+  check_provider("linear_q4_0_f32__ref");
+}
+TEST(RefLinear, linear_q4_1_f32__ref) {
+  check_provider("linear_q4_1_f32__ref");
+}
+TEST(RefLinear, linear_q5_0_f32__ref) {
+  check_provider("linear_q5_0_f32__ref");
+}
+TEST(RefLinear, linear_q5_1_f32__ref) {
+  check_provider("linear_q5_1_f32__ref");
+}
+TEST(RefLinear, linear_q2_K_f32__ref) {
+  check_provider("linear_q2_K_f32__ref");
+}
+TEST(RefLinear, linear_q3_K_f32__ref) {
+  check_provider("linear_q3_K_f32__ref");
+}
+TEST(RefLinear, linear_q4_K_f32__ref) {
+  check_provider("linear_q4_K_f32__ref");
+}
+TEST(RefLinear, linear_q5_K_f32__ref) {
+  check_provider("linear_q5_K_f32__ref");
+}
+TEST(RefLinear, linear_q6_K_f32__ref) {
+  check_provider("linear_q6_K_f32__ref");
+}
 
 // The oracle's exact decoder agrees with the formats library's dequantize_row (written
 // independently, ggml-base arithmetic: at most two float roundings per element).
@@ -214,6 +258,23 @@ TEST(RefLinearOracle, decoder_matches_dequantize_row) {
                 2 * kU * (std::fabs(ex.s[e]) + std::fabs(ex.m[e])) + 1e-30)
           << "element " << e;
   }
+}
+
+// vpsignb wraps -(-128) to -128: a Q8_0 activation of -128 (what a NaN that the amax tree
+// dropped becomes) against a negative weight contributes -(w*a). Hand-computed: weight
+// block d = 1, w[0] = -3; activations NaN at element 0 (dropped by the next vmaxps in its
+// lane), 127 at element 1, so d_a = 1, q[0] = -128, and ggml's dot is -3 * 128 = -384
+// (the mathematical product would be +384).
+TEST(RefLinear, linear_q8_0_f32__ref_sign_fixup_wraps_minus_128) {
+  block_q8_0 w{};
+  w.d = fp32_to_fp16(1.0f);
+  w.qs[0] = -3;
+  std::vector<float> x(32, 0.0f);
+  x[0] = std::numeric_limits<float>::quiet_NaN();
+  x[1] = 127.0f;
+  float y = 0;
+  linear_q8_0_f32__ref(x.data(), &w, &y, 32, 1, 1, 0, 1);
+  EXPECT_EQ(y, -384.0f);
 }
 
 // Bad calls compute nothing (and do not crash).
