@@ -200,7 +200,8 @@ float vec_dot_q6_K_q8_K(int64_t n, const block_q6_K* w, const block_q8_K* a) {
           q[128 * h + 32 * s + m] = static_cast<uint8_t>(lo | (hi << 4));
         }
     int32_t isum[8];
-    lane_sums(q, y.qs, [&x](int e) { return static_cast<int32_t>(x.scales[e / 16]); }, isum);
+    lane_sums(
+        q, y.qs, [&x](int e) { return static_cast<int32_t>(x.scales[e / 16]); }, isum);
     // The -32 offset goes through the bsums: q8sclsub = vpmaddwd(bsums, scales) << 5, so
     // lane l loses 32 * (bsum[2l]*sc[2l] + bsum[2l+1]*sc[2l+1]) -- the offset of elements
     // 32l..32l+31, not of the elements the lane dotted.
