@@ -43,7 +43,10 @@ void attention_f32__ref(const float* q, const float* k_cache, const float* v_cac
                         int64_t head_dim, int64_t n_head, int64_t n_head_kv, int64_t n_ctx,
                         int64_t pos0, int64_t T, float scale, int64_t window, int64_t h0,
                         int64_t h1) {
-  if (n_head_kv <= 0 || n_head % n_head_kv != 0 || pos0 < 0 || pos0 + T > n_ctx) return;
+  // Shapes the plan has proved; anything else computes nothing rather than read out of bounds.
+  if (head_dim <= 0 || n_head_kv <= 0 || n_head % n_head_kv != 0 || pos0 < 0 || T <= 0 ||
+      pos0 + T > n_ctx || h0 < 0 || h1 > n_head || h0 >= h1)
+    return;
   const int64_t group = n_head / n_head_kv;
   const int64_t kv_dim = n_head_kv * head_dim;
   const bool tinyblas = T >= 2 && head_dim % 4 == 0;

@@ -82,7 +82,7 @@ void softmax_row(float* w, int64_t len, int64_t first) {
   float max = -INFINITY;
   for (int64_t j = 0; j < len16; ++j) {
     if (j < first || j >= len) w[j] = -INFINITY;  // mask: fl(w + (−inf))
-    max = w[j] > max ? w[j] : max;
+    max = max > w[j] ? max : w[j];                // ggml's MAX(max, w): a NaN score propagates
   }
   double sum = 0.0;
   for (int64_t g = 0; g < len16; g += 16) {

@@ -142,6 +142,20 @@ TEST(RefOps, attention_f32__ref_head_split) {
   EXPECT_EQ(bit_diffs(a.out, b.out), 0);
 }
 
+// Shapes the plan must have proved: otherwise nothing is read or written.
+TEST(RefOps, attention_f32__ref_rejects_bad_shapes) {
+  Attn a = make_case(8, 4, 2, 0, 2, 0, 3);
+  auto call = [&](int64_t nh, int64_t nkv, int64_t pos0, int64_t T, int64_t h0, int64_t h1) {
+    attention_f32__ref(a.q.data(), a.kc.data(), a.vc.data(), a.out.data(), a.hd, nh, nkv, a.n_ctx,
+                       pos0, T, a.scale, 0, h0, h1);
+  };
+  call(4, 3, 0, 2, 0, 4);            // n_head not a multiple of n_head_kv
+  call(4, 2, 0, 2, 0, 5);            // head range beyond n_head
+  call(4, 2, a.n_ctx - 1, 2, 0, 4);  // tokens beyond the cache
+  call(4, 2, -1, 2, 0, 4);
+  for (float v : a.out) EXPECT_TRUE(std::isnan(v));  // still the NaN fill of make_case
+}
+
 // Prefill (tinyBLAS lanes) and token-by-token decode (vec_dot lanes) agree to rounding.
 TEST(RefOps, attention_f32__ref_prefill_vs_decode) {
   Attn a = make_case(64, 4, 2, 0, 20, 0, 8);

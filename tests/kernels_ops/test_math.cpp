@@ -120,6 +120,13 @@ TEST(RefOpsMath, SoftmaxRowMatchesDouble) {
   }
 }
 
+// As ggml's MAX(max, x): a NaN score makes the whole row NaN (no silent renormalisation).
+TEST(RefOpsMath, SoftmaxRowNanPropagates) {
+  float w[16] = {0.5f, NAN, 1.0f};
+  softmax_row(w, 3, 0);
+  for (int j = 0; j < 3; ++j) EXPECT_TRUE(std::isnan(w[j])) << j;
+}
+
 // silu = x / (1 + e^−x): ggml_expf (≤ 2 ulp), one add and one division (½ ulp each) give
 // ≤ 4 ulp against the double formula; libm expf (≤ 1 ulp) gives ≤ 3.
 TEST(RefOpsMath, SiluCloseToExact) {
