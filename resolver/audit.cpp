@@ -1,0 +1,289 @@
+#include "resolver/audit.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <fstream>
+#include <regex>
+#include <set>
+
+#include "resolver/circuit.h"
+#include "resolver/data_file.h"
+#include "resolver/features.h"
+#include "resolver/yaml_fields.h"
+
+namespace cke {
+
+namespace {
+
+std::vector<std::string> sorted(std::set<std::string> s) {
+  return {s.begin(), s.end()};
+}
+
+std::vector<std::string> minus(const std::vector<std::string>& a,
+                               const std::vector<std::string>& b) {
+  std::vector<std::string> out;
+  for (const std::string& x : a)
+    if (std::find(b.begin(), b.end(), x) == b.end()) out.push_back(x);
+  return out;
+}
+
+std::string join(const std::vector<std::string>& v) {
+  std::string s;
+  for (const std::string& x : v) s += (s.empty() ? "" : ", ") + x;
+  return s;
+}
+
+void check_circuits(const std::filesystem::path& dir, const Registry* reg, AuditReport* r,
+                    std::set<std::string>* ops) {
+  std::vector<LoadError> errs;
+  for (const auto& path : list_yaml_files(dir, &errs)) {
+    std::optional<Circuit> c = load_circuit(path, &errs);
+    if (!c) continue;
+    ++r->n_circuits;
+    if (c->architecture != path.stem().string())
+      r->errors.push_back(fmt::format("{}: architecture '{}' differs from the file name",
+                                      path.string(), c->architecture));
+    for (const auto* section : {&c->header, &c->layer, &c->footer}) {
+      for (const NodeSpec& n : *section) {
+        ops->insert(n.op);
+        if (!reg) continue;
+        bool has_contract = false;
+        for (const Contract& k : reg->contracts())
+          has_contract =
+              has_contract || (k.op == n.op && k.variant == n.variant && k.profile == n.profile);
+        if (!has_contract)
+          r->errors.push_back(fmt::format(
+              "{}: {} ({}): no contract for op {}{} with profile {}", path.string(), n.path, n.name,
+              n.op, n.variant.empty() ? "" : " variant " + n.variant, n.profile));
+        std::vector<std::string> words = {n.name, n.op, n.variant, n.profile};
+        for (const PortEdge& e : n.ports) words.push_back(e.buffer);
+        for (const std::string& w : words)
+          if (!w.empty() && reg->find_map(w))
+            r->errors.push_back(
+                fmt::format("{}: {}: names provider '{}' (circuits state requirements, "
+                            "never providers)",
+                            path.string(), n.path, w));
+      }
+    }
+  }
+  for (const LoadError& e : errs) r->errors.push_back(e.str());
+}
+
+}  // namespace
+
+std::vector<std::string> scan_test_names(const std::filesystem::path& dir) {
+  std::set<std::string> names;
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) return {};
+  static const std::regex kTest(R"(\bTEST(?:_F|_P)?\s*\(\s*(\w+)\s*,\s*(\w+)\s*\))");
+  for (auto it = std::filesystem::recursive_directory_iterator(dir, ec);
+       it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+    if (ec) break;
+    if (!it->is_regular_file() || it->path().extension() != ".cpp") continue;
+    std::vector<LoadError> ignore;
+    std::optional<std::string> text = read_data_file(it->path(), &ignore);
+    if (!text) continue;
+    for (std::sregex_iterator m(text->begin(), text->end(), kTest), end; m != end; ++m)
+      names.insert((*m)[2].str());
+  }
+  return sorted(names);
+}
+
+std::optional<RatchetState> load_ratchet(const std::filesystem::path& path,
+                                         std::vector<LoadError>* errors) {
+  std::optional<std::string> text = read_data_file(path, errors);
+  if (!text) return std::nullopt;
+  detail::ErrorSink sink(path.string(), errors);
+  std::optional<YAML::Node> doc = detail::parse_yaml(*text, &sink);
+  if (!doc) return std::nullopt;
+  detail::Fields f(*doc, "", &sink);
+  RatchetState r;
+  if (auto s = f.str("schema", true); s && *s != "cke.ratchet/1")
+    sink.error("schema", "expected cke.ratchet/1");
+  auto ids = [&](const char* key, std::vector<std::string>* out) {
+    YAML::Node n = f.get(key, true);
+    if (!n.IsDefined()) return;
+    if (n.IsNull()) return;
+    if (!n.IsSequence()) {
+      sink.error(key, "expected a list of ids", n);
+      return;
+    }
+    for (size_t i = 0; i < n.size(); ++i)
+      if (auto s = detail::to_str(n[i], fmt::format("{}[{}]", key, i), &sink)) out->push_back(*s);
+  };
+  ids("parity_tested", &r.parity_tested);
+  ids("production", &r.production);
+  if (YAML::Node n = f.get("ops_without_production", true); n.IsDefined()) {
+    detail::Fields lf(n, "ops_without_production", &sink);
+    for (std::string_view level : isa_level_names()) {
+      std::string key(level);
+      YAML::Node l = lf.get(key, true);
+      std::vector<std::string>& out = r.ops_without_production[key];
+      if (!l.IsDefined() || l.IsNull()) continue;
+      if (!l.IsSequence()) {
+        sink.error(lf.sub(key), "expected a list of ops", l);
+        continue;
+      }
+      for (size_t i = 0; i < l.size(); ++i)
+        if (auto s = detail::to_str(l[i], fmt::format("{}[{}]", lf.sub(key), i), &sink))
+          out.push_back(*s);
+    }
+    lf.finish();
+  }
+  f.finish();
+  if (sink.failed()) return std::nullopt;
+  return r;
+}
+
+std::string format_ratchet(const RatchetState& r) {
+  auto list = [](const std::vector<std::string>& v, const char* indent) {
+    if (v.empty()) return std::string(" []\n");
+    std::string s = "\n";
+    for (const std::string& x : v) s += fmt::format("{}- {}\n", indent, x);
+    return s;
+  };
+  std::string s =
+      "# The ratchet: what may only improve. Checked by cke-audit (ctest `audit`).\n"
+      "# parity_tested and production may only grow; ops_without_production (per ISA level)\n"
+      "# may only shrink. Tighten it after an improvement with: cke-audit --update-ratchet\n"
+      "schema: cke.ratchet/1\n";
+  s += "parity_tested:" + list(r.parity_tested, "  ");
+  s += "production:" + list(r.production, "  ");
+  s += "ops_without_production:\n";
+  for (std::string_view level : isa_level_names()) {
+    auto it = r.ops_without_production.find(std::string(level));
+    s += fmt::format("  {}:", level) +
+         list(it == r.ops_without_production.end() ? std::vector<std::string>{} : it->second,
+              "    ");
+  }
+  return s;
+}
+
+AuditReport run_audit(const AuditOptions& o) {
+  AuditReport r;
+  const std::filesystem::path maps_dir = o.root / "kernel_maps";
+  std::vector<LoadError> errs;
+  std::optional<Registry> reg = Registry::load({maps_dir}, o.symbols, &errs);
+  for (const LoadError& e : errs) r.errors.push_back(e.str());
+  std::set<std::string> ops;
+  if (reg) {
+    r.n_maps = reg->maps().size();
+    r.n_contracts = reg->contracts().size();
+    for (const Contract& c : reg->contracts()) ops.insert(c.op);
+  }
+  check_circuits(o.root / "circuits", reg ? &*reg : nullptr, &r, &ops);
+  if (!reg) {
+    r.errors.push_back("the kernel maps did not load; parity and ratchet checks skipped");
+    return r;
+  }
+
+  // Parity tests by name.
+  const std::vector<std::string> tests = scan_test_names(o.root / "tests");
+  std::set<std::string> tested, production;
+  for (const KernelMap& m : reg->maps()) {
+    if (std::binary_search(tests.begin(), tests.end(), m.id))
+      tested.insert(m.id);
+    else
+      r.missing_parity.push_back(m.id);
+    if (m.selection.status == Status::Production) production.insert(m.id);
+  }
+  r.current.parity_tested = sorted(tested);
+  r.current.production = sorted(production);
+  if (!r.missing_parity.empty())
+    r.warnings.push_back(
+        fmt::format("{} provider(s) without a parity test (TEST(<Suite>, <id>)): {}",
+                    r.missing_parity.size(), join(r.missing_parity)));
+  for (std::string_view level : isa_level_names()) {
+    FeatureSet caps = *isa_level_features(level);
+    std::set<std::string> without;
+    for (const std::string& op : ops) {
+      bool have = false;
+      for (const KernelMap* m : reg->maps_for_op(op)) {
+        FeatureSet need;
+        for (Feature f : m->isa) need.add(f);
+        have = have || (m->selection.status == Status::Production && caps.contains(need));
+      }
+      if (!have) without.insert(op);
+    }
+    r.current.ops_without_production[std::string(level)] = sorted(without);
+  }
+
+  const std::filesystem::path ratchet_path = maps_dir / "ratchet.yaml";
+  if (o.update_ratchet) {
+    std::ofstream out(ratchet_path);
+    out << format_ratchet(r.current);
+    if (!out)
+      r.errors.push_back(fmt::format("{}: cannot write", ratchet_path.string()));
+    else
+      r.notes.push_back(fmt::format("wrote {}", ratchet_path.string()));
+    return r;
+  }
+  std::vector<LoadError> rerrs;
+  std::optional<RatchetState> ratchet = load_ratchet(ratchet_path, &rerrs);
+  for (const LoadError& e : rerrs) r.errors.push_back(e.str());
+  if (!ratchet) return r;
+  auto violation = [&](std::string s) {
+    r.ratchet_violations.push_back(s);
+    r.errors.push_back("ratchet: " + s);
+  };
+  auto improvement = [&](std::string s) {
+    r.ratchet_improvements.push_back(s);
+    r.notes.push_back("ratchet can be tightened (cke-audit --update-ratchet): " + s);
+  };
+  for (const std::string& id : minus(ratchet->parity_tested, r.current.parity_tested))
+    violation(fmt::format("provider {} lost its parity test", id));
+  for (const std::string& id : minus(r.current.parity_tested, ratchet->parity_tested))
+    improvement(fmt::format("provider {} gained a parity test", id));
+  for (const std::string& id : minus(ratchet->production, r.current.production))
+    violation(fmt::format("provider {} is no longer production", id));
+  for (const std::string& id : minus(r.current.production, ratchet->production))
+    improvement(fmt::format("provider {} became production", id));
+  for (std::string_view level : isa_level_names()) {
+    const std::string l(level);
+    const auto& was = ratchet->ops_without_production[l];
+    const auto& now = r.current.ops_without_production[l];
+    for (const std::string& op : minus(now, was))
+      violation(fmt::format("op {} has no production provider on {} hosts", op, l));
+    for (const std::string& op : minus(was, now))
+      improvement(fmt::format("op {} gained a production provider on {} hosts", op, l));
+  }
+  return r;
+}
+
+nlohmann::json AuditReport::to_json() const {
+  nlohmann::json ops = nlohmann::json::object();
+  for (const auto& [level, v] : current.ops_without_production) ops[level] = v;
+  return {
+      {"schema", "cke.audit/1"},
+      {"ok", ok()},
+      {"errors", errors},
+      {"warnings", warnings},
+      {"notes", notes},
+      {"counts", {{"kernel_maps", n_maps}, {"contracts", n_contracts}, {"circuits", n_circuits}}},
+      {"parity_tested", current.parity_tested},
+      {"missing_parity", missing_parity},
+      {"production", current.production},
+      {"ops_without_production", ops},
+      {"ratchet", {{"violations", ratchet_violations}, {"improvements", ratchet_improvements}}}};
+}
+
+std::string AuditReport::to_text() const {
+  std::string s = fmt::format("cke-audit: {} kernel maps, {} contracts, {} circuits\n", n_maps,
+                              n_contracts, n_circuits);
+  s += fmt::format("  parity tests: {} of {} providers\n", current.parity_tested.size(),
+                   current.parity_tested.size() + missing_parity.size());
+  for (std::string_view level : isa_level_names()) {
+    auto it = current.ops_without_production.find(std::string(level));
+    if (it == current.ops_without_production.end()) continue;
+    s += fmt::format("  ops without a production provider on {}: {}\n", level,
+                     it->second.empty() ? "none" : join(it->second));
+  }
+  for (const std::string& e : errors) s += "error: " + e + "\n";
+  for (const std::string& w : warnings) s += "warning: " + w + "\n";
+  for (const std::string& n : notes) s += "note: " + n + "\n";
+  s += ok() ? "audit passed\n" : fmt::format("audit FAILED ({} error(s))\n", errors.size());
+  return s;
+}
+
+}  // namespace cke

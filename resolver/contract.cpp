@@ -1,0 +1,157 @@
+#include "resolver/contract.h"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+
+#include "resolver/data_file.h"
+#include "resolver/sha256.h"
+#include "resolver/yaml_fields.h"
+
+namespace cke {
+
+using detail::ErrorSink;
+using detail::Fields;
+
+std::string Comparison::str() const {
+  switch (kind) {
+    case Kind::BitExact:
+      return "bit_exact";
+    case Kind::Ulp:
+      return fmt::format("ulp:{}", static_cast<int64_t>(bound));
+    case Kind::Rel:
+      return fmt::format("rel:{}", bound);
+  }
+  return "?";
+}
+
+const ContractPort* Contract::port(std::string_view name) const {
+  for (const ContractPort& p : ports)
+    if (p.name == name) return &p;
+  return nullptr;
+}
+
+const ContractParam* Contract::param(std::string_view name) const {
+  for (const ContractParam& p : params)
+    if (p.name == name) return &p;
+  return nullptr;
+}
+
+namespace {
+
+std::optional<Comparison> parse_comparison(const std::string& s) {
+  if (s == "bit_exact") return Comparison{};
+  auto number = [](const std::string& t, double* out) {
+    char* end = nullptr;
+    *out = std::strtod(t.c_str(), &end);
+    return !t.empty() && end == t.c_str() + t.size() && *out > 0;
+  };
+  double v = 0;
+  if (s.rfind("ulp:", 0) == 0 && number(s.substr(4), &v) && v == static_cast<int64_t>(v))
+    return Comparison{Comparison::Kind::Ulp, v};
+  if (s.rfind("rel:", 0) == 0 && number(s.substr(4), &v) && v < 1)
+    return Comparison{Comparison::Kind::Rel, v};
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<Contract> parse_contract(std::string_view yaml, const std::string& file,
+                                       std::vector<LoadError>* errors) {
+  ErrorSink sink(file, errors);
+  std::optional<YAML::Node> doc = detail::parse_yaml(yaml, &sink);
+  if (!doc) return std::nullopt;
+  Fields f(*doc, "", &sink);
+  if (!f.ok()) return std::nullopt;
+  Contract c;
+  c.file = file;
+  c.sha256 = sha256_hex(yaml);
+  if (auto s = f.str("schema", true); s && *s != "cke.contract/1")
+    sink.error("schema", fmt::format("unsupported schema '{}' (expected cke.contract/1)", *s));
+  if (auto s = f.str("id", true)) {
+    c.id = *s;
+    if (!is_data_id(c.id))
+      sink.error("id", fmt::format("'{}' is not a valid id ([a-z0-9_.]+ with letters)", c.id));
+  }
+  if (auto s = f.ident("op", true)) c.op = *s;
+  if (f.has("variant"))
+    if (auto s = f.ident("variant", false)) c.variant = *s;
+  if (auto s = f.ident("profile", true)) c.profile = *s;
+
+  YAML::Node ports = f.get("ports", true);
+  if (ports.IsDefined()) {
+    Fields pf(ports, "ports", &sink);
+    for (const std::string& k : pf.keys()) {
+      std::string path = pf.sub(k);
+      if (!detail::is_identifier(k)) sink.error(path, "port name is not an identifier");
+      std::optional<std::string> d = pf.str(k, true);
+      if (!d) continue;
+      ContractPort p{k, std::nullopt};
+      if (*d != "any") {
+        p.dtype = dtype_from_name(*d);
+        if (!p.dtype || dtype_name(*p.dtype) != *d)
+          sink.error(path, fmt::format("unknown dtype '{}'", *d), pf.get(k, false));
+      }
+      c.ports.push_back(p);
+    }
+    pf.finish();
+    if (pf.ok() && c.ports.empty()) sink.error("ports", "a contract needs at least one port");
+  }
+
+  YAML::Node params = f.get("params", false);
+  if (params.IsDefined()) {
+    Fields pf(params, "params", &sink);
+    for (const std::string& k : pf.keys()) {
+      if (!detail::is_identifier(k)) sink.error(pf.sub(k), "param name is not an identifier");
+      if (auto t = pf.enumeration(k, {"i64", "f32"}, true))
+        c.params.push_back({k, *param_type_from_name(*t)});
+    }
+    pf.finish();
+  }
+
+  if (auto s = f.enumeration("accumulator", {"none", "f32", "f64", "i32_f32", "mixed"}, true))
+    c.accumulator = *s;
+  if (f.has("activation_quant")) {
+    if (auto s = f.str("activation_quant", false)) {
+      c.activation_quant = dtype_from_name(*s);
+      if (!c.activation_quant || dtype_name(*c.activation_quant) != *s)
+        sink.error("activation_quant", fmt::format("unknown dtype '{}'", *s));
+    }
+  }
+  if (auto s = f.str("reduction_order", true)) c.reduction_order = *s;
+  YAML::Node rounding = f.get("rounding", true);
+  if (rounding.IsDefined()) {
+    if (!rounding.IsSequence()) {
+      sink.error("rounding", "expected a list of rounding points", rounding);
+    } else {
+      for (size_t i = 0; i < rounding.size(); ++i)
+        if (auto s = detail::to_str(rounding[i], fmt::format("rounding[{}]", i), &sink))
+          c.rounding.push_back(*s);
+    }
+  }
+  if (auto b = f.boolean("thread_count_changes_arithmetic", true))
+    c.thread_count_changes_arithmetic = *b;
+  if (auto s = f.ident("reference", true)) c.reference = *s;
+  if (auto s = f.str("comparison", true)) {
+    if (auto cmp = parse_comparison(*s))
+      c.comparison = *cmp;
+    else
+      sink.error("comparison",
+                 fmt::format("unknown comparison '{}' (bit_exact, ulp:N with N a positive "
+                             "integer, or rel:x with 0 < x < 1)",
+                             *s));
+  }
+  if (auto s = f.str("notes", false)) c.notes = *s;
+  f.finish();
+  if (sink.failed()) return std::nullopt;
+  return c;
+}
+
+std::optional<Contract> load_contract(const std::filesystem::path& path,
+                                      std::vector<LoadError>* errors) {
+  std::optional<std::string> text = read_data_file(path, errors);
+  if (!text) return std::nullopt;
+  return parse_contract(*text, path.string(), errors);
+}
+
+}  // namespace cke

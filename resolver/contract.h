@@ -1,0 +1,69 @@
+// Numerical contracts (schema cke.contract/1): the equivalence classes of arithmetic.
+//
+// Two providers compete only if they name the same contract. A contract fixes the op (and
+// variant), the numerical profile it implements (`ggml` = what llama.cpp's CPU backend
+// computes), the dtype of every port, the typed params, how it accumulates and rounds, the
+// scalar reference provider (the oracle) and the comparison every provider must pass
+// against it. The resolver derives the one contract of a query from
+// (op, variant, profile, port dtypes): see resolve.h.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kernels/formats/dtype.h"
+#include "resolver/load_error.h"
+#include "resolver/types.h"
+
+namespace cke {
+
+struct Comparison {
+  enum class Kind : uint8_t { BitExact, Ulp, Rel };
+  Kind kind = Kind::BitExact;
+  double bound = 0;         // Ulp: max ulp distance per element; Rel: max |a-b| / max|ref| per row
+  std::string str() const;  // "bit_exact", "ulp:2", "rel:1e-05"
+};
+
+struct ContractPort {
+  std::string name;
+  std::optional<DType> dtype;  // nullopt: `any` (a dtype-generic port, e.g. a byte copy)
+};
+
+struct ContractParam {
+  std::string name;
+  ParamType type;
+};
+
+struct Contract {
+  std::string file;    // where it was loaded from
+  std::string sha256;  // of the file's bytes
+  std::string id;      // e.g. "linear.q4_0.ggml"
+  std::string op;
+  std::string variant;              // empty when the op has no variants
+  std::string profile;              // e.g. "ggml"
+  std::vector<ContractPort> ports;  // declaration order
+  std::vector<ContractParam> params;
+  std::string accumulator;                // none | f32 | f64 | i32_f32 | mixed
+  std::optional<DType> activation_quant;  // the vec_dot type activations are converted to
+  std::string reduction_order;            // prose, exact
+  std::vector<std::string> rounding;      // rounding points, prose
+  bool thread_count_changes_arithmetic = false;
+  std::string reference;  // provider id of the scalar oracle
+  Comparison comparison;
+  std::string notes;
+
+  const ContractPort* port(std::string_view name) const;
+  const ContractParam* param(std::string_view name) const;
+};
+
+// Parses one contract document; `file` names it in errors. Checks the schema only (the
+// registry checks references across files).
+std::optional<Contract> parse_contract(std::string_view yaml, const std::string& file,
+                                       std::vector<LoadError>* errors);
+std::optional<Contract> load_contract(const std::filesystem::path& path,
+                                      std::vector<LoadError>* errors);
+
+}  // namespace cke

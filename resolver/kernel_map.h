@@ -1,0 +1,121 @@
+// Kernel maps (schema cke.kernel_map/1): one provider per file, as data.
+//
+// A map says: this provider computes `op` under `contract`, with these ports (dtype,
+// symbolic shape, layout, access, storage, aliasing), in these phases, on CPUs with these
+// features, for shapes satisfying these predicates, called exactly like `call_abi`.
+// docs/kernel-maps.md documents every field with an annotated real map.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kernels/formats/dtype.h"
+#include "kernels/registry.h"
+#include "resolver/expr.h"
+#include "resolver/features.h"
+#include "resolver/load_error.h"
+#include "resolver/types.h"
+
+namespace cke {
+
+// Lifecycle. Only `production` is eligible by default; `candidate` on opt-in
+// (ResolveOptions::allow_candidate); `diagnostic` and `deprecated` never auto-select.
+enum class Status : uint8_t { Production, Candidate, Diagnostic, Deprecated };
+std::string_view status_name(Status s);
+// Ranking: production 2, candidate 1, the others 0 (never eligible).
+int lifecycle_rank(Status s);
+
+enum class PortRole : uint8_t { Input, Weight, Output, State, Scratch };
+enum class Access : uint8_t { Read, Write, ReadWrite };
+enum class Storage : uint8_t { Arena, Weights, State, Scratch };
+std::string_view role_name(PortRole r);  // "input", "weight", ... (call_abi source words)
+std::string_view access_name(Access a);
+std::string_view storage_name(Storage s);
+
+struct PortSpec {
+  std::string name;
+  PortRole role;
+  DType dtype;
+  std::vector<Expr> shape;  // symbolic, ggml order (first dim contiguous)
+  std::string layout;       // "row_major" (repacked layouts join the list with their repacks)
+  Access access;
+  Storage storage;
+  std::string alias_of;                // this port IS that port's memory (in place)
+  std::vector<std::string> may_alias;  // these ports may share this port's memory
+};
+
+struct ParamSpec {
+  std::string name;
+  ParamType type;
+};
+
+// RuntimeValue (pos0 | n_tokens | n_kv) is the kernel ABI's: kernels/registry.h.
+std::string_view runtime_value_name(RuntimeValue r);
+
+// One call argument and where it comes from: "input:x", "dim:K", "runtime:pos0", ...
+struct AbiArg {
+  enum class Source : uint8_t { Port, Dim, Param, Runtime, RangeBegin, RangeEnd };
+  Source source;
+  std::string name;        // port, dim or param name
+  PortRole role{};         // Port: which category the word named
+  RuntimeValue runtime{};  // Runtime
+  std::string text;        // as written
+};
+
+struct ParallelSpec {
+  bool enabled = false;  // `parallel: none` → false
+  std::string dim;       // a shape symbol or derived dim
+  int64_t min_chunk = 1;
+  bool changes_arithmetic = false;
+};
+
+struct ImplSpec {
+  std::string function;   // ahead-of-time symbol (kernels/registry.h), or
+  std::string generator;  // a JIT generator name with its parameters
+  std::map<std::string, std::string> generator_params;
+};
+
+struct Selection {
+  Status status = Status::Candidate;
+  int64_t priority = 0;
+  std::vector<Phase> phases;
+  bool supports(Phase p) const;
+};
+
+struct KernelMap {
+  std::string file;
+  std::string sha256;
+  std::string id;
+  std::string op;
+  std::string interface;
+  std::string contract;
+  Selection selection;
+  std::vector<Feature> isa;            // all required, in the order written
+  std::vector<Expr> shape_predicates;  // over shape symbols, derived dims and params
+  std::vector<PortSpec> ports;         // inputs, weights, outputs, state, scratch order
+  std::vector<ParamSpec> params;
+  std::vector<std::pair<std::string, Expr>> dims;  // derived dims, e.g. n: "E * T"
+  ImplSpec impl;
+  std::vector<AbiArg> call_abi;
+  ParallelSpec parallel;
+  std::string notes;
+
+  const PortSpec* port(std::string_view name) const;
+  const ParamSpec* param(std::string_view name) const;
+  // Every name bound by port shapes, in first-use order.
+  std::vector<std::string> shape_symbols() const;
+};
+
+// Parses one map document and checks everything that needs no other file (the registry
+// checks contracts, symbols and interfaces across files). If `file` ends in .yaml its stem
+// must equal the id.
+std::optional<KernelMap> parse_kernel_map(std::string_view yaml, const std::string& file,
+                                          std::vector<LoadError>* errors);
+std::optional<KernelMap> load_kernel_map(const std::filesystem::path& path,
+                                         std::vector<LoadError>* errors);
+
+}  // namespace cke

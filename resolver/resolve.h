@@ -1,0 +1,127 @@
+// The resolver: mechanical, fail-closed, traced (ARCHITECTURE.md §4).
+//
+// For every graph node and phase a Query {op, variant, profile, port dtypes / shapes /
+// layouts, params} goes through fixed stages:
+//   1. gather the providers of the op;
+//   2. derive the ONE contract for (op, variant, profile, port dtypes) from the contract
+//      table (none or several: fault); providers of other contracts are rejected with
+//      `contract_mismatch` — priority never compares different arithmetic;
+//   3. filters, in this order, each rejection with a stable reason code:
+//        phase_unsupported              the map's selection.phases lacks the phase
+//        status_not_production:<s>      only production is eligible (candidate on opt-in)
+//        dtype_mismatch:<port>          (ports a contract leaves `any`)
+//        layout_mismatch:<port>
+//        shape_mismatch:<port>          the port's symbolic shape does not bind
+//        shape_unsupported:<predicate>  a requires.shape predicate (or derived dim) fails,
+//                                       or depends on the runtime token count
+//        isa_unsupported:<feature>      first required feature the HostCaps lack
+//        alias_unsafe:<port>            two ports share a buffer (one written) and the map
+//                                       declares neither alias_of nor may_alias for it
+//        alias_required:<port>          the map declares alias_of but the buffers differ
+//   4. rank survivors by (lifecycle, priority): production above candidate, then higher
+//      priority; a tie at the top is a fault; no survivor is a fault naming every
+//      rejection and the closest provider;
+//   5. bind the winner's call_abi to buffers, constants and runtime values → a Step.
+// No fallbacks, no model names, no special cases by op. Decode has T = 1 (constants);
+// prefill leaves T to the run time (runtime:n_tokens, at most Graph::max_tokens).
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "resolver/graph.h"
+#include "resolver/host_caps.h"
+#include "resolver/registry.h"
+
+namespace cke {
+
+struct ResolveOptions {
+  // Let `candidate` providers compete (still ranked below every production provider).
+  // Off by default: a plan for users runs production kernels only. For bring-up and
+  // benchmarking new providers (cke-run --allow-candidate).
+  bool allow_candidate = false;
+  std::vector<Phase> phases = {Phase::Prefill, Phase::Decode};
+};
+
+struct QueryPort {
+  std::string name;
+  int buffer;  // index into Graph::buffers
+  DType dtype;
+  std::vector<Value> shape;  // decode: all Int; prefill: may hold c*T
+  std::string layout;
+};
+
+struct Query {
+  size_t node;
+  Phase phase;
+  std::string op, variant, profile;
+  std::vector<QueryPort> ports;
+  std::vector<std::pair<std::string, Value>> params;
+};
+
+enum class Stage : uint8_t { Contract, Phase, Status, Dtype, Layout, Shape, Isa, Alias, Rank };
+std::string_view stage_name(Stage s);
+
+struct Candidate {
+  std::string id;
+  Status status;
+  int64_t priority;
+  Stage stage;  // where it was rejected; Rank for the survivors
+  bool eligible = false;
+  bool winner = false;
+  std::string reason;  // stable code ("dtype_mismatch:w"); empty when eligible
+  std::string detail;  // in words
+};
+
+struct Decision {
+  Query query;
+  std::string contract;                       // the derived contract; empty if none
+  std::vector<std::string> contract_matches;  // every contract that matched (0, 1 or more)
+  std::vector<Candidate> candidates;          // all providers of the op: priority desc, id
+  std::string winner;                         // empty on a fault
+  std::string fault;  // "" | no_contract | ambiguous_contract | params_mismatch | no_provider | tie
+  std::string message;  // the fault in readable form, with a hint
+};
+
+struct BoundArg {
+  enum class Kind : uint8_t { Buffer, I64, F32, Runtime, RangeBegin, RangeEnd };
+  Kind kind;
+  std::string source;      // the call_abi entry, e.g. "dim:K"
+  int buffer = -1;         // Buffer: index into Graph::buffers
+  int64_t i64 = 0;         // I64: the value; Runtime: multiplier (arg = runtime value * i64)
+  float f32 = 0;           // F32
+  RuntimeValue runtime{};  // Runtime: pos0 | n_tokens | n_kv (= pos0 + n_tokens)
+};
+
+struct ParallelSplit {
+  bool enabled = false;
+  std::string dim;
+  Value extent;  // Int, or c*T in prefill
+  int64_t min_chunk = 1;
+};
+
+struct Step {
+  size_t node;
+  Phase phase;
+  const KernelMap* provider;  // points into the Registry (keep it alive)
+  const Contract* contract;
+  std::vector<BoundArg> args;  // in call_abi order
+  ParallelSplit parallel;
+};
+
+struct Resolution {
+  std::vector<Decision> decisions;  // per phase (options order), nodes in graph order
+  std::vector<Step> steps;          // the winners, in the same order
+  std::vector<size_t> faults;       // indices into decisions
+
+  bool ok() const { return faults.empty(); }
+  std::vector<const Step*> steps_for(Phase p) const;
+  // Every fault's message, separated by blank lines.
+  std::string fault_report() const;
+};
+
+Resolution resolve(const Graph& graph, const Registry& registry, const HostCaps& caps,
+                   const ResolveOptions& options = {});
+
+}  // namespace cke
