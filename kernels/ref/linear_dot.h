@@ -17,6 +17,7 @@
 //     elements 4l..4l+3 (times their sub-block scale for K-quants), accumulated with one
 //     FMA per block (per super-block for K-quants), then hsum8. Min terms: q4_1/q5_1 and
 //     q5_K a scalar FMA accumulator, q2_K in the same 8 lanes, q4_K a 4-lane accumulator.
+//     q6_K takes its -32 offset out of lane l as 32 * (bsum/scale of elements 32l..32l+31).
 #pragma once
 
 #include <cstdint>

@@ -6,6 +6,9 @@
 // sub-block scale. Integer sums are exact (no int16 saturation is reachable with these
 // value ranges), so each kernel below decodes the integer weights and per-element scales
 // of a super-block, forms those 8 lane sums, and then does the float part in ggml's order.
+// q6_K is the one twist: its -32 offset is subtracted per lane through the bsums, which
+// puts it in different lanes than the elements (see there). Checked bit for bit against
+// llama.cpp's q6_K matmuls in tests/kernels_linear (synth-llama-Q4_K_M checkpoints).
 #include <cmath>
 #include <cstring>
 
