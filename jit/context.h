@@ -8,6 +8,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/registry.h"
+
 namespace cke {
 
 struct ThreadPool;  // jit/parallel.h
@@ -19,8 +21,7 @@ struct RunContext {
   ThreadPool* pool;  // where parallel steps run (never null; 1 thread = inline)
 };
 
-// Runtime values a call_abi may name (`runtime:<name>`), with their offsets in RunContext.
-enum class RuntimeValue : uint8_t { Pos0, NTokens, NKv };
+// Where each runtime value (kernels/registry.h) sits in RunContext.
 inline constexpr size_t runtime_value_offset(RuntimeValue v) {
   switch (v) {
     case RuntimeValue::Pos0:

@@ -39,6 +39,7 @@ BaseReg load_arg(x86::Compiler& cc, const GlueArg& a, const x86::Gp& ctx, const 
       break;
     case GlueArg::Src::Runtime:
       cc.mov(r, x86::qword_ptr(ctx, int32_t(runtime_value_offset(a.runtime))));
+      if (int64_t(a.imm) != 1) cc.imul(r, r, int32_t(int64_t(a.imm)));
       break;
     case GlueArg::Src::RangeBegin:
       cc.mov(r, *begin);
@@ -95,6 +96,11 @@ std::unique_ptr<GlueModule> emit_glue(const std::string& name, const std::vector
       *err = "glue '" + name + "': step '" + s.name + "' has no function address";
       return nullptr;
     }
+    for (const GlueArg& a : s.args)
+      if (a.src == GlueArg::Src::Runtime && (int64_t(a.imm) != int32_t(int64_t(a.imm)))) {
+        *err = "glue '" + name + "': step '" + s.name + "': runtime multiplier out of range";
+        return nullptr;
+      }
     if (s.args.size() > Globals::kMaxFuncArgs) {
       *err = "glue '" + name + "': step '" + s.name + "' has too many arguments";
       return nullptr;
@@ -133,7 +139,12 @@ std::unique_ptr<GlueModule> emit_glue(const std::string& name, const std::vector
     x86::Gp task = cc.newIntPtr("task");
     cc.lea(task, x86::ptr(task_labels[i]));
     x86::Gp total = cc.newInt64("total"), align = cc.newInt64("align");
-    cc.mov(total, s.split_total);
+    if (s.split_by_tokens) {
+      cc.mov(total, x86::qword_ptr(ctx, int32_t(runtime_value_offset(RuntimeValue::NTokens))));
+      if (s.split_total != 1) cc.imul(total, total, int32_t(s.split_total));
+    } else {
+      cc.mov(total, s.split_total);
+    }
     cc.mov(align, s.split_align);
     InvokeNode* call = nullptr;
     cc.invoke(&call, uint64_t(uintptr_t(&cke_parallel_for)),

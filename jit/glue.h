@@ -20,13 +20,16 @@ struct GlueArg {
   enum class Src : uint8_t { Imm, Runtime, RangeBegin, RangeEnd };
   ArgKind kind = ArgKind::I64;  // how the kernel receives it
   Src src = Src::Imm;
-  uint64_t imm = 0;  // Imm: pointer or int64 bits; F32: the float's bits in low 32
+  uint64_t imm = 0;  // Imm: pointer or int64 bits; F32: the float's bits in low 32;
+                     // Runtime: a multiplier (the argument is value * imm)
   RuntimeValue runtime = RuntimeValue::Pos0;
 
   static GlueArg ptr(const void* p) { return {ArgKind::Ptr, Src::Imm, uint64_t(uintptr_t(p)), {}}; }
   static GlueArg i64(int64_t v) { return {ArgKind::I64, Src::Imm, uint64_t(v), {}}; }
   static GlueArg f32(float v);
-  static GlueArg rt(RuntimeValue v) { return {ArgKind::I64, Src::Runtime, 0, v}; }
+  static GlueArg rt(RuntimeValue v, int64_t times = 1) {
+    return {ArgKind::I64, Src::Runtime, uint64_t(times), v};
+  }
   static GlueArg begin() { return {ArgKind::I64, Src::RangeBegin, 0, {}}; }
   static GlueArg end() { return {ArgKind::I64, Src::RangeEnd, 0, {}}; }
 };
@@ -35,7 +38,10 @@ struct GlueStep {
   std::string name;  // provider id (for the perf map / disassembly comments)
   const void* fn = nullptr;
   std::vector<GlueArg> args;
-  int64_t split_total = 0;  // > 0: parallel over [0, split_total) in chunks aligned to split_align
+  // split_total > 0: parallel over [0, split_total) (times n_tokens when split_by_tokens)
+  // in chunks aligned to split_align.
+  int64_t split_total = 0;
+  bool split_by_tokens = false;
   int64_t split_align = 1;
 };
 

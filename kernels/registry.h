@@ -16,6 +16,10 @@ namespace cke {
 // Every kernel argument is one machine word: a pointer, a 64-bit integer, or a float.
 enum class ArgKind : uint8_t { Ptr, I64, F32 };
 
+// The only dynamic values a kernel call may take (call_abi `runtime:<name>`): the position
+// of the chunk's first token, the tokens in the chunk, and the cache cells visible after it.
+enum class RuntimeValue : uint8_t { Pos0, NTokens, NKv };
+
 constexpr int kMaxKernelArgs = 16;
 
 struct KernelSymbol {

@@ -5,9 +5,9 @@
 // Flags follow llama.cpp's where they exist. Parity flags: --prompt-tokens (ids, used as
 // given: no BOS added), --force-tokens (teacher forcing through the decode path),
 // --logits-out (raw f32 rows: every prompt position, then one per decode step).
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -54,21 +54,28 @@ int main(int argc, char** argv) {
   app.add_option("-m,--model", eo.model_path, "GGUF model file")->required();
   app.add_option("-p,--prompt", prompt, "prompt text");
   app.add_option("-n,--n-predict", n_predict, "tokens to generate (-1: until EOS or context end)");
-  app.add_option("-t,--threads", eo.n_threads, "threads (0: physical cores)")->check(CLI::Range(0, 1024));
-  app.add_option("-c,--ctx-size", eo.n_ctx, "context size (0: model's, at most 4096)")->check(CLI::Range(0, 1 << 24));
-  app.add_option("-b,--batch-size", eo.n_batch, "prefill chunk size")->check(CLI::Range(1, 1 << 16));
+  app.add_option("-t,--threads", eo.n_threads, "threads (0: physical cores)")
+      ->check(CLI::Range(0, 1024));
+  app.add_option("-c,--ctx-size", eo.n_ctx, "context size (0: model's, at most 4096)")
+      ->check(CLI::Range(0, 1 << 24));
+  app.add_option("-b,--batch-size", eo.n_batch, "prefill chunk size")
+      ->check(CLI::Range(1, 1 << 16));
   app.add_option("--temp", sp.temp, "temperature (0: greedy)")->check(CLI::Range(0.0f, 100.0f));
   app.add_option("--top-k", sp.top_k, "top-k (0: off)")->check(CLI::Range(0, 1 << 30));
   app.add_option("--top-p", sp.top_p, "top-p (1: off)")->check(CLI::Range(0.0f, 1.0f));
   app.add_option("--min-p", sp.min_p, "min-p (0: off)")->check(CLI::Range(0.0f, 1.0f));
-  app.add_option("--repeat-penalty", sp.repeat_penalty, "repeat penalty (1: off)")->check(CLI::Range(0.0f, 100.0f));
-  app.add_option("--repeat-last-n", sp.repeat_last_n, "tokens the penalty looks back on")->check(CLI::Range(0, 1 << 20));
+  app.add_option("--repeat-penalty", sp.repeat_penalty, "repeat penalty (1: off)")
+      ->check(CLI::Range(0.0f, 100.0f));
+  app.add_option("--repeat-last-n", sp.repeat_last_n, "tokens the penalty looks back on")
+      ->check(CLI::Range(0, 1 << 20));
   app.add_option("-s,--seed", sp.seed, "sampling seed");
-  app.add_option("--isa", eo.isa, "cap the CPU features: scalar|avx2|avx512|avx512_vnni|amx or a feature list");
+  app.add_option("--isa", eo.isa,
+                 "cap the CPU features: scalar|avx2|avx512|avx512_vnni|amx or a feature list");
   app.add_flag("--plan", show_plan, "print the frozen plan and exit");
   app.add_option("--xray", xray_out, "write the X-Ray trace (JSON) to FILE");
   app.add_option("--prompt-tokens", prompt_tokens, "prompt as token ids 1,403,407 (no BOS added)");
-  app.add_option("--force-tokens", force_tokens, "teacher forcing: feed these ids one decode step at a time");
+  app.add_option("--force-tokens", force_tokens,
+                 "teacher forcing: feed these ids one decode step at a time");
   app.add_option("--logits-out", logits_out, "write raw f32 logits of every evaluated position");
   app.add_option("--kernel-maps", eo.kernel_map_dirs, "kernel map directory (repeatable)");
   app.add_option("--circuits", eo.circuit_dirs, "circuit directory (repeatable)");
@@ -109,7 +116,8 @@ int main(int argc, char** argv) {
     return 0;
   }
   const cke::Tokenizer& tok = engine->tokenizer();
-  if (prompt_tokens.empty()) prompt_ids = tok.encode(prompt, /*add_special=*/true, /*parse_special=*/true);
+  if (prompt_tokens.empty())
+    prompt_ids = tok.encode(prompt, /*add_special=*/true, /*parse_special=*/true);
   if (prompt_ids.empty()) {
     fmt::print(stderr, "cke-run: empty prompt (give -p TEXT or --prompt-tokens IDS)\n");
     return 2;
@@ -127,8 +135,10 @@ int main(int argc, char** argv) {
     }
   const int64_t need = int64_t(prompt_ids.size()) + int64_t(forced.size());
   if (need > engine->n_ctx()) {
-    fmt::print(stderr, "cke-run: prompt of {} tokens (+{} forced) does not fit the context of {} (use -c)\n",
-               prompt_ids.size(), forced.size(), engine->n_ctx());
+    fmt::print(
+        stderr,
+        "cke-run: prompt of {} tokens (+{} forced) does not fit the context of {} (use -c)\n",
+        prompt_ids.size(), forced.size(), engine->n_ctx());
     return 1;
   }
 
@@ -141,7 +151,8 @@ int main(int argc, char** argv) {
     }
   }
   auto write_rows = [&](const std::vector<float>& rows) {
-    if (lf.is_open()) lf.write(reinterpret_cast<const char*>(rows.data()), std::streamsize(rows.size() * 4));
+    if (lf.is_open())
+      lf.write(reinterpret_cast<const char*>(rows.data()), std::streamsize(rows.size() * 4));
   };
 
   if (!no_display_prompt && prompt_tokens.empty()) {

@@ -42,7 +42,7 @@ TEST(Glue, ConstantsFloatsAndRuntimeValuesReachTheKernel) {
             GlueArg::rt(RuntimeValue::Pos0),
             GlueArg::f32(1.5f),
             GlueArg::rt(RuntimeValue::NTokens),
-            GlueArg::rt(RuntimeValue::NKv),
+            GlueArg::rt(RuntimeValue::NKv, 3),
             GlueArg::i64(int64_t(1) << 40),
             GlueArg::i64(3),
             GlueArg::f32(0.25f),
@@ -54,7 +54,7 @@ TEST(Glue, ConstantsFloatsAndRuntimeValuesReachTheKernel) {
   RunContext ctx{11, 5, 16, &pool};
   m->entry()(&ctx);
   ASSERT_EQ(g_calls.size(), 2u);
-  const std::vector<int64_t> want = {-7, 11, 5, 16, int64_t(1) << 40, 3, 9};
+  const std::vector<int64_t> want = {-7, 11, 5, 48, int64_t(1) << 40, 3, 9};
   EXPECT_EQ(g_calls[0].ints, want);
   EXPECT_EQ(g_calls[0].f, 1.75f);
   EXPECT_EQ(sink, -14);
@@ -79,6 +79,23 @@ TEST(Glue, ParallelStepCoversEveryRowOnceForAnyThreadCount) {
     for (int64_t r = 0; r < 37; ++r)
       EXPECT_EQ(y[r], r * 1000 + 3) << "row " << r << " threads " << threads;
   }
+}
+
+TEST(Glue, ParallelStepSplitByTokens) {
+  std::vector<int64_t> y(40, -1);
+  GlueStep s;
+  s.name = "fill_rows";
+  s.fn = reinterpret_cast<const void*>(&fill_rows);
+  s.args = {GlueArg::ptr(y.data()), GlueArg::i64(0), GlueArg::begin(), GlueArg::end()};
+  s.split_total = 4;  // 4 rows per token
+  s.split_by_tokens = true;
+  std::string err;
+  auto m = emit_glue("pt", {s}, &err);
+  ASSERT_TRUE(m) << err;
+  ThreadPool pool(2);
+  RunContext ctx{0, 7, 7, &pool};
+  m->entry()(&ctx);
+  for (int64_t r = 0; r < 40; ++r) EXPECT_EQ(y[r], r < 28 ? r * 1000 : -1) << "row " << r;
 }
 
 TEST(Glue, MissingFunctionIsAnError) {

@@ -1,0 +1,349 @@
+#include "runtime/core/engine.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <set>
+
+#include "jit/glue.h"
+#include "jit/parallel.h"
+#include "resolver/circuit.h"
+#include "resolver/data_dirs.h"
+#include "resolver/host_caps.h"
+#include "resolver/registry.h"
+#include "resolver/sha256.h"
+#include "resolver/xray.h"
+#include "runtime/core/gguf_facts.h"
+#include "runtime/core/plan.h"
+#include "runtime/gguf/gguf.h"
+#include "runtime/tokenizer/vocab_gguf.h"
+
+namespace cke {
+namespace {
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// 64-byte aligned, zeroed memory.
+struct AlignedBuf {
+  void* p = nullptr;
+  explicit AlignedBuf(size_t n) {
+    p = std::aligned_alloc(64, std::max<size_t>(64, (n + 63) / 64 * 64));
+    if (p) std::memset(p, 0, std::max<size_t>(64, (n + 63) / 64 * 64));
+  }
+  ~AlignedBuf() { std::free(p); }
+  AlignedBuf(const AlignedBuf&) = delete;
+  AlignedBuf& operator=(const AlignedBuf&) = delete;
+};
+
+std::string available_circuits(const std::vector<std::filesystem::path>& dirs) {
+  std::set<std::string> names;
+  for (const auto& d : dirs) {
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(d, ec))
+      if (e.path().extension() == ".yaml") names.insert(e.path().stem().string());
+  }
+  std::string s;
+  for (const auto& n : names) s += (s.empty() ? "" : ", ") + n;
+  return s.empty() ? "none" : s;
+}
+
+}  // namespace
+
+struct Engine::Impl {
+  EngineOptions opt;
+  EngineStats stats;
+  std::unique_ptr<gguf::File> file;
+  std::optional<Tokenizer> tok;
+  std::optional<Registry> registry;
+  std::optional<Circuit> circuit;
+  std::optional<Graph> graph;
+  HostCaps caps;
+  Resolution res;
+  nlohmann::json trace;
+  std::string arch;
+  int32_t n_ctx = 0, n_vocab = 0, pos = 0;
+  PhasePlan prefill, decode;
+  std::vector<std::unique_ptr<AlignedBuf>> state;  // per graph buffer (null if not state)
+  std::unique_ptr<AlignedBuf> arena;
+  std::unique_ptr<jit::GlueModule> glue_prefill, glue_decode;
+  std::unique_ptr<ThreadPool> pool;
+
+  bool compile(std::string* err);
+  const void* address(const PlanArg& a) const;
+  std::unique_ptr<jit::GlueModule> emit(const PhasePlan& p, std::string* err) const;
+  bool run(const PhasePlan& p, const jit::GlueModule& g, std::span<const int32_t> toks,
+           float* logits_out, bool all_logits);
+};
+
+const void* Engine::Impl::address(const PlanArg& a) const {
+  switch (a.kind) {
+    case PlanArg::Kind::Arena:
+      return static_cast<uint8_t*>(arena->p) + a.offset;
+    case PlanArg::Kind::Weight:
+      return file->tensor(graph->buffers[a.buffer].tensor)->data;
+    case PlanArg::Kind::State:
+      return state[a.buffer]->p;
+    default:
+      return nullptr;
+  }
+}
+
+std::unique_ptr<jit::GlueModule> Engine::Impl::emit(const PhasePlan& p, std::string* err) const {
+  std::vector<jit::GlueStep> steps;
+  for (const PlanStep& s : p.steps) {
+    jit::GlueStep g;
+    g.name = s.provider->id;
+    g.fn = s.symbol->fn;
+    for (const PlanArg& a : s.args) {
+      switch (a.kind) {
+        case PlanArg::Kind::Arena:
+        case PlanArg::Kind::Weight:
+        case PlanArg::Kind::State:
+          g.args.push_back(jit::GlueArg::ptr(address(a)));
+          break;
+        case PlanArg::Kind::I64:
+          g.args.push_back(jit::GlueArg::i64(a.i64));
+          break;
+        case PlanArg::Kind::F32:
+          g.args.push_back(jit::GlueArg::f32(a.f32));
+          break;
+        case PlanArg::Kind::Runtime:
+          g.args.push_back(jit::GlueArg::rt(a.runtime, a.i64));
+          break;
+        case PlanArg::Kind::RangeBegin:
+          g.args.push_back(jit::GlueArg::begin());
+          break;
+        case PlanArg::Kind::RangeEnd:
+          g.args.push_back(jit::GlueArg::end());
+          break;
+      }
+    }
+    g.split_total = s.split_total;
+    g.split_by_tokens = s.split_by_tokens;
+    g.split_align = s.split_align;
+    steps.push_back(std::move(g));
+  }
+  return jit::emit_glue(std::string(phase_name(p.phase)), steps, err);
+}
+
+bool Engine::Impl::compile(std::string* err) {
+  const std::string path = opt.model_path;
+  GgufFacts facts(*file);
+  gguf::GgufError gerr;
+  auto a = file->str("general.architecture", &gerr);
+  if (!a) {
+    *err = gerr.message;
+    return false;
+  }
+  arch = std::string(*a);
+
+  DataDirs dirs = default_data_dirs();
+  if (!opt.kernel_map_dirs.empty())
+    dirs.kernel_maps.assign(opt.kernel_map_dirs.begin(), opt.kernel_map_dirs.end());
+  if (!opt.circuit_dirs.empty())
+    dirs.circuits.assign(opt.circuit_dirs.begin(), opt.circuit_dirs.end());
+  std::vector<LoadError> errors;
+  registry = Registry::load(dirs.kernel_maps, linked_symbols(), &errors);
+  if (!registry) {
+    *err = "kernel maps: " + format_errors(errors);
+    return false;
+  }
+  auto cpath = find_circuit(arch, dirs.circuits);
+  if (!cpath) {
+    *err = fmt::format("{}: no circuit for architecture '{}' (available: {})", path, arch,
+                       available_circuits(dirs.circuits));
+    return false;
+  }
+  circuit = load_circuit(*cpath, &errors);
+  if (!circuit) {
+    *err = format_errors(errors);
+    return false;
+  }
+
+  // Context: as asked, else the model's training context capped at 4096.
+  int64_t n = opt.n_ctx;
+  if (n <= 0) {
+    n = 4096;
+    if (auto v = facts.key(arch + ".context_length"); v && std::holds_alternative<int64_t>(*v))
+      n = std::min<int64_t>(n, std::get<int64_t>(*v));
+  }
+  n_ctx = int32_t(n);
+  const int64_t max_tokens = std::max<int64_t>(1, std::min<int64_t>(opt.n_batch, n_ctx));
+  graph = instantiate(*circuit, facts, {n_ctx, max_tokens}, &errors);
+  if (!graph) {
+    *err = path + ": " + format_errors(errors);
+    return false;
+  }
+  if (auto v = graph->value("n_vocab"); v && v->is_int()) n_vocab = int32_t(v->i);
+  if (n_vocab != tok->n_vocab()) {
+    *err = fmt::format("{}: the output has {} rows but the tokenizer has {} tokens", path, n_vocab,
+                       tok->n_vocab());
+    return false;
+  }
+
+  caps = HostCaps::probe();
+  if (!opt.isa.empty()) {
+    std::string cerr;
+    auto capped = caps.cap(opt.isa, &cerr);
+    if (!capped) {
+      *err = "--isa: " + cerr;
+      return false;
+    }
+    caps = *capped;
+  }
+  ResolveOptions ro;
+  ro.allow_candidate = opt.allow_candidate;
+  res = resolve(*graph, *registry, caps, ro);
+  trace = xray_trace(res, *graph, *registry, caps, ro);
+  if (!res.ok()) {
+    *err =
+        fmt::format("{}: the model does not compile for this host:\n{}", path, res.fault_report());
+    return false;
+  }
+  if (!build_phase_plan(*graph, res, Phase::Prefill, max_tokens, &prefill, err) ||
+      !build_phase_plan(*graph, res, Phase::Decode, 1, &decode, err))
+    return false;
+  trace["plan_sha256"] =
+      sha256_hex(cke::plan_text(*graph, prefill) + cke::plan_text(*graph, decode));
+  state.resize(graph->buffers.size());
+  for (size_t i = 0; i < graph->buffers.size(); ++i)
+    if (graph->buffers[i].kind == BufferKind::State)
+      state[i] = std::make_unique<AlignedBuf>(buffer_bytes(graph->buffers[i], max_tokens));
+  arena = std::make_unique<AlignedBuf>(std::max(prefill.arena_bytes, decode.arena_bytes));
+  if (!arena->p) {
+    *err = "out of memory for the activation arena";
+    return false;
+  }
+  glue_prefill = emit(prefill, err);
+  if (!glue_prefill) return false;
+  glue_decode = emit(decode, err);
+  if (!glue_decode) return false;
+  int threads = opt.n_threads > 0 ? opt.n_threads : int(std::max<uint32_t>(1, caps.physical_cores));
+  pool = std::make_unique<ThreadPool>(threads);
+  return true;
+}
+
+bool Engine::Impl::run(const PhasePlan& p, const jit::GlueModule& g, std::span<const int32_t> toks,
+                       float* logits_out, bool all_logits) {
+  uint8_t* base = static_cast<uint8_t*>(arena->p);
+  std::memcpy(base + p.tokens_offset, toks.data(), toks.size() * sizeof(int32_t));
+  RunContext ctx{pos, int64_t(toks.size()), pos + int64_t(toks.size()), pool.get()};
+  g.entry()(&ctx);
+  pos += int32_t(toks.size());
+  if (logits_out) {
+    const float* l = reinterpret_cast<const float*>(base + p.logits_offset);
+    if (all_logits)
+      std::memcpy(logits_out, l, toks.size() * size_t(n_vocab) * sizeof(float));
+    else
+      std::memcpy(logits_out, l + (toks.size() - 1) * size_t(n_vocab),
+                  size_t(n_vocab) * sizeof(float));
+  }
+  return true;
+}
+
+Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Engine::~Engine() = default;
+
+std::unique_ptr<Engine> Engine::load(const EngineOptions& options, std::string* err) {
+  auto t0 = std::chrono::steady_clock::now();
+  auto impl = std::make_unique<Impl>();
+  impl->opt = options;
+  if (options.n_batch < 1) {
+    *err = "n_batch must be >= 1";
+    return nullptr;
+  }
+  gguf::GgufError gerr;
+  impl->file = gguf::File::open(options.model_path, &gerr);
+  if (!impl->file) {
+    *err = gerr.message;
+    return nullptr;
+  }
+  auto vocab = vocab_from_gguf(*impl->file, err);
+  if (!vocab) return nullptr;
+  impl->tok = Tokenizer::create(std::move(*vocab), err);
+  if (!impl->tok) {
+    *err = options.model_path + ": tokenizer: " + *err;
+    return nullptr;
+  }
+  impl->stats.load_ms = ms_since(t0);
+  auto t1 = std::chrono::steady_clock::now();
+  if (!impl->compile(err)) return nullptr;
+  impl->stats.compile_ms = ms_since(t1);
+  return std::unique_ptr<Engine>(new Engine(std::move(impl)));
+}
+
+const Tokenizer& Engine::tokenizer() const {
+  return *impl_->tok;
+}
+int32_t Engine::n_vocab() const {
+  return impl_->n_vocab;
+}
+int32_t Engine::n_ctx() const {
+  return impl_->n_ctx;
+}
+int32_t Engine::n_threads() const {
+  return impl_->pool->n_threads();
+}
+int32_t Engine::pos() const {
+  return impl_->pos;
+}
+const std::string& Engine::architecture() const {
+  return impl_->arch;
+}
+const EngineStats& Engine::stats() const {
+  return impl_->stats;
+}
+const nlohmann::json& Engine::trace() const {
+  return impl_->trace;
+}
+
+void Engine::rewind(int32_t pos) {
+  impl_->pos = std::clamp(pos, 0, impl_->pos);
+}
+
+bool Engine::eval(std::span<const int32_t> tokens, std::vector<float>* logits, bool all_logits,
+                  std::string* err) {
+  Impl& m = *impl_;
+  if (tokens.empty()) {
+    *err = "eval: no tokens";
+    return false;
+  }
+  if (int64_t(m.pos) + int64_t(tokens.size()) > m.n_ctx) {
+    *err = fmt::format("eval: {} tokens at position {} exceed the context of {} (use -c)",
+                       tokens.size(), m.pos, m.n_ctx);
+    return false;
+  }
+  for (int32_t t : tokens)
+    if (t < 0 || t >= m.n_vocab) {
+      *err = fmt::format("eval: token id {} out of range [0, {})", t, m.n_vocab);
+      return false;
+    }
+  if (logits) logits->resize((all_logits ? tokens.size() : 1) * size_t(m.n_vocab));
+  size_t done = 0;
+  while (done < tokens.size()) {
+    const size_t n = std::min<size_t>(tokens.size() - done, size_t(m.prefill.max_tokens));
+    const bool last = done + n == tokens.size();
+    float* out = nullptr;
+    if (logits && all_logits) out = logits->data() + done * size_t(m.n_vocab);
+    if (logits && !all_logits && last) out = logits->data();
+    if (n == 1)
+      m.run(m.decode, *m.glue_decode, tokens.subspan(done, 1), out, all_logits);
+    else
+      m.run(m.prefill, *m.glue_prefill, tokens.subspan(done, n), out, all_logits);
+    done += n;
+  }
+  return true;
+}
+
+std::string Engine::plan_text() const {
+  return cke::plan_text(*impl_->graph, impl_->prefill) +
+         cke::plan_text(*impl_->graph, impl_->decode);
+}
+
+}  // namespace cke

@@ -1,0 +1,66 @@
+// The C++ API: load a GGUF model, compile it for this host (resolve → plan → JIT glue), and
+// evaluate tokens through the frozen plan.
+//
+//   auto e = cke::Engine::load({.model_path = "m.gguf"}, &err);
+//   e->eval(ids, &logits, /*all_logits=*/false, &err);   // prefill (chunks) or decode (1 token)
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "runtime/tokenizer/tokenizer.h"
+
+namespace cke {
+
+struct EngineOptions {
+  std::string model_path;
+  int32_t n_ctx = 0;      // KV cache cells; 0: the model's context_length, at most 4096
+  int32_t n_batch = 256;  // prefill chunk (tokens per prefill call)
+  int32_t n_threads = 0;  // 0: physical cores
+  std::string isa;        // HostCaps cap ("avx2", "avx512", "scalar", feature list); "" = probed
+  bool allow_candidate = false;
+  std::vector<std::string> kernel_map_dirs;  // empty: CKE_KERNEL_MAPS or the build's
+  std::vector<std::string> circuit_dirs;     // empty: CKE_CIRCUITS or the build's
+};
+
+struct EngineStats {
+  double load_ms = 0;     // open + validate + tokenizer
+  double compile_ms = 0;  // circuit, resolve, plan, JIT
+};
+
+class Engine {
+ public:
+  static std::unique_ptr<Engine> load(const EngineOptions& options, std::string* err);
+  ~Engine();
+
+  const Tokenizer& tokenizer() const;
+  int32_t n_vocab() const;
+  int32_t n_ctx() const;
+  int32_t n_threads() const;
+  int32_t pos() const;  // tokens in the KV cache
+  const std::string& architecture() const;
+  const EngineStats& stats() const;
+
+  // Evaluates `tokens` at positions pos() .. pos()+n-1 and appends them to the KV cache:
+  // one token runs the decode plan, more run the prefill plan in chunks of n_batch.
+  // `logits` receives n rows of n_vocab (all_logits) or the last row only.
+  bool eval(std::span<const int32_t> tokens, std::vector<float>* logits, bool all_logits,
+            std::string* err);
+  // Forgets cache cells at and after `pos` (0 = empty).
+  void rewind(int32_t pos);
+
+  std::string plan_text() const;        // cke-run --plan
+  const nlohmann::json& trace() const;  // X-Ray (cke.xray/1), with the plan's hash
+
+  struct Impl;
+
+ private:
+  explicit Engine(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace cke

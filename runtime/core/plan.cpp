@@ -1,0 +1,190 @@
+#include "runtime/core/plan.h"
+
+#include <fmt/format.h>
+
+#include <map>
+
+#include "runtime/core/memory_plan.h"
+
+namespace cke {
+
+size_t buffer_bytes(const GraphBuffer& b, int64_t n_tokens) {
+  int64_t ne0 = 1, rest = 1;
+  for (size_t i = 0; i < b.shape.size(); ++i) {
+    const int64_t d = b.shape[i].at_tokens(n_tokens).i;
+    (i == 0 ? ne0 : rest) *= d;
+  }
+  return row_bytes(b.dtype, ne0) * size_t(rest);
+}
+
+static bool in_arena(BufferKind k) {
+  return k == BufferKind::Input || k == BufferKind::Activation || k == BufferKind::Output;
+}
+
+bool build_phase_plan(const Graph& graph, const Resolution& res, Phase phase, int64_t max_tokens,
+                      PhasePlan* out, std::string* err) {
+  PhasePlan p;
+  p.phase = phase;
+  p.max_tokens = max_tokens;
+  int input = -1, output = -1;
+  for (size_t i = 0; i < graph.buffers.size(); ++i) {
+    const BufferKind k = graph.buffers[i].kind;
+    int* slot = k == BufferKind::Input ? &input : k == BufferKind::Output ? &output : nullptr;
+    if (!slot) continue;
+    if (*slot != -1) {
+      *err = graph.circuit_file +
+             ": the runtime drives circuits with exactly one input (token ids) and one output "
+             "(logits)";
+      return false;
+    }
+    *slot = int(i);
+  }
+  if (input < 0 || output < 0 || graph.buffers[input].dtype != DType::I32 ||
+      graph.buffers[output].dtype != DType::F32) {
+    *err = graph.circuit_file + ": needs one i32 input (token ids) and one f32 output (logits)";
+    return false;
+  }
+
+  // 1. Steps and their arena uses (merged per buffer: an in-place port pair is one use).
+  std::vector<std::vector<BufferUse>> uses;
+  std::vector<std::vector<int>> use_buffer;
+  for (const Step* s : res.steps_for(phase)) {
+    PlanStep ps;
+    ps.node = s->node;
+    ps.provider = s->provider;
+    ps.symbol = find_kernel_symbol(s->provider->impl.function);
+    if (!ps.symbol) {
+      *err = s->provider->file + ": impl.function '" + s->provider->impl.function +
+             "' is not linked into this binary (JIT generators are not supported yet)";
+      return false;
+    }
+    std::vector<BufferUse> u;
+    std::vector<int> ub;
+    for (size_t a = 0; a < s->args.size(); ++a) {
+      const BoundArg& b = s->args[a];
+      PlanArg pa{};
+      switch (b.kind) {
+        case BoundArg::Kind::Buffer: {
+          const GraphBuffer& gb = graph.buffers[b.buffer];
+          pa.buffer = b.buffer;
+          pa.kind = in_arena(gb.kind)               ? PlanArg::Kind::Arena
+                    : gb.kind == BufferKind::Weight ? PlanArg::Kind::Weight
+                                                    : PlanArg::Kind::State;
+          if (pa.kind == PlanArg::Kind::Arena) {
+            const PortSpec* port = s->provider->port(s->provider->call_abi[a].name);
+            const bool r = port->access != Access::Write, w = port->access != Access::Read;
+            size_t k = 0;
+            while (k < ub.size() && ub[k] != b.buffer) ++k;
+            if (k == ub.size()) {
+              u.push_back({gb.label(), r, w, buffer_bytes(gb, max_tokens)});
+              ub.push_back(b.buffer);
+            } else {
+              u[k].reads |= r;
+              u[k].writes |= w;
+            }
+          }
+          break;
+        }
+        case BoundArg::Kind::I64:
+          pa.kind = PlanArg::Kind::I64;
+          pa.i64 = b.i64;
+          break;
+        case BoundArg::Kind::F32:
+          pa.kind = PlanArg::Kind::F32;
+          pa.f32 = b.f32;
+          break;
+        case BoundArg::Kind::Runtime:
+          pa.kind = PlanArg::Kind::Runtime;
+          pa.runtime = b.runtime;
+          pa.i64 = b.i64;
+          break;
+        case BoundArg::Kind::RangeBegin:
+          pa.kind = PlanArg::Kind::RangeBegin;
+          break;
+        case BoundArg::Kind::RangeEnd:
+          pa.kind = PlanArg::Kind::RangeEnd;
+          break;
+      }
+      ps.args.push_back(pa);
+    }
+    if (s->parallel.enabled) {
+      ps.split_total = s->parallel.extent.i;
+      ps.split_by_tokens = s->parallel.extent.is_tokens();
+      ps.split_align = s->parallel.min_chunk;
+    }
+    p.steps.push_back(std::move(ps));
+    uses.push_back(std::move(u));
+    use_buffer.push_back(std::move(ub));
+  }
+
+  // 2. Arena placement; the input is read before any write (live from the start), the
+  // output must survive the last step.
+  const MemoryPlan mp = plan_memory(uses, {graph.buffers[output].label()});
+  p.arena_bytes = mp.arena_bytes;
+  bool have_in = false, have_out = false;
+  for (size_t s = 0; s < p.steps.size(); ++s) {
+    std::map<int, size_t> off;
+    for (size_t k = 0; k < use_buffer[s].size(); ++k) off[use_buffer[s][k]] = mp.offsets[s][k];
+    for (PlanArg& a : p.steps[s].args) {
+      if (a.kind != PlanArg::Kind::Arena) continue;
+      a.offset = off.at(a.buffer);
+      if (a.buffer == input) p.tokens_offset = a.offset, have_in = true;
+      if (a.buffer == output) p.logits_offset = a.offset, have_out = true;
+    }
+  }
+  if (!have_in || !have_out) {
+    *err = graph.circuit_file + ": no step reads the input or writes the output";
+    return false;
+  }
+  *out = std::move(p);
+  return true;
+}
+
+std::string plan_text(const Graph& graph, const PhasePlan& p) {
+  std::string s = fmt::format("phase {} (T {} {}), arena {} bytes, {} steps\n", phase_name(p.phase),
+                              p.phase == Phase::Decode ? "=" : "<=", p.max_tokens, p.arena_bytes,
+                              p.steps.size());
+  for (size_t i = 0; i < p.steps.size(); ++i) {
+    const PlanStep& st = p.steps[i];
+    s += fmt::format("  {:4} {:<22} {}(", i, graph.nodes[st.node].label(), st.provider->id);
+    for (size_t a = 0; a < st.args.size(); ++a) {
+      const PlanArg& x = st.args[a];
+      if (a) s += ", ";
+      switch (x.kind) {
+        case PlanArg::Kind::Arena:
+          s += fmt::format("{}@arena+{}", graph.buffers[x.buffer].label(), x.offset);
+          break;
+        case PlanArg::Kind::Weight:
+          s += graph.buffers[x.buffer].tensor;
+          break;
+        case PlanArg::Kind::State:
+          s += graph.buffers[x.buffer].label();
+          break;
+        case PlanArg::Kind::I64:
+          s += std::to_string(x.i64);
+          break;
+        case PlanArg::Kind::F32:
+          s += fmt::format("{}f", x.f32);
+          break;
+        case PlanArg::Kind::Runtime:
+          s += std::string(runtime_value_name(x.runtime));
+          if (x.i64 != 1) s += fmt::format("*{}", x.i64);
+          break;
+        case PlanArg::Kind::RangeBegin:
+          s += "begin";
+          break;
+        case PlanArg::Kind::RangeEnd:
+          s += "end";
+          break;
+      }
+    }
+    s += ")";
+    if (st.split_total > 0)
+      s += fmt::format("  || split {}{} by {}", st.split_total, st.split_by_tokens ? "*T" : "",
+                       st.split_align);
+    s += "\n";
+  }
+  return s;
+}
+
+}  // namespace cke

@@ -1,0 +1,57 @@
+// The frozen plan of one phase: every step with its provider and bound arguments, and the
+// placement of every activation in the arena.
+//
+// The plan is symbolic about memory (arena offsets, weight and state buffer indices), so
+// the same plan renders as JIT glue (addresses baked in) and as C source (named offsets).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kernels/registry.h"
+#include "resolver/resolve.h"
+
+namespace cke {
+
+struct PlanArg {
+  enum class Kind : uint8_t { Arena, Weight, State, I64, F32, Runtime, RangeBegin, RangeEnd };
+  Kind kind;
+  int buffer = -1;    // Arena/Weight/State: Graph::buffers index
+  size_t offset = 0;  // Arena: byte offset
+  int64_t i64 = 0;    // I64: value; Runtime: multiplier
+  float f32 = 0;
+  RuntimeValue runtime{};
+};
+
+struct PlanStep {
+  size_t node;                 // Graph::nodes index
+  const KernelMap* provider;   // the winner (its id is the symbol)
+  const KernelSymbol* symbol;  // the linked function
+  std::vector<PlanArg> args;   // in call_abi order
+  int64_t split_total = 0;     // 0: not split; else [0, total) (x n_tokens if by_tokens)
+  bool split_by_tokens = false;
+  int64_t split_align = 1;
+};
+
+struct PhasePlan {
+  Phase phase;
+  int64_t max_tokens;  // 1 for decode
+  std::vector<PlanStep> steps;
+  size_t arena_bytes = 0;
+  size_t tokens_offset = 0;  // where the glue reads the input token ids (i32 [T])
+  size_t logits_offset = 0;  // where it leaves the logits (f32 [n_vocab, T])
+};
+
+// Builds the plan of `phase` from the resolved steps. Errors (a missing symbol, a circuit
+// without exactly one input and one output) are returned as text.
+bool build_phase_plan(const Graph& graph, const Resolution& res, Phase phase, int64_t max_tokens,
+                      PhasePlan* out, std::string* err);
+
+// Bytes of a graph buffer with T = n_tokens.
+size_t buffer_bytes(const GraphBuffer& b, int64_t n_tokens);
+
+// Human-readable plan (cke-run --plan).
+std::string plan_text(const Graph& graph, const PhasePlan& p);
+
+}  // namespace cke
