@@ -27,7 +27,6 @@ static_assert(std::endian::native == std::endian::little,
 namespace {
 
 constexpr uint32_t kMagic = 0x46554747;  // "GGUF" read as a little-endian u32
-constexpr uint64_t kDefaultAlignment = 32;
 
 class Cursor {
  public:

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -274,6 +275,31 @@ TEST(GgufWriter, AlignmentKeyFollowsSetAlignment) {
   ASSERT_TRUE(f);
   EXPECT_EQ(f->alignment(), 16u);
   EXPECT_EQ(f->u32("general.alignment", nullptr), 16u);
+}
+
+TEST(GgufWriter, CopiedAlignmentOfAnotherIntegerTypeBecomesU32) {
+  // Found by the fuzzer: general.alignment may be any integer type on input; the writer
+  // stores it as u32 (ggml's type) with the same value.
+  RawImage r;
+  r.alignment = 8;
+  r.kv.push_back(raw_kv<uint8_t>("general.alignment", kU8, 8));
+  r.tensors.push_back({"t", {3}, 0, 0, {}});
+  r.data_size = 16;
+  const auto img = r.build();
+  auto f = reopen(img);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->alignment(), 8u);
+  Writer w;
+  w.set_alignment(static_cast<uint32_t>(f->alignment()));
+  for (const auto& [k, v] : f->metadata()) w.add_value(std::string(k), v);
+  const TensorInfo& t = f->tensors()[0];
+  w.add_tensor("t", t.type, {3}, {t.data, t.n_bytes});
+  const auto out = w.to_bytes();
+  auto g = reopen(out);
+  ASSERT_TRUE(g);
+  EXPECT_EQ(g->alignment(), 8u);
+  EXPECT_EQ(g->find("general.alignment")->type, ValueType::U32);
+  EXPECT_EQ(std::memcmp(g->tensors()[0].data, t.data, 12), 0);
 }
 
 TEST(GgufWriter, InvalidInputIsReported) {
