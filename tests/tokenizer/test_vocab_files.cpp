@@ -8,6 +8,7 @@
 #include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <sstream>
 
 #include "tests/common/shared.h"
@@ -91,6 +92,10 @@ struct VocabParam {
   const char* name;         // ggml-vocab-<name>.gguf
   const char* skip_reason;  // non-null: whole vocab not run
 };
+
+void PrintTo(const VocabParam& p, std::ostream* os) {
+  *os << p.name;
+}
 
 // Individual cases allowed to differ, with the reason. Empty: every case must pass.
 const std::map<std::pair<std::string, size_t>, const char*> kKnownFailures = {};
@@ -242,6 +247,56 @@ TEST(VocabFiles, OthersLoadAndRoundTrip) {
     ASSERT_TRUE(tok) << name << ": " << err;
     const std::string text = "Hello world\n\tnew line: 12345 and caf\xC3\xA9";
     EXPECT_EQ(tok->decode(tok->encode(text, false, false)), text) << name;
+  }
+}
+
+// Random text: valid UTF-8 from a mix of scripts, spaces and punctuation round-trips
+// (U+2581 is left out: SPM decodes it to a space by design);
+// random bytes (malformed UTF-8 included) never crash and give in-range ids.
+TEST(VocabRoundTrip, RandomText) {
+  std::mt19937 rng(1234);
+  const std::vector<uint32_t> alphabet = {' ',     ' ',     '\n',   '\t',  'a',    'Z',    '0',
+                                          '9',     '.',     ',',    '\'',  '!',    '<',    '|',
+                                          0xE9,    0x44F,   0x627,  0x915, 0x3000, 0x4E2D, 0xAC00,
+                                          0x1F600, 0x1F3FB, 0x200D, 0x301, 0xA0,   0xFF01};
+  auto utf8 = [](uint32_t cp) {
+    std::string s;
+    if (cp < 0x80) {
+      s += static_cast<char>(cp);
+    } else if (cp < 0x800) {
+      s += static_cast<char>(0xC0 | (cp >> 6));
+      s += static_cast<char>(0x80 | (cp & 0x3F));
+    } else if (cp < 0x10000) {
+      s += static_cast<char>(0xE0 | (cp >> 12));
+      s += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+      s += static_cast<char>(0x80 | (cp & 0x3F));
+    } else {
+      s += static_cast<char>(0xF0 | (cp >> 18));
+      s += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+      s += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+      s += static_cast<char>(0x80 | (cp & 0x3F));
+    }
+    return s;
+  };
+  for (const char* name : {"llama-spm", "qwen2", "deepseek-llm"}) {
+    CKE_REQUIRE_SHARED(path, std::string("models/llama-vocab/ggml-vocab-") + name + ".gguf");
+    std::string err;
+    const auto tok = test::load_tokenizer(path, &err);
+    ASSERT_TRUE(tok) << err;
+    for (int iter = 0; iter < 200; ++iter) {
+      std::string text;
+      const int len = static_cast<int>(rng() % 40);
+      for (int i = 0; i < len; ++i) text += utf8(alphabet[rng() % alphabet.size()]);
+      EXPECT_EQ(show(tok->decode(tok->encode(text, false, false))), show(text)) << name;
+      std::string bytes;
+      for (int i = 0; i < len; ++i) bytes += static_cast<char>(rng() & 0xFF);
+      for (const bool special : {false, true}) {
+        for (const int32_t id : tok->encode(bytes, true, special)) {
+          ASSERT_GE(id, 0);
+          ASSERT_LT(id, tok->n_vocab());
+        }
+      }
+    }
   }
 }
 
