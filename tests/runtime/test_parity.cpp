@@ -1,0 +1,185 @@
+// Model-level parity with llama.cpp (../shared/reference, `exact` variant: F32 KV cache, no
+// flash attention). Per row NMSE = Σ(x−ref)²/Σref² of
+//   - the prefill logits of every sequence (one batch, every position), and
+//   - teacher-forced decode logits: the reference greedy tokens fed one decode step at a
+//     time, compared with gen_logits;
+// plus greedy tokens identical up to the first step whose reference top-2 margin is below
+// what our measured error can explain, and bit-identical logits at 1 and 2 threads.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "runtime/core/engine.h"
+#include "runtime/core/sampler.h"
+#include "tests/common/shared.h"
+#include "tests/runtime/reference.h"
+
+namespace cke {
+namespace {
+
+using test::RefModel;
+
+// Bounds of the issue: F32/F16 1e-6, BF16 1e-5, quantized 1e-4.
+double bound_for(const std::string& stem) {
+  if (stem == "stories260K" || stem.ends_with("-F32") || stem.ends_with("-F16")) return 1e-6;
+  if (stem.ends_with("-BF16")) return 1e-5;
+  return 1e-4;
+}
+
+// Families whose circuits belong to a later issue (qwen2/qwen3/gemma3: issue 6).
+bool circuit_pending(const std::string& stem) {
+  return stem.find("qwen2") != std::string::npos || stem.find("qwen3") != std::string::npos ||
+         stem.find("gemma3") != std::string::npos;
+}
+
+struct SeqRun {
+  std::vector<float> prefill;   // rows x n_vocab
+  std::vector<float> forced;    // 32 rows: row 0 = last prefill row, then decode steps
+  std::vector<int32_t> greedy;  // our own greedy continuation (32 tokens)
+};
+
+SeqRun run_sequence(Engine& e, const test::RefSequence& s) {
+  SeqRun r;
+  std::string err;
+  const size_t nv = size_t(e.n_vocab());
+  e.rewind(0);
+  EXPECT_TRUE(e.eval(s.eval_ids, &r.prefill, true, &err)) << err;
+  // Teacher forcing through the decode path.
+  r.forced.assign(r.prefill.end() - nv, r.prefill.end());
+  std::vector<float> row;
+  for (size_t k = 1; k < s.exact.greedy.size(); ++k) {
+    EXPECT_TRUE(e.eval({&s.exact.greedy[k - 1], 1}, &row, true, &err)) << err;
+    r.forced.insert(r.forced.end(), row.begin(), row.end());
+  }
+  // Free greedy run.
+  e.rewind(int32_t(s.eval_ids.size()));
+  row.assign(r.prefill.end() - nv, r.prefill.end());
+  for (size_t k = 0; k < s.exact.greedy.size(); ++k) {
+    const int32_t t = argmax(row.data(), int32_t(nv));
+    r.greedy.push_back(t);
+    if (k + 1 < s.exact.greedy.size()) EXPECT_TRUE(e.eval({&t, 1}, &row, true, &err)) << err;
+  }
+  return r;
+}
+
+class Parity : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Parity, LogitsAndGreedyMatchLlamaCpp) {
+  const std::string stem = GetParam();
+  CKE_REQUIRE_SHARED(json, "reference/" + stem + ".json");
+  if (circuit_pending(stem)) GTEST_SKIP() << stem << ": its circuit is issue 6's work";
+  std::string err;
+  auto ref = test::load_reference(stem, &err);
+  ASSERT_TRUE(ref) << err;
+  const double bound = bound_for(stem);
+  const size_t nv = size_t(ref->n_vocab);
+
+  std::vector<SeqRun> runs;
+  for (int threads : {1, 2}) {
+    EngineOptions o;
+    o.model_path = ref->model_path;
+    o.n_ctx = 256;  // as the reference (n_ctx = n_batch = 256)
+    o.n_batch = 256;
+    o.n_threads = threads;
+    auto e = Engine::load(o, &err);
+    ASSERT_TRUE(e) << err;
+    ASSERT_EQ(size_t(e->n_vocab()), nv);
+    for (const auto& s : ref->sequences) runs.push_back(run_sequence(*e, s));
+  }
+
+  for (size_t i = 0; i < ref->sequences.size(); ++i) {
+    const auto& s = ref->sequences[i];
+    const SeqRun& r = runs[i];
+    const SeqRun& r2 = runs[i + ref->sequences.size()];
+    SCOPED_TRACE(stem + "/" + s.name);
+    // Thread count never changes a bit.
+    ASSERT_EQ(r.prefill.size(), r2.prefill.size());
+    EXPECT_EQ(0, std::memcmp(r.prefill.data(), r2.prefill.data(), r.prefill.size() * 4));
+    EXPECT_EQ(0, std::memcmp(r.forced.data(), r2.forced.data(), r.forced.size() * 4));
+    EXPECT_EQ(r.greedy, r2.greedy);
+
+    double worst = 0;
+    for (int row = 0; row < s.exact.rows; ++row) {
+      const double e = test::nmse(&r.prefill[row * nv], &s.exact.prefill[row * nv], nv);
+      worst = std::max(worst, e);
+      EXPECT_LE(e, bound) << "prefill row " << row;
+    }
+    double max_abs = 0;
+    for (size_t k = 0; k < s.exact.greedy.size(); ++k) {
+      const double e = test::nmse(&r.forced[k * nv], &s.exact.gen[k * nv], nv);
+      worst = std::max(worst, e);
+      EXPECT_LE(e, bound) << "teacher-forced decode row " << k;
+      for (size_t j = 0; j < nv; ++j)
+        max_abs =
+            std::max(max_abs, double(std::fabs(r.forced[k * nv + j] - s.exact.gen[k * nv + j])));
+    }
+    // Greedy: identical while the reference's top-2 margin exceeds twice our worst logit error.
+    size_t compared = 0;
+    for (size_t k = 0; k < s.exact.greedy.size(); ++k) {
+      if (s.exact.gen_top2_margin[k] <= 2 * max_abs) break;
+      EXPECT_EQ(r.greedy[k], s.exact.greedy[k]) << "greedy step " << k;
+      if (r.greedy[k] != s.exact.greedy[k]) break;
+      ++compared;
+    }
+    RecordProperty(s.name + "_worst_nmse", std::to_string(worst));
+    std::printf(
+        "[parity] %-22s %-10s worst NMSE %.3e (bound %.0e), max|dlogit| %.2e, greedy %zu/%zu "
+        "compared\n",
+        stem.c_str(), s.name.c_str(), worst, bound, max_abs, compared, s.exact.greedy.size());
+  }
+}
+
+std::string param_name(const ::testing::TestParamInfo<std::string>& info) {
+  std::string n = info.param;
+  for (char& c : n)
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  return n;
+}
+
+std::vector<std::string> stems() {
+  auto s = test::reference_stems();
+  if (s.empty()) s.push_back("stories260K");  // reported as skipped when ../shared is absent
+  return s;
+}
+
+INSTANTIATE_TEST_SUITE_P(Reference, Parity, ::testing::ValuesIn(stems()), param_name);
+
+// stories260K.reference.json: text prompts through the tokenizer, BOS first, 32 greedy tokens.
+TEST(Stories260K, GreedyTextMatchesLlamaCpp) {
+  CKE_REQUIRE_SHARED(model, "models/stories260K.gguf");
+  CKE_REQUIRE_SHARED(refjson, "models/stories260K.reference.json");
+  std::ifstream f(refjson);
+  nlohmann::json j = nlohmann::json::parse(f);
+  std::string err;
+  EngineOptions o;
+  o.model_path = model;
+  o.n_threads = 1;
+  auto e = Engine::load(o, &err);
+  ASSERT_TRUE(e) << err;
+  for (const auto& c : j.at("cases")) {
+    const std::string prompt = c.at("prompt");
+    auto ids = e->tokenizer().encode(prompt, true, false);
+    std::vector<int32_t> want_prompt = {int32_t(c.at("bos"))};
+    for (int32_t t : c.at("prompt_tokens_no_bos").get<std::vector<int32_t>>())
+      want_prompt.push_back(t);
+    EXPECT_EQ(ids, want_prompt) << prompt;
+    e->rewind(0);
+    std::vector<float> logits;
+    ASSERT_TRUE(e->eval(ids, &logits, false, &err)) << err;
+    std::vector<int32_t> got;
+    for (int k = 0; k < 32; ++k) {
+      const int32_t t = argmax(logits.data(), e->n_vocab());
+      got.push_back(t);
+      if (k < 31) ASSERT_TRUE(e->eval({&t, 1}, &logits, false, &err)) << err;
+    }
+    EXPECT_EQ(got, c.at("greedy_tokens").get<std::vector<int32_t>>()) << prompt;
+    // The reference text is llama.cpp's detokenization of the continuation alone.
+    EXPECT_EQ(e->tokenizer().decode(got), c.at("greedy_text").get<std::string>()) << prompt;
+  }
+}
+
+}  // namespace
+}  // namespace cke
