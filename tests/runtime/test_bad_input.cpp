@@ -1,0 +1,174 @@
+// Bad input gets a clear error naming what is wrong and a non-zero exit — never a crash.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+
+#include "runtime/core/engine.h"
+#include "runtime/gguf/gguf.h"
+#include "tests/common/shared.h"
+
+namespace cke {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A copy of `src` with metadata and tensors edited by the callbacks.
+std::string rewrite(
+    const std::string& src, const std::string& name,
+    const std::function<bool(std::string_view key, gguf::Writer&, const gguf::Value&)>& kv,
+    const std::function<bool(const gguf::TensorInfo&, gguf::Writer&)>& tensor) {
+  gguf::GgufError err;
+  auto f = gguf::File::open(src, &err);
+  EXPECT_TRUE(f) << err.message;
+  gguf::Writer w;
+  for (const auto& [k, v] : f->metadata())
+    if (!kv(k, w, v)) w.add_value(std::string(k), v);
+  for (const auto& t : f->tensors())
+    if (!tensor(t, w)) {
+      std::vector<int64_t> ne(t.ne, t.ne + t.n_dims);
+      w.add_tensor(std::string(t.name), t.type, ne, {t.data, t.n_bytes});
+    }
+  const std::string out = (fs::temp_directory_path() / ("cke_bad_" + name + ".gguf")).string();
+  EXPECT_TRUE(w.write(out, &err)) << err.message;
+  return out;
+}
+
+std::string load_error(const std::string& path) {
+  EngineOptions o;
+  o.model_path = path;
+  o.n_threads = 1;
+  std::string err;
+  auto e = Engine::load(o, &err);
+  EXPECT_FALSE(e) << "loaded " << path;
+  return err;
+}
+
+auto keep_kv = [](std::string_view, gguf::Writer&, const gguf::Value&) { return false; };
+auto keep_tensor = [](const gguf::TensorInfo&, gguf::Writer&) { return false; };
+
+TEST(BadModel, UnknownArchitectureNamesTheAvailableCircuits) {
+  CKE_REQUIRE_SHARED(src, "models/stories260K.gguf");
+  auto path = rewrite(
+      src, "arch",
+      [](std::string_view k, gguf::Writer& w, const gguf::Value&) {
+        if (k != "general.architecture") return false;
+        w.add_str("general.architecture", "mamba");
+        return true;
+      },
+      keep_tensor);
+  const std::string err = load_error(path);
+  EXPECT_NE(err.find("no circuit for architecture 'mamba'"), std::string::npos) << err;
+  EXPECT_NE(err.find("available: "), std::string::npos) << err;
+  EXPECT_NE(err.find("llama"), std::string::npos) << err;
+}
+
+TEST(BadModel, MissingTensorIsNamed) {
+  CKE_REQUIRE_SHARED(src, "models/stories260K.gguf");
+  auto path = rewrite(src, "missing", keep_kv, [](const gguf::TensorInfo& t, gguf::Writer&) {
+    return t.name == "blk.2.attn_k.weight";  // dropped
+  });
+  const std::string err = load_error(path);
+  EXPECT_NE(err.find("blk.2.attn_k.weight"), std::string::npos) << err;
+  EXPECT_NE(err.find("llama.yaml"), std::string::npos) << err;  // the circuit that needs it
+}
+
+TEST(BadModel, WrongShapeIsNamed) {
+  CKE_REQUIRE_SHARED(src, "models/stories260K.gguf");
+  auto path = rewrite(src, "shape", keep_kv, [](const gguf::TensorInfo& t, gguf::Writer& w) {
+    if (t.name != "blk.1.ffn_up.weight") return false;
+    // [64, 172] stored as [64, 170]: the bytes of 170 rows.
+    w.add_tensor(std::string(t.name), t.type, {64, 170}, {t.data, size_t(64 * 170 * 4)});
+    return true;
+  });
+  const std::string err = load_error(path);
+  EXPECT_NE(err.find("blk.1.ffn_up.weight"), std::string::npos) << err;
+  EXPECT_NE(err.find("170"), std::string::npos) << err;
+}
+
+TEST(BadModel, WrongTypeHasNoProvider) {
+  CKE_REQUIRE_SHARED(src, "models/stories260K.gguf");
+  // A norm weight stored as F16: no rmsnorm provider takes an f16 weight.
+  auto path = rewrite(src, "type", keep_kv, [](const gguf::TensorInfo& t, gguf::Writer& w) {
+    if (t.name != "blk.0.attn_norm.weight") return false;
+    std::vector<uint16_t> h(64, 0x3c00);
+    w.add_tensor(std::string(t.name), DType::F16, {64},
+                 {reinterpret_cast<const uint8_t*>(h.data()), h.size() * 2});
+    return true;
+  });
+  const std::string err = load_error(path);
+  EXPECT_NE(err.find("attn_norm"), std::string::npos) << err;
+  EXPECT_NE(err.find("f16"), std::string::npos) << err;
+}
+
+TEST(BadModel, NotAFileOrTruncated) {
+  EXPECT_NE(load_error("/nonexistent/model.gguf").find("/nonexistent/model.gguf"),
+            std::string::npos);
+  CKE_REQUIRE_SHARED(src, "models/stories260K.gguf");
+  const std::string cut = (fs::temp_directory_path() / "cke_bad_cut.gguf").string();
+  fs::copy_file(src, cut, fs::copy_options::overwrite_existing);
+  fs::resize_file(cut, 100000);
+  const std::string err = load_error(cut);
+  EXPECT_NE(err.find("cke_bad_cut.gguf"), std::string::npos) << err;
+}
+
+TEST(BadEval, PromptLongerThanContext) {
+  CKE_REQUIRE_SHARED(src, "models/stories260K.gguf");
+  EngineOptions o;
+  o.model_path = src;
+  o.n_ctx = 8;
+  o.n_threads = 1;
+  std::string err;
+  auto e = Engine::load(o, &err);
+  ASSERT_TRUE(e) << err;
+  std::vector<int32_t> ids(9, 300);
+  std::vector<float> logits;
+  EXPECT_FALSE(e->eval(ids, &logits, false, &err));
+  EXPECT_NE(err.find("context"), std::string::npos) << err;
+  EXPECT_EQ(e->pos(), 0);
+  ids = {1, 600};
+  EXPECT_FALSE(e->eval(ids, &logits, false, &err));
+  EXPECT_NE(err.find("600"), std::string::npos) << err;
+}
+
+// The CLI: exit code and the first line of stderr.
+struct Result {
+  int code;
+  std::string err;
+};
+Result run_cli(const std::string& args) {
+  const std::string cmd = std::string(CKE_RUN_BIN) + " " + args + " 2>&1 >/dev/null";
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  std::array<char, 4096> buf;
+  while (p && fgets(buf.data(), buf.size(), p)) out += buf.data();
+  const int st = p ? pclose(p) : -1;
+  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
+}
+
+TEST(BadCli, FlagValuesAreRejectedWithUsageErrors) {
+  CKE_REQUIRE_SHARED(src, "models/stories260K.gguf");
+  const std::string m = "-m " + src + " -p hi -n 1 ";
+  for (const char* bad : {"-t -3", "--temp abc", "-c -1", "--top-p 2", "--prompt-tokens 1,x,3",
+                          "--force-tokens -5", "--no-such-flag", "-n"}) {
+    Result r = run_cli(m + bad);
+    EXPECT_EQ(r.code, 2) << bad << ": " << r.err;
+    EXPECT_FALSE(r.err.empty()) << bad;
+  }
+  Result r = run_cli(m + "--isa avx9");
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_NE(r.err.find("avx9"), std::string::npos) << r.err;
+  r = run_cli("-m /nonexistent.gguf -p hi");
+  EXPECT_EQ(r.code, 1) << r.err;
+  r = run_cli("-m " + src + " -n 1 -c 4 -p \"Once upon a time there was\"");
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_NE(r.err.find("context"), std::string::npos) << r.err;
+  r = run_cli(m + "--prompt-tokens 1,9999");
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("9999"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace cke
