@@ -34,6 +34,11 @@ std::string join(const std::vector<std::string>& v) {
   return s;
 }
 
+// Ops are counted with their variant: glu.swiglu and glu.geglu are different requirements.
+std::string op_key(const std::string& op, const std::string& variant) {
+  return variant.empty() ? op : op + "." + variant;
+}
+
 void check_circuits(const std::filesystem::path& dir, const Registry* reg, AuditReport* r,
                     std::set<std::string>* ops) {
   std::vector<LoadError> errs;
@@ -46,7 +51,7 @@ void check_circuits(const std::filesystem::path& dir, const Registry* reg, Audit
                                       path.string(), c->architecture));
     for (const auto* section : {&c->header, &c->layer, &c->footer}) {
       for (const NodeSpec& n : *section) {
-        ops->insert(n.op);
+        ops->insert(op_key(n.op, n.variant));
         if (!reg) continue;
         bool has_contract = false;
         for (const Contract& k : reg->contracts())
@@ -170,7 +175,7 @@ AuditReport run_audit(const AuditOptions& o) {
   if (reg) {
     r.n_maps = reg->maps().size();
     r.n_contracts = reg->contracts().size();
-    for (const Contract& c : reg->contracts()) ops.insert(c.op);
+    for (const Contract& c : reg->contracts()) ops.insert(op_key(c.op, c.variant));
   }
   check_circuits(o.root / "circuits", reg ? &*reg : nullptr, &r, &ops);
   if (!reg) {
@@ -199,10 +204,12 @@ AuditReport run_audit(const AuditOptions& o) {
     std::set<std::string> without;
     for (const std::string& op : ops) {
       bool have = false;
-      for (const KernelMap* m : reg->maps_for_op(op)) {
+      for (const KernelMap& m : reg->maps()) {
+        const Contract* c = reg->find_contract(m.contract);
+        if (op_key(m.op, c->variant) != op) continue;
         FeatureSet need;
-        for (Feature f : m->isa) need.add(f);
-        have = have || (m->selection.status == Status::Production && caps.contains(need));
+        for (Feature f : m.isa) need.add(f);
+        have = have || (m.selection.status == Status::Production && caps.contains(need));
       }
       if (!have) without.insert(op);
     }

@@ -7,9 +7,9 @@
 // - parity tests: a provider has one when some tests/**/*.cpp defines a gtest named after
 //   its id (TEST(<Suite>, <provider_id>)); missing ones are warnings;
 // - the ratchet (kernel_maps/ratchet.yaml): id sets that may only grow (providers with
-//   parity tests, production providers) and, per ISA level, the set of ops without a
-//   production provider, which may only shrink. Only regressions fail; improvements are
-//   reported so the ratchet can be tightened with --update-ratchet.
+//   parity tests, production providers) and, per ISA level, the set of ops (with their
+//   variant: "glu.swiglu") without a production provider, which may only shrink. Only regressions
+//   fail; improvements are reported so the ratchet can be tightened with --update-ratchet.
 #pragma once
 
 #include <filesystem>

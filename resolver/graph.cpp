@@ -30,6 +30,10 @@ void MapModelFacts::erase_tensor(std::string_view name) {
   std::erase_if(tensors_, [&](const auto& kv) { return kv.first == name; });
 }
 
+void MapModelFacts::erase_key(std::string_view name) {
+  std::erase_if(keys_, [&](const auto& kv) { return kv.first == name; });
+}
+
 std::optional<MetaValue> MapModelFacts::key(std::string_view name) const {
   for (const auto& kv : keys_)
     if (kv.first == name) return kv.second;

@@ -42,6 +42,7 @@ class MapModelFacts : public ModelFacts {
   void set_key(std::string name, MetaValue v);
   void set_tensor(std::string name, TensorFact t);
   void erase_tensor(std::string_view name);
+  void erase_key(std::string_view name);
   std::optional<MetaValue> key(std::string_view name) const override;
   std::optional<TensorFact> tensor(std::string_view name) const override;
 

@@ -1,0 +1,185 @@
+// cke-audit's checks: the test-name scan, the ratchet (regressions fail, improvements do
+// not), and the audit of the real tree.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <fstream>
+
+#include "kernels/registry.h"
+#include "resolver/audit.h"
+#include "resolver_test_util.h"
+#include "tests/common/shared.h"
+
+namespace cke {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A scratch copy of the tree's data (kernel_maps/, circuits/) plus a tests/ folder.
+class AuditTree : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fs::temp_directory_path() /
+            ("cke_audit_" + std::to_string(::getpid()) + "_" +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(root_);
+    fs::create_directories(root_ / "tests" / "kernels");
+    fs::copy(test::source_path("kernel_maps"), root_ / "kernel_maps", fs::copy_options::recursive);
+    fs::copy(test::source_path("circuits"), root_ / "circuits", fs::copy_options::recursive);
+  }
+  void TearDown() override { fs::remove_all(root_); }
+
+  void write(const fs::path& rel, const std::string& text) {
+    fs::create_directories((root_ / rel).parent_path());
+    std::ofstream(root_ / rel) << text;
+  }
+  std::string read(const fs::path& rel) {
+    std::ifstream in(root_ / rel);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }
+  AuditReport audit(bool update = false) { return run_audit({root_, {}, update}); }
+
+  fs::path root_;
+};
+
+bool contains(const std::vector<std::string>& v, const std::string& needle) {
+  for (const std::string& s : v)
+    if (s.find(needle) != std::string::npos) return true;
+  return false;
+}
+
+TEST_F(AuditTree, ScansTestNames) {
+  write("tests/a/t.cpp",
+        "TEST(RefLinear, linear_f32_f32__ref) {}\n"
+        "TEST_F(Fixture,  rmsnorm_f32__ref ) {}\n"
+        "TEST_P(P, add_f32__ref) {}\n"
+        "TESTX(NotATest, scale_f32__ref)\n"
+        "// TEST(Commented, swiglu_f32__ref) counts too: the scan is textual\n");
+  write("tests/a/t.h", "TEST(Header, geglu_f32__ref) {}\n");  // headers are not scanned
+  std::vector<std::string> names = scan_test_names(root_ / "tests");
+  EXPECT_EQ(names, (std::vector<std::string>{"add_f32__ref", "linear_f32_f32__ref",
+                                             "rmsnorm_f32__ref", "swiglu_f32__ref"}));
+}
+
+TEST_F(AuditTree, UpdateThenPassThenRegressionsFail) {
+  write("tests/kernels/t.cpp",
+        "TEST(RefOps, add_f32__ref) {}\nTEST(RefOps, rmsnorm_f32__ref) {}\n");
+  AuditReport u = audit(true);
+  ASSERT_TRUE(u.ok()) << u.to_text();
+  EXPECT_NE(read("kernel_maps/ratchet.yaml").find("  - add_f32__ref"), std::string::npos);
+  AuditReport a = audit();
+  ASSERT_TRUE(a.ok()) << a.to_text();
+  EXPECT_EQ(a.current.parity_tested,
+            (std::vector<std::string>{"add_f32__ref", "rmsnorm_f32__ref"}));
+  EXPECT_TRUE(contains(a.warnings, "without a parity test"));
+
+  // A lost parity test is a regression.
+  write("tests/kernels/t.cpp", "TEST(RefOps, add_f32__ref) {}\n");
+  AuditReport lost = audit();
+  EXPECT_FALSE(lost.ok());
+  EXPECT_TRUE(contains(lost.ratchet_violations, "provider rmsnorm_f32__ref lost its parity test"))
+      << lost.to_text();
+
+  // A gained one is an improvement: passes, with a note.
+  write("tests/kernels/t.cpp",
+        "TEST(RefOps, add_f32__ref) {}\nTEST(RefOps, rmsnorm_f32__ref) {}\n"
+        "TEST(RefOps, scale_f32__ref) {}\n");
+  AuditReport gained = audit();
+  EXPECT_TRUE(gained.ok()) << gained.to_text();
+  EXPECT_TRUE(contains(gained.ratchet_improvements, "scale_f32__ref gained a parity test"));
+}
+
+TEST_F(AuditTree, DemotingTheOnlyProductionProviderFails) {
+  ASSERT_TRUE(audit(true).ok());
+  std::string m = read("kernel_maps/swiglu_f32__ref.yaml");
+  m.replace(m.find("status: production"), 18, "status: candidate");
+  write("kernel_maps/swiglu_f32__ref.yaml", m);
+  AuditReport a = audit();
+  EXPECT_FALSE(a.ok());
+  EXPECT_TRUE(contains(a.ratchet_violations, "provider swiglu_f32__ref is no longer production"));
+  for (const char* level : {"scalar", "avx2", "avx512", "avx512_vnni", "amx"})
+    EXPECT_TRUE(contains(a.ratchet_violations,
+                         std::string("op glu.swiglu has no production provider on ") + level))
+        << a.to_text();
+}
+
+TEST_F(AuditTree, IsaLevelsCountOpsWithoutProduction) {
+  // Only an AVX-512 provider for glu: scalar and avx2 hosts have none.
+  std::string m = read("kernel_maps/swiglu_f32__ref.yaml");
+  m.replace(m.find("isa: []"), 7, "isa: [avx512f]");
+  write("kernel_maps/swiglu_f32__ref.yaml", m);
+  AuditReport a = audit(true);
+  ASSERT_TRUE(a.ok()) << a.to_text();
+  EXPECT_EQ(a.current.ops_without_production["scalar"], std::vector<std::string>{"glu.swiglu"});
+  EXPECT_EQ(a.current.ops_without_production["avx2"], std::vector<std::string>{"glu.swiglu"});
+  EXPECT_TRUE(a.current.ops_without_production["avx512"].empty());
+  // Restoring the scalar provider is an improvement, not a failure.
+  write("kernel_maps/swiglu_f32__ref.yaml",
+        read("kernel_maps/swiglu_f32__ref.yaml").replace(m.find("isa: [avx512f]"), 14, "isa: []"));
+  AuditReport b = audit();
+  EXPECT_TRUE(b.ok()) << b.to_text();
+  EXPECT_TRUE(contains(b.ratchet_improvements,
+                       "op glu.swiglu gained a production provider on scalar hosts"));
+}
+
+TEST_F(AuditTree, DataErrorsFail) {
+  ASSERT_TRUE(audit(true).ok());
+  // A circuit that names a provider.
+  std::string c = read("circuits/llama.yaml");
+  c.replace(c.find("{name: wq, op: linear,"), 22,
+            "{name: wq, op: linear, provider: linear_f32_f32__ref,");
+  write("circuits/llama.yaml", c);
+  AuditReport a = audit();
+  EXPECT_FALSE(a.ok());
+  EXPECT_TRUE(contains(a.errors, "never providers")) << a.to_text();
+  // A circuit op without any contract.
+  write("circuits/llama.yaml",
+        read("circuits/llama.yaml").replace(c.find("provider: linear_f32_f32__ref,"), 31, ""));
+  std::string c2 = read("circuits/llama.yaml");
+  c2.replace(c2.find("variant: swiglu"), 15, "variant: reglu");
+  write("circuits/llama.yaml", c2);
+  AuditReport b = audit();
+  EXPECT_FALSE(b.ok());
+  EXPECT_TRUE(contains(b.errors, "no contract for op glu variant reglu with profile ggml"))
+      << b.to_text();
+  // A circuit whose file name is not its architecture.
+  write("circuits/llama.yaml",
+        read("circuits/llama.yaml").replace(c2.find("variant: reglu"), 14, "variant: swiglu"));
+  fs::rename(root_ / "circuits/llama.yaml", root_ / "circuits/llama2.yaml");
+  AuditReport d = audit();
+  EXPECT_FALSE(d.ok());
+  EXPECT_TRUE(contains(d.errors, "architecture 'llama' differs from the file name")) << d.to_text();
+}
+
+TEST(Audit, RatchetRoundTrip) {
+  RatchetState r;
+  r.parity_tested = {"a__ref", "b__ref"};
+  r.production = {"a__ref"};
+  r.ops_without_production["avx2"] = {"glu"};
+  const fs::path p =
+      fs::temp_directory_path() / ("cke_ratchet_" + std::to_string(::getpid()) + ".yaml");
+  std::ofstream(p) << format_ratchet(r);
+  std::vector<LoadError> errors;
+  std::optional<RatchetState> back = load_ratchet(p, &errors);
+  fs::remove(p);
+  ASSERT_TRUE(back) << format_errors(errors);
+  EXPECT_EQ(back->parity_tested, r.parity_tested);
+  EXPECT_EQ(back->production, r.production);
+  EXPECT_EQ(back->ops_without_production["avx2"], std::vector<std::string>{"glu"});
+  EXPECT_TRUE(back->ops_without_production["scalar"].empty());
+}
+
+TEST(Audit, TheRealTreePasses) {
+  AuditOptions o{test::source_path(""), {}, false};
+  if (!kernel_symbols().empty()) o.symbols = linked_symbols();
+  AuditReport r = run_audit(o);
+  EXPECT_TRUE(r.ok()) << r.to_text();
+  EXPECT_GE(r.n_maps, 36u);
+  EXPECT_GE(r.n_circuits, 1u);
+  nlohmann::json j = r.to_json();
+  EXPECT_EQ(j["schema"], "cke.audit/1");
+  EXPECT_EQ(j["ok"], true);
+}
+
+}  // namespace
+}  // namespace cke

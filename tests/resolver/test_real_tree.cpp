@@ -1,0 +1,235 @@
+// The real data: kernel_maps/ (with the symbols linked into this binary) and circuits/.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "kernels/registry.h"
+#include "resolver/data_dirs.h"
+#include "resolver/data_file.h"
+#include "resolver/xray.h"
+#include "resolver_test_util.h"
+#include "tests/common/shared.h"
+
+namespace cke {
+namespace {
+
+using test::stories_facts;
+
+std::optional<Registry> real_registry(std::vector<LoadError>* errors) {
+  return Registry::load({test::source_path("kernel_maps")}, linked_symbols(), errors);
+}
+
+Circuit llama_circuit() {
+  std::vector<LoadError> errors;
+  std::optional<Circuit> c = load_circuit(test::source_path("circuits/llama.yaml"), &errors);
+  EXPECT_TRUE(c) << format_errors(errors);
+  return c ? *c : Circuit{};
+}
+
+#define REQUIRE_KERNELS()                                                                     \
+  if (kernel_symbols().empty())                                                               \
+  GTEST_SKIP() << "the kernel symbol table is empty (reference kernels not linked yet); the " \
+                  "real maps cannot be checked against it"
+
+TEST(RealTree, EveryLinkedKernelHasAMapAndEveryMapASymbol) {
+  REQUIRE_KERNELS();
+  std::vector<LoadError> errors;
+  std::optional<Registry> reg = real_registry(&errors);
+  ASSERT_TRUE(reg) << format_errors(errors);
+  for (const KernelSymbol& s : kernel_symbols()) {
+    const KernelMap* m = reg->find_map(s.name);
+    EXPECT_TRUE(m) << "no kernel map for linked kernel " << s.name;
+    if (m) EXPECT_EQ(m->impl.function, s.name);
+  }
+  for (const KernelMap& m : reg->maps()) {
+    EXPECT_TRUE(find_kernel_symbol(m.impl.function)) << m.id;
+    const Contract* c = reg->find_contract(m.contract);
+    ASSERT_TRUE(c) << m.id;
+    EXPECT_EQ(c->profile, "ggml");
+    EXPECT_FALSE(c->thread_count_changes_arithmetic);
+  }
+}
+
+TEST(RealTree, DataDirsDefaultToTheSourceTree) {
+  DataDirs d = data_dirs_at(compiled_data_dir());
+  ASSERT_EQ(d.kernel_maps.size(), 1u);
+  EXPECT_TRUE(std::filesystem::exists(d.kernel_maps[0] / "contracts"));
+  EXPECT_TRUE(find_circuit("llama", d.circuits).has_value());
+  EXPECT_FALSE(find_circuit("no_such_arch", d.circuits).has_value());
+}
+
+TEST(RealTree, EveryCircuitLoads) {
+  std::vector<LoadError> errors;
+  auto files = list_yaml_files(test::source_path("circuits"), &errors);
+  ASSERT_FALSE(files.empty());
+  for (const auto& f : files) {
+    std::optional<Circuit> c = load_circuit(f, &errors);
+    ASSERT_TRUE(c) << format_errors(errors);
+    EXPECT_EQ(c->architecture, f.stem().string());
+  }
+}
+
+// stories260K (all F32) through circuits/llama.yaml and the real maps, both phases.
+TEST(RealTree, LlamaResolvesStories260KBothPhases) {
+  REQUIRE_KERNELS();
+  std::vector<LoadError> errors;
+  std::optional<Registry> reg = real_registry(&errors);
+  ASSERT_TRUE(reg) << format_errors(errors);
+  std::optional<Graph> g = instantiate(llama_circuit(), stories_facts(), {256, 64}, &errors);
+  ASSERT_TRUE(g) << format_errors(errors);
+  // Header 1, 16 nodes per layer x 5, footer 2.
+  ASSERT_EQ(g->nodes.size(), 1u + 16 * 5 + 2);
+  for (const HostCaps& caps : {HostCaps::probe(), *HostCaps::for_level("scalar")}) {
+    Resolution r = resolve(*g, *reg, caps);
+    ASSERT_TRUE(r.ok()) << r.fault_report();
+    ASSERT_EQ(r.steps.size(), 2 * g->nodes.size());
+    for (const Decision& d : r.decisions)
+      EXPECT_FALSE(d.winner.empty()) << g->nodes[d.query.node].label();
+  }
+  Resolution r = resolve(*g, *reg, HostCaps::probe());
+  std::map<std::string, std::string> chosen;  // decode winners by node label
+  std::map<std::string, const Step*> steps;
+  for (const Step* s : r.steps_for(Phase::Decode)) {
+    chosen[g->nodes[s->node].label()] = s->provider->id;
+    steps[g->nodes[s->node].label()] = s;
+  }
+  EXPECT_EQ(chosen["embed"], "embed_f32__ref");
+  EXPECT_EQ(chosen["blk.0.attn_norm"], "rmsnorm_f32__ref");
+  EXPECT_EQ(chosen["blk.2.wq"], "linear_f32_f32__ref");
+  EXPECT_EQ(chosen["blk.4.rope_k"], "rope_normal_f32__ref");
+  EXPECT_EQ(chosen["blk.1.kv_store"], "kv_store_f32__ref");
+  EXPECT_EQ(chosen["blk.3.attention"], "attention_f32__ref");
+  EXPECT_EQ(chosen["blk.0.attn_residual"], "add_f32__ref");
+  EXPECT_EQ(chosen["blk.0.swiglu"], "swiglu_f32__ref");
+  EXPECT_EQ(chosen["output"], "linear_f32_f32__ref");
+
+  // The attention call, argument by argument (call_abi of attention_f32__ref).
+  const Step& att = *steps["blk.3.attention"];
+  ASSERT_EQ(att.args.size(), 14u);
+  EXPECT_EQ(g->buffers[att.args[1].buffer].label(), "k_cache@3");
+  EXPECT_EQ(g->buffers[att.args[3].buffer].label(), "attn");
+  EXPECT_EQ(att.args[4].i64, 8);    // head_dim = 64 / 8
+  EXPECT_EQ(att.args[5].i64, 8);    // n_head
+  EXPECT_EQ(att.args[6].i64, 4);    // n_head_kv, solved from k_cache's head_dim * n_head_kv
+  EXPECT_EQ(att.args[7].i64, 256);  // n_ctx
+  EXPECT_EQ(att.args[8].kind, BoundArg::Kind::Runtime);
+  EXPECT_EQ(att.args[8].runtime, RuntimeValue::Pos0);
+  EXPECT_EQ(att.args[9].i64, 1);  // T in decode
+  EXPECT_EQ(att.args[10].kind, BoundArg::Kind::F32);
+  EXPECT_EQ(att.args[10].f32, 1.0f / std::sqrt(8.0f));  // llama.cpp's 1.0f/sqrtf(head_dim)
+  EXPECT_EQ(att.args[11].i64, 0);                       // window
+  EXPECT_EQ(att.parallel.extent, Value::integer(8));    // split over query heads
+
+  const Step& rope = *steps["blk.0.rope_q"];
+  EXPECT_EQ(rope.args[1].i64, 8);  // head_dim
+  EXPECT_EQ(rope.args[2].i64, 8);  // n_heads
+  EXPECT_EQ(rope.args[5].i64, 8);  // n_rot
+  EXPECT_EQ(rope.args[6].f32, 10000.0f);
+  EXPECT_EQ(rope.args[7].f32, 1.0f);
+  const Step& norm = *steps["blk.0.attn_norm"];
+  EXPECT_EQ(norm.args[5].f32, 1e-5f);
+  // The residual add works in place: y and a are the same buffer x.
+  const Step& res = *steps["blk.0.attn_residual"];
+  EXPECT_EQ(res.args[0].buffer, res.args[2].buffer);
+  EXPECT_EQ(res.args[3].i64, 64);  // n = E * T = 64 in decode
+
+  // Prefill: T and E * T are runtime values.
+  for (const Step* s : r.steps_for(Phase::Prefill)) {
+    if (g->nodes[s->node].label() != "blk.0.attn_residual") continue;
+    EXPECT_EQ(s->args[3].kind, BoundArg::Kind::Runtime);
+    EXPECT_EQ(s->args[3].runtime, RuntimeValue::NTokens);
+    EXPECT_EQ(s->args[3].i64, 64);
+  }
+  nlohmann::json trace = xray_trace(r, *g, *reg, HostCaps::probe(), {});
+  EXPECT_EQ(trace["decisions"].size(), 2 * g->nodes.size());
+  EXPECT_TRUE(trace["ok"].get<bool>());
+}
+
+TEST(RealTree, QuantizedWeightsPickTheirContracts) {
+  REQUIRE_KERNELS();
+  std::vector<LoadError> errors;
+  std::optional<Registry> reg = real_registry(&errors);
+  ASSERT_TRUE(reg) << format_errors(errors);
+  // As stories260K-Q4_0: q4_0 matrices, ffn_down (K = 172, not a multiple of 32) in f16.
+  std::optional<Graph> g =
+      instantiate(llama_circuit(), stories_facts(DType::Q4_0, DType::F16), {256, 64}, &errors);
+  ASSERT_TRUE(g) << format_errors(errors);
+  Resolution r = resolve(*g, *reg, *HostCaps::for_level("avx2"));
+  ASSERT_TRUE(r.ok()) << r.fault_report();
+  for (const Step& s : r.steps) {
+    const std::string label = g->nodes[s.node].label();
+    if (label == "blk.1.wk") EXPECT_EQ(s.provider->id, "linear_q4_0_f32__ref");
+    if (label == "blk.1.ffn_down") EXPECT_EQ(s.provider->id, "linear_f16_f32__ref");
+    if (label == "blk.1.ffn_down") EXPECT_EQ(s.contract->activation_quant, DType::F16);
+    if (label == "blk.1.wk") EXPECT_EQ(s.contract->activation_quant, DType::Q8_0);
+  }
+  // q4_0 ffn_down cannot even be instantiated: 172 is not a whole number of blocks.
+  errors.clear();
+  EXPECT_FALSE(instantiate(llama_circuit(), stories_facts(DType::Q4_0), {256, 64}, &errors));
+  EXPECT_TRUE(test::has_error(errors, "circuits/llama.yaml", "weights.ffn_down",
+                              "not a whole number of q4_0 blocks"))
+      << format_errors(errors);
+}
+
+TEST(RealTree, TiedOutputUsesTheEmbeddingTable) {
+  REQUIRE_KERNELS();
+  std::vector<LoadError> errors;
+  std::optional<Registry> reg = real_registry(&errors);
+  ASSERT_TRUE(reg);
+  MapModelFacts facts = stories_facts();
+  facts.erase_tensor("output.weight");
+  std::optional<Graph> g = instantiate(llama_circuit(), facts, {64, 8}, &errors);
+  ASSERT_TRUE(g) << format_errors(errors);
+  const GraphNode& out = g->nodes.back();
+  ASSERT_EQ(out.name, "output");
+  EXPECT_EQ(g->buffers[out.port("w")->buffer].tensor, "token_embd.weight");
+  EXPECT_EQ(out.port("w")->buffer, g->nodes.front().port("table")->buffer);
+  EXPECT_TRUE(resolve(*g, *reg, HostCaps::synthetic({})).ok());
+}
+
+TEST(RealTree, ModelErrorsNameKeyAndTensor) {
+  std::vector<LoadError> errors;
+  MapModelFacts no_layers = stories_facts();
+  no_layers.erase_key("llama.block_count");
+  EXPECT_FALSE(instantiate(llama_circuit(), no_layers, {64, 8}, &errors));
+  EXPECT_TRUE(test::has_error(errors, "circuits/llama.yaml", "hparams.n_layer",
+                              "metadata key 'llama.block_count' is absent and has no default"))
+      << format_errors(errors);
+  errors.clear();
+  MapModelFacts bad = stories_facts();
+  bad.set_tensor("blk.3.attn_k.weight", {DType::F32, {64, 64}});
+  EXPECT_FALSE(instantiate(llama_circuit(), bad, {64, 8}, &errors));
+  EXPECT_TRUE(test::has_error(
+      errors, "circuits/llama.yaml", "weights.wk",
+      "tensor 'blk.3.attn_k.weight' has shape [64, 64], the circuit expects [64, 32]"))
+      << format_errors(errors);
+  errors.clear();
+  MapModelFacts gqa = stories_facts();
+  gqa.set_key("llama.attention.head_count_kv", int64_t{3});
+  EXPECT_FALSE(instantiate(llama_circuit(), gqa, {64, 8}, &errors));
+  EXPECT_TRUE(test::has_error(errors, "circuits/llama.yaml", "checks[0]", "n_head_kv = 3"))
+      << format_errors(errors);
+}
+
+TEST(RealTree, MissingContractIsAFaultNotAFallback) {
+  REQUIRE_KERNELS();
+  std::vector<LoadError> errors;
+  std::optional<Registry> reg = real_registry(&errors);
+  ASSERT_TRUE(reg);
+  // An f16 norm weight: no rmsnorm contract takes it, so the plan refuses to build.
+  MapModelFacts facts = stories_facts();
+  facts.set_tensor("blk.2.ffn_norm.weight", {DType::F16, {64}});
+  std::optional<Graph> g = instantiate(llama_circuit(), facts, {64, 8}, &errors);
+  ASSERT_TRUE(g) << format_errors(errors);
+  Resolution r = resolve(*g, *reg, HostCaps::probe());
+  ASSERT_FALSE(r.ok());
+  ASSERT_EQ(r.faults.size(), 2u);  // blk.2.ffn_norm in prefill and in decode
+  const Decision& d = r.decisions[r.faults[0]];
+  EXPECT_EQ(d.fault, "no_contract");
+  EXPECT_EQ(g->nodes[d.query.node].label(), "blk.2.ffn_norm");
+  EXPECT_NE(d.message.find("rmsnorm.f32.ggml: port w: f32 (query f16)"), std::string::npos)
+      << d.message;
+}
+
+}  // namespace
+}  // namespace cke
