@@ -1,6 +1,7 @@
 // The cke-tokenize tool: output format, flags, and exit codes.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
