@@ -39,7 +39,9 @@ TEST(RealTree, EveryLinkedKernelHasAMapAndEveryMapASymbol) {
   for (const KernelSymbol& s : kernel_symbols()) {
     const KernelMap* m = reg->find_map(s.name);
     EXPECT_TRUE(m) << "no kernel map for linked kernel " << s.name;
-    if (m) EXPECT_EQ(m->impl.function, s.name);
+    if (m) {
+      EXPECT_EQ(m->impl.function, s.name);
+    }
   }
   for (const KernelMap& m : reg->maps()) {
     EXPECT_TRUE(find_kernel_symbol(m.impl.function)) << m.id;
@@ -158,10 +160,14 @@ TEST(RealTree, QuantizedWeightsPickTheirContracts) {
   ASSERT_TRUE(r.ok()) << r.fault_report();
   for (const Step& s : r.steps) {
     const std::string label = g->nodes[s.node].label();
-    if (label == "blk.1.wk") EXPECT_EQ(s.provider->id, "linear_q4_0_f32__ref");
-    if (label == "blk.1.ffn_down") EXPECT_EQ(s.provider->id, "linear_f16_f32__ref");
-    if (label == "blk.1.ffn_down") EXPECT_EQ(s.contract->activation_quant, DType::F16);
-    if (label == "blk.1.wk") EXPECT_EQ(s.contract->activation_quant, DType::Q8_0);
+    if (label == "blk.1.wk") {
+      EXPECT_EQ(s.provider->id, "linear_q4_0_f32__ref");
+      EXPECT_EQ(s.contract->activation_quant, DType::Q8_0);
+    }
+    if (label == "blk.1.ffn_down") {
+      EXPECT_EQ(s.provider->id, "linear_f16_f32__ref");
+      EXPECT_EQ(s.contract->activation_quant, DType::F16);
+    }
   }
   // q4_0 ffn_down cannot even be instantiated: 172 is not a whole number of blocks.
   errors.clear();
