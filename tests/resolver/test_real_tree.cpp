@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 
 #include "kernels/registry.h"
 #include "resolver/data_dirs.h"
@@ -235,6 +236,140 @@ TEST(RealTree, MissingContractIsAFaultNotAFallback) {
   EXPECT_EQ(g->nodes[d.query.node].label(), "blk.2.ffn_norm");
   EXPECT_NE(d.message.find("rmsnorm.f32.ggml: port w: f32 (query f16)"), std::string::npos)
       << d.message;
+}
+
+// The synthetic models of shared/models/synthetic (n_embd 256, 2 layers, 4 heads, 2 KV
+// heads, head_dim 64, FFN 768, vocab 512), as their GGUF metadata and tensor tables say.
+MapModelFacts synth_facts(const std::string& arch) {
+  MapModelFacts f;
+  auto key = [&](const std::string& k, MetaValue v) { f.set_key(arch + "." + k, std::move(v)); };
+  f.set_key("general.architecture", arch);
+  key("embedding_length", int64_t{256});
+  key("block_count", int64_t{2});
+  key("feed_forward_length", int64_t{768});
+  key("attention.head_count", int64_t{4});
+  key("attention.head_count_kv", int64_t{2});
+  key("attention.key_length", int64_t{64});
+  key("attention.value_length", int64_t{64});
+  key("rope.dimension_count", int64_t{64});
+  key("attention.layer_norm_rms_epsilon", double{1e-6f});
+  key("rope.freq_base", double{1e6});
+  if (arch == "gemma3") {
+    key("rope.freq_base_swa", double{1e4});
+    key("attention.sliding_window", int64_t{32});
+    key("attention.sliding_window_pattern", int64_t{2});
+  }
+  f.set_tensor("token_embd.weight", {DType::F32, {256, 512}});
+  f.set_tensor("output_norm.weight", {DType::F32, {256}});
+  if (arch == "qwen2") f.set_tensor("output.weight", {DType::F32, {256, 512}});
+  for (int l = 0; l < 2; ++l) {
+    const std::string b = "blk." + std::to_string(l) + ".";
+    f.set_tensor(b + "attn_norm.weight", {DType::F32, {256}});
+    f.set_tensor(b + "attn_q.weight", {DType::F32, {256, 256}});
+    f.set_tensor(b + "attn_k.weight", {DType::F32, {256, 128}});
+    f.set_tensor(b + "attn_v.weight", {DType::F32, {256, 128}});
+    f.set_tensor(b + "attn_output.weight", {DType::F32, {256, 256}});
+    f.set_tensor(b + "ffn_norm.weight", {DType::F32, {256}});
+    f.set_tensor(b + "ffn_gate.weight", {DType::F32, {256, 768}});
+    f.set_tensor(b + "ffn_up.weight", {DType::F32, {256, 768}});
+    f.set_tensor(b + "ffn_down.weight", {DType::F32, {768, 256}});
+    if (arch == "qwen2") {
+      f.set_tensor(b + "attn_q.bias", {DType::F32, {256}});
+      f.set_tensor(b + "attn_k.bias", {DType::F32, {128}});
+      f.set_tensor(b + "attn_v.bias", {DType::F32, {128}});
+    } else {
+      f.set_tensor(b + "attn_q_norm.weight", {DType::F32, {64}});
+      f.set_tensor(b + "attn_k_norm.weight", {DType::F32, {64}});
+    }
+    if (arch == "gemma3") {
+      f.set_tensor(b + "post_attention_norm.weight", {DType::F32, {256}});
+      f.set_tensor(b + "post_ffw_norm.weight", {DType::F32, {256}});
+    }
+  }
+  return f;
+}
+
+struct Resolved {
+  Graph graph;
+  Resolution res;
+  std::map<std::string, const Step*> decode, prefill;  // by node label
+};
+
+std::optional<Resolved> resolve_arch(const std::string& arch, const Registry& reg) {
+  std::vector<LoadError> errors;
+  std::optional<Circuit> c = load_circuit(test::source_path("circuits/" + arch + ".yaml"), &errors);
+  EXPECT_TRUE(c) << format_errors(errors);
+  if (!c) return std::nullopt;
+  std::optional<Graph> g = instantiate(*c, synth_facts(arch), {256, 64}, &errors);
+  EXPECT_TRUE(g) << format_errors(errors);
+  if (!g) return std::nullopt;
+  Resolved r{std::move(*g), {}, {}, {}};
+  r.res = resolve(r.graph, reg, HostCaps::probe());
+  EXPECT_TRUE(r.res.ok()) << r.res.fault_report();
+  for (const Step& s : r.res.steps)
+    (s.phase == Phase::Decode ? r.decode : r.prefill)[r.graph.nodes[s.node].label()] = &s;
+  return r;
+}
+
+TEST(RealTree, Qwen2BiasesAndNeox) {
+  REQUIRE_KERNELS();
+  std::vector<LoadError> errors;
+  std::optional<Registry> reg = real_registry(&errors);
+  ASSERT_TRUE(reg) << format_errors(errors);
+  std::optional<Resolved> r = resolve_arch("qwen2", *reg);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->graph.nodes.size(), 1u + 19 * 2 + 2);
+  EXPECT_EQ(r->decode["blk.0.bk"]->provider->id, "add_bias_f32__ref");
+  EXPECT_EQ(r->graph.buffers[r->decode["blk.0.bk"]->args[1].buffer].tensor, "blk.0.attn_k.bias");
+  EXPECT_EQ(r->decode["blk.0.bk"]->args[3].i64, 128);  // n = kv_dim
+  EXPECT_EQ(r->decode["blk.1.rope_q"]->provider->id, "rope_neox_f32__ref");
+  EXPECT_EQ(r->decode["blk.1.rope_q"]->args[6].f32, 1e6f);  // freq_base
+  EXPECT_EQ(r->graph.buffers[r->decode["output"]->args[1].buffer].tensor, "output.weight");
+}
+
+TEST(RealTree, Qwen3PerHeadNormsAndTiedOutput) {
+  REQUIRE_KERNELS();
+  std::vector<LoadError> errors;
+  std::optional<Registry> reg = real_registry(&errors);
+  ASSERT_TRUE(reg) << format_errors(errors);
+  std::optional<Resolved> r = resolve_arch("qwen3", *reg);
+  ASSERT_TRUE(r);
+  const Step& qn = *r->decode["blk.0.q_norm"];
+  EXPECT_EQ(qn.provider->id, "rmsnorm_f32__ref");
+  EXPECT_EQ(qn.args[0].buffer, qn.args[2].buffer);  // in place on q
+  EXPECT_EQ(r->graph.buffers[qn.args[1].buffer].tensor, "blk.0.attn_q_norm.weight");
+  EXPECT_EQ(qn.args[3].i64, 64);  // n = head_dim
+  EXPECT_EQ(qn.args[4].i64, 4);   // rows = n_head * T, T = 1
+  const Step& kp = *r->prefill["blk.0.k_norm"];
+  EXPECT_EQ(kp.args[4].kind, BoundArg::Kind::Runtime);  // rows = n_head_kv * n_tokens
+  EXPECT_EQ(kp.args[4].runtime, RuntimeValue::NTokens);
+  EXPECT_EQ(kp.args[4].i64, 2);
+  EXPECT_EQ(r->graph.buffers[r->decode["output"]->args[1].buffer].tensor, "token_embd.weight");
+}
+
+TEST(RealTree, Gemma3WindowsScalesAndGeglu) {
+  REQUIRE_KERNELS();
+  std::vector<LoadError> errors;
+  std::optional<Registry> reg = real_registry(&errors);
+  ASSERT_TRUE(reg) << format_errors(errors);
+  std::optional<Resolved> r = resolve_arch("gemma3", *reg);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->decode["embed_scale"]->provider->id, "scale_f32__ref");
+  EXPECT_EQ(r->decode["embed_scale"]->args[3].f32, 16.0f);     // sqrtf(256)
+  EXPECT_EQ(r->decode["blk.0.q_scale"]->args[3].f32, 0.125f);  // 1/sqrt(64), after RoPE
+  EXPECT_EQ(r->decode["blk.0.geglu"]->provider->id, "geglu_f32__ref");
+  // swa_pattern 2: layer 0 local (window 32, rope base 1e4), layer 1 global (1e6, no window).
+  const Step& a0 = *r->decode["blk.0.attention"];
+  const Step& a1 = *r->decode["blk.1.attention"];
+  EXPECT_EQ(a0.args[10].f32, 1.0f);  // softmax scale 1: Q was scaled instead
+  EXPECT_EQ(a0.args[11].i64, 32);
+  EXPECT_EQ(a1.args[11].i64, 0);
+  EXPECT_EQ(r->decode["blk.0.rope_k"]->args[6].f32, 1e4f);
+  EXPECT_EQ(r->decode["blk.1.rope_k"]->args[6].f32, 1e6f);
+  // Post-norms in place before the residual adds.
+  const Step& pn = *r->decode["blk.1.ffn_post_norm"];
+  EXPECT_EQ(pn.args[0].buffer, pn.args[2].buffer);
+  EXPECT_EQ(r->graph.buffers[pn.args[1].buffer].tensor, "blk.1.post_ffw_norm.weight");
 }
 
 }  // namespace
