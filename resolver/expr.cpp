@@ -78,7 +78,17 @@ class Parser {
     return e == s_.size() || !is_ident_char(s_[e]);
   }
 
+  // Nesting is bounded so hostile input cannot exhaust the stack.
+  static constexpr int kMaxDepth = 500;
+  int depth_ = 0;
+  struct DepthGuard {
+    int* d;
+    ~DepthGuard() { --*d; }
+  };
+
   NodeP expr() {
+    DepthGuard guard{&depth_};
+    if (++depth_ > kMaxDepth) return fail("expression nested too deeply");
     NodeP c = or_();
     if (!c) return nullptr;
     if (eat("?")) {
@@ -168,6 +178,8 @@ class Parser {
     return l;
   }
   NodeP unary() {
+    DepthGuard guard{&depth_};
+    if (++depth_ > kMaxDepth) return fail("expression nested too deeply");
     skip();
     if (p_ < s_.size() && s_[p_] == '!' && (p_ + 1 >= s_.size() || s_[p_ + 1] != '=')) {
       ++p_;
@@ -287,6 +299,7 @@ Result arith(const std::string& op, const Value& a, const Value& b) {
     }
     if (op == "/" && a.is_tokens()) {
       if (b.i == 0) return err("division by zero");
+      if (a.i == INT64_MIN && b.i == -1) return err("integer overflow");
       if (a.i % b.i != 0) return err(fmt::format("{} is not divisible by {}", a.str(), b.str()));
       return ok(b.is_tokens() ? Value::integer(a.i / b.i) : Value::tokens(a.i / b.i));
     }

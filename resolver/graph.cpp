@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <functional>
 #include <map>
 #include <set>
@@ -90,6 +91,13 @@ std::optional<Value> elements(const std::vector<Value>& shape) {
     if (__builtin_mul_overflow(c, d.i, &c)) return std::nullopt;
   }
   return tokens ? Value::tokens(c) : Value::integer(c);
+}
+
+// x as an int64 when it is a whole number in range (no UB on NaN or huge values).
+bool integral(double x, int64_t* out) {
+  if (!std::isfinite(x) || x != std::trunc(x) || x < -9.2e18 || x > 9.2e18) return false;
+  *out = static_cast<int64_t>(x);
+  return true;
 }
 
 class Instantiator {
@@ -189,8 +197,7 @@ class Instantiator {
   std::optional<Value> convert(const Value& v, ParamType t, const std::string& path) {
     if (t == ParamType::F32) return v.is_int() ? Value::real(static_cast<float>(v.i)) : v;
     if (v.is_int()) return v;
-    if (v.is_float() && v.f == static_cast<float>(static_cast<int64_t>(v.f)))
-      return Value::integer(static_cast<int64_t>(v.f));
+    if (int64_t i; v.is_float() && integral(v.f, &i)) return Value::integer(i);
     error(path, fmt::format("expected an integer, got {}", v.str()));
     return std::nullopt;
   }
@@ -246,8 +253,7 @@ class Instantiator {
       return convert(Value::integer(*i), h.type, path + " (key " + h.key + ")");
     if (const auto* d = std::get_if<double>(&*m)) {
       if (h.type == ParamType::F32) return Value::real(static_cast<float>(*d));
-      if (*d == static_cast<double>(static_cast<int64_t>(*d)))
-        return Value::integer(static_cast<int64_t>(*d));
+      if (int64_t i; integral(*d, &i)) return Value::integer(i);
       error(path, fmt::format("metadata key '{}' = {} is not an integer", h.key, *d));
       return std::nullopt;
     }
@@ -279,7 +285,12 @@ class Instantiator {
           std::optional<TensorFact> t = facts_.tensor(name);
           if (!t) {
             if (!w.fallback.empty()) {
-              index_[{w.name, l}] = index_.at({w.fallback, -1});
+              auto fb = index_.find({w.fallback, -1});
+              if (fb != index_.end())
+                index_[{w.name, l}] = fb->second;
+              else
+                error(path, fmt::format("tensor '{}' is absent and so is its fallback '{}'", name,
+                                        w.fallback));
             } else if (!w.optional) {
               error(path, fmt::format("tensor '{}' is absent from the model", name));
             }
@@ -357,6 +368,16 @@ class Instantiator {
         error(path, fmt::format("buffers hold plain types, not {}", info.name));
         continue;
       }
+      // Size at T = max_tokens; absurd metadata must not overflow.
+      int64_t elems = 0, bytes = 0;
+      if (n->i <= 0 ||
+          __builtin_mul_overflow(n->i, n->is_tokens() ? opt_.max_tokens : int64_t{1}, &elems) ||
+          __builtin_mul_overflow(elems, int64_t{info.type_size}, &bytes) ||
+          bytes > (int64_t{1} << 46)) {
+        error(path,
+              fmt::format("shape {} gives no or an impossibly large buffer", shape_str(shape)));
+        continue;
+      }
       for (int l = s.per_layer ? 0 : -1; l < (s.per_layer ? g_.n_layer : 0); ++l) {
         GraphBuffer b;
         b.name = s.name;
@@ -365,7 +386,7 @@ class Instantiator {
         b.dtype = s.dtype;
         b.shape = shape;
         b.layout = s.layout;
-        b.bytes = static_cast<uint64_t>(n->at_tokens(opt_.max_tokens).i) * info.type_size;
+        b.bytes = bytes;
         index_[{s.name, l}] = static_cast<int>(g_.buffers.size());
         g_.buffers.push_back(std::move(b));
       }

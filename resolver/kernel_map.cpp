@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <set>
 
 #include "resolver/data_file.h"
 #include "resolver/sha256.h"

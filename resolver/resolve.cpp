@@ -295,7 +295,6 @@ std::string caps_str(const HostCaps& caps) {
 }
 
 std::string query_str(const Graph& g, const Query& q, const HostCaps& caps) {
-  const GraphNode& n = g.nodes[q.node];
   std::string s = fmt::format("  query: op {}{}, profile {}, phase {}\n", q.op,
                               q.variant.empty() ? "" : " (variant " + q.variant + ")", q.profile,
                               phase_name(q.phase));
@@ -308,7 +307,6 @@ std::string query_str(const Graph& g, const Query& q, const HostCaps& caps) {
     s += "\n";
   }
   s += fmt::format("    host: {} [{}]\n", caps.origin, caps_str(caps));
-  (void)n;
   return s;
 }
 

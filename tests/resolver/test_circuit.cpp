@@ -1,6 +1,8 @@
 // Circuits: strict loading (never a provider), instantiation against model facts.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "resolver_test_util.h"
 
 namespace cke {
@@ -229,6 +231,44 @@ TEST(Instantiate, ViewMustKeepTheElementCount) {
   EXPECT_TRUE(has_error(errors, "toy.yaml", "layer[2] (layer 0).ports.x",
                         "does not have the same number of elements"))
       << format_errors(errors);
+}
+
+}  // namespace
+}  // namespace cke
+
+namespace cke {
+namespace {
+
+TEST(Instantiate, AbsurdMetadataIsAnErrorNotACrash) {
+  std::vector<LoadError> errors;
+  std::optional<Circuit> c = parse_circuit(kLayered, "toy.yaml", &errors);
+  ASSERT_TRUE(c);
+  MapModelFacts f = toy_facts(false, false);
+  f.set_key("toy.window", double{1e30});  // an i64 hparam from a huge float
+  EXPECT_FALSE(instantiate(*c, f, {32, 8}, &errors));
+  EXPECT_TRUE(test::has_error(errors, "toy.yaml", "hparams.window", "is not an integer"))
+      << format_errors(errors);
+  errors.clear();
+  f = toy_facts(false, false);
+  f.set_key("toy.pattern", double{NAN});
+  EXPECT_FALSE(instantiate(*c, f, {32, 8}, &errors));
+  errors.clear();
+  // Both the output and its fallback absent.
+  f = toy_facts(false, false);
+  f.erase_tensor("emb");
+  EXPECT_FALSE(instantiate(*c, f, {32, 8}, &errors));
+  EXPECT_TRUE(test::has_error(errors, "toy.yaml", "weights.emb", "'emb' is absent"))
+      << format_errors(errors);
+  EXPECT_TRUE(test::has_error(errors, "toy.yaml", "weights.out", "so is its fallback 'emb'"))
+      << format_errors(errors);
+  // A buffer larger than any machine.
+  std::string big = kLayered;
+  big.replace(big.find("a: [n, T]"), 9, "a: [n, 4611686018427387904, T]");
+  c = parse_circuit(big, "toy.yaml", &errors);
+  ASSERT_TRUE(c);
+  errors.clear();
+  EXPECT_FALSE(instantiate(*c, toy_facts(false, false), {32, 8}, &errors));
+  EXPECT_FALSE(errors.empty());
 }
 
 }  // namespace

@@ -171,3 +171,20 @@ TEST(Expr, NamesAndStructure) {
 
 }  // namespace
 }  // namespace cke
+
+namespace cke {
+namespace {
+
+TEST(Expr, HostileInputIsAnErrorNotACrash) {
+  std::string err;
+  EXPECT_FALSE(Expr::parse(std::string(100000, '('), &err));
+  EXPECT_NE(err.find("nested too deeply"), std::string::npos) << err;
+  EXPECT_FALSE(Expr::parse(std::string(100000, '-') + "1", &err));
+  EXPECT_TRUE(Expr::parse(std::string(100, '(') + "1" + std::string(100, ')'), &err));
+  Expr::Result r =
+      Expr::parse("T % 0", &err)->eval([](std::string_view) { return Value::tokens(1); });
+  EXPECT_FALSE(r.value);
+}
+
+}  // namespace
+}  // namespace cke
