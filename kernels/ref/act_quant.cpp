@@ -105,4 +105,46 @@ void act_quantize_q8_K(const float* x, block_q8_K* y, int64_t n) {
   }
 }
 
+// ggml_quantize_mat_q8_K_4x8 (x86 AVX2 path), one row. Lane l (0..7) of its running max
+// sees elements 32*sb + 8*v + l in order (sb = 0..7, v = 0..3), folded with vmaxps
+// (maxAbs first, new value second). Beside it a lane mask tracks "some positive element
+// equals this lane's max": cleared when the max grows, set by vcmpps(maxAbs, v, EQ_OQ).
+// The 8 lanes fold to the block max as in the Q8_0 quantizer; iscale is negative iff a
+// lane holding the block max has its mask set.
+void act_quantize_q8_K_4x8(const float* x, block_q8_K* y, int64_t n) {
+  for (int64_t b = 0; b < n / kQK_K; ++b, x += kQK_K) {
+    block_q8_K& blk = y[b];
+    float m[8];
+    bool pos[8];
+    for (int l = 0; l < 8; ++l) {
+      m[l] = std::fabs(x[l]);
+      for (int v = 1; v < 4; ++v) m[l] = maxps(m[l], std::fabs(x[8 * v + l]));
+      pos[l] = false;
+      for (int v = 0; v < 4; ++v) pos[l] = pos[l] || m[l] == x[8 * v + l];
+      for (int sb = 1; sb < 8; ++sb) {
+        const float prev = m[l];
+        for (int v = 0; v < 4; ++v) m[l] = maxps(m[l], std::fabs(x[32 * sb + 8 * v + l]));
+        pos[l] = pos[l] && prev == m[l];
+        for (int v = 0; v < 4; ++v) pos[l] = pos[l] || m[l] == x[32 * sb + 8 * v + l];
+      }
+    }
+    float h[4];
+    for (int i = 0; i < 4; ++i) h[i] = maxps(m[i + 4], m[i]);
+    const float amax = maxps(maxps(h[0], h[2]), maxps(h[1], h[3]));
+    bool negative = false;
+    for (int l = 0; l < 8; ++l) negative = negative || (pos[l] && amax == m[l]);
+    // `amax != 0` is true for NaN, as ggml's `maxScalar ? ... : 0` is.
+    float iscale = amax != 0.0f ? 127.f / amax : 0.0f;
+    if (negative) iscale = amax != 0.0f ? -127.f / amax : 0.0f;
+    blk.d = amax != 0.0f ? 1 / iscale : 0.0f;
+    for (int j = 0; j < kQK_K; ++j)
+      blk.qs[j] = ref::lanes::sat_i8(ref::lanes::cvtps_epi32(std::nearbyint(x[j] * iscale)));
+    for (int g = 0; g < kQK_K / 16; ++g) {
+      int sum = 0;
+      for (int i = 0; i < 16; ++i) sum += blk.qs[16 * g + i];
+      blk.bsums[g] = static_cast<int16_t>(sum);
+    }
+  }
+}
+
 }  // namespace cke

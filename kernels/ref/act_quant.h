@@ -14,6 +14,14 @@
 //     d = 1 / iscale as float, plus the sums of each 16 quants. NaN elements quantize to
 //     0; an all-zero block gets d = 0, q = 0 and (here) bsums = 0.
 //   - F16: round to nearest even (F16C). BF16: ggml's scalar RNE, NaN forced quiet.
+//   - Q8_K, 4x8 (ggml_quantize_mat_q8_K_4x8, the repacked q4_K/q2_K gemm's quantizer for
+//     groups of 4 tokens; the interleaved layout is ggml's business, the values per row
+//     are produced here as plain block_q8_K): amax by a maxps tree, and iscale = -127/amax
+//     if ANY element equals +amax, else +127/amax -- so a block holding both +amax and
+//     -amax maps +amax to -127 (plain Q8_K: the first of them decides). q is rounded half
+//     to even with int8 saturation. A NaN survives the amax tree only at element 251 of a
+//     block (then d = NaN); elsewhere it becomes q = -128.
+//     The 4x8 quantizer of Q8_0 (q4_0 gemm) is act_quantize_q8_0: same instructions.
 // Every function is pure and row-local: n must be a multiple of the block size (32 for
 // Q8_0/Q8_1, 256 for Q8_K); callers validate.
 #pragma once
@@ -29,5 +37,6 @@ void act_convert_bf16(const float* x, uint16_t* y, int64_t n);
 void act_quantize_q8_0(const float* x, block_q8_0* y, int64_t n);
 void act_quantize_q8_1(const float* x, block_q8_1* y, int64_t n);
 void act_quantize_q8_K(const float* x, block_q8_K* y, int64_t n);
+void act_quantize_q8_K_4x8(const float* x, block_q8_K* y, int64_t n);
 
 }  // namespace cke

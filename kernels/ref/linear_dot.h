@@ -42,4 +42,15 @@ float vec_dot_q4_K_q8_K(int64_t n, const block_q4_K* w, const block_q8_K* a);
 float vec_dot_q5_K_q8_K(int64_t n, const block_q5_K* w, const block_q8_K* a);
 float vec_dot_q6_K_q8_K(int64_t n, const block_q6_K* w, const block_q8_K* a);
 
+// The repacked kernels that replace the three above for matrices with N % 8 == 0
+// (linear_dot_repack.cpp): one output of ggml_gemv_* (a token quantized by the plain
+// quantizer) or of ggml_gemm_* (a token of a group of 4, quantized by the 4x8 quantizer).
+// One float accumulator per output, no lane split; see linear_dot_repack.cpp.
+float gemv_q4_0_8x8_q8_0(int64_t n, const block_q4_0* w, const block_q8_0* a);
+float gemm_q4_0_8x8_q8_0(int64_t n, const block_q4_0* w, const block_q8_0* a);
+float gemv_q4_K_8x8_q8_K(int64_t n, const block_q4_K* w, const block_q8_K* a);
+float gemm_q4_K_8x8_q8_K(int64_t n, const block_q4_K* w, const block_q8_K* a);
+float gemv_q2_K_8x8_q8_K(int64_t n, const block_q2_K* w, const block_q8_K* a);
+float gemm_q2_K_8x8_q8_K(int64_t n, const block_q2_K* w, const block_q8_K* a);
+
 }  // namespace cke::ref

@@ -37,23 +37,6 @@ void fma_lanes(float acc[8], float d, const int32_t isum[8]) {
   for (int l = 0; l < 8; ++l) acc[l] = std::fma(d, static_cast<float>(isum[l]), acc[l]);
 }
 
-// q4_K / q5_K: 6-bit scales and mins of the 8 sub-blocks, unpacked with ggml's utmp trick
-// (kmask1..3) into scales[0..7] and mins[0..7].
-void unpack_scales_k4(const uint8_t packed[12], uint8_t sc[8], uint8_t mn[8]) {
-  constexpr uint32_t kmask1 = 0x3f3f3f3f, kmask2 = 0x0f0f0f0f, kmask3 = 0x03030303;
-  uint32_t utmp[4];
-  std::memcpy(utmp, packed, 12);
-  utmp[3] = ((utmp[2] >> 4) & kmask2) | (((utmp[1] >> 6) & kmask3) << 4);
-  const uint32_t uaux = utmp[1] & kmask1;
-  utmp[1] = (utmp[2] & kmask2) | (((utmp[0] >> 6) & kmask3) << 4);
-  utmp[2] = uaux;
-  utmp[0] &= kmask1;
-  uint8_t bytes[16];
-  std::memcpy(bytes, utmp, 16);
-  std::memcpy(sc, bytes, 8);
-  std::memcpy(mn, bytes + 8, 8);
-}
-
 // Q8_K bsums of 16 elements, paired into the 32-element sums of sub-block j (vphaddw).
 int32_t bsum32(const block_q8_K& a, int j) {
   return a.bsums[2 * j] + a.bsums[2 * j + 1];
@@ -133,7 +116,7 @@ float vec_dot_q4_K_q8_K(int64_t n, const block_q4_K* w, const block_q8_K* a) {
     const float d = y.d * fp16_to_fp32(x.d);
     const float dmin = -y.d * fp16_to_fp32(x.dmin);
     uint8_t sc[8], mn[8];
-    unpack_scales_k4(x.scales, sc, mn);
+    lanes::unpack_scales_k4(x.scales, sc, mn);
     // 4-lane min accumulator: lane l = m[2l]*bsum32(2l) + m[2l+1]*bsum32(2l+1).
     for (int l = 0; l < 4; ++l) {
       const int32_t p = mn[2 * l] * bsum32(y, 2 * l) + mn[2 * l + 1] * bsum32(y, 2 * l + 1);
@@ -163,7 +146,7 @@ float vec_dot_q5_K_q8_K(int64_t n, const block_q5_K* w, const block_q8_K* a) {
     const float d = y.d * fp16_to_fp32(x.d);
     const float dmin = -y.d * fp16_to_fp32(x.dmin);
     uint8_t sc[8], mn[8];
-    unpack_scales_k4(x.scales, sc, mn);
+    lanes::unpack_scales_k4(x.scales, sc, mn);
     int32_t mins = 0;
     for (int j = 0; j < 8; ++j) mins += mn[j] * bsum32(y, j);
     // `summs += dmin * int`: scalar, contracted to one FMA by GCC (see q4_1).

@@ -78,4 +78,22 @@ inline float bf16_bits_to_f32(uint16_t h) {
   return f;
 }
 
+// q4_K / q5_K: the 6-bit scales and mins of the 8 sub-blocks, unpacked from the 12-byte
+// `scales` field with ggml's utmp trick (kmask1..3) into sc[0..7] and mn[0..7]. The
+// repacked q4_K_8x8 kernels apply the same trick to their re-laid-out copy of these bytes.
+inline void unpack_scales_k4(const uint8_t packed[12], uint8_t sc[8], uint8_t mn[8]) {
+  constexpr uint32_t kmask1 = 0x3f3f3f3f, kmask2 = 0x0f0f0f0f, kmask3 = 0x03030303;
+  uint32_t utmp[4];
+  std::memcpy(utmp, packed, 12);
+  utmp[3] = ((utmp[2] >> 4) & kmask2) | (((utmp[1] >> 6) & kmask3) << 4);
+  const uint32_t uaux = utmp[1] & kmask1;
+  utmp[1] = (utmp[2] & kmask2) | (((utmp[0] >> 6) & kmask3) << 4);
+  utmp[2] = uaux;
+  utmp[0] &= kmask1;
+  uint8_t bytes[16];
+  std::memcpy(bytes, utmp, 16);
+  std::memcpy(sc, bytes, 8);
+  std::memcpy(mn, bytes + 8, 8);
+}
+
 }  // namespace cke::ref::lanes
