@@ -272,6 +272,23 @@ int64_t rounding_steps(const Provider& p, int64_t K) {
   return 0;
 }
 
+int64_t rounding_steps_repacked(const Provider& p, int64_t K, bool gemm) {
+  const int64_t nb = K / 256;
+  switch (p.wtype) {
+    case DType::Q4_0:
+      // fl(dw * da), then one FMA per 32-block (|block sum| <= 32*8*128: exact as float).
+      return 1 + K / 32;
+    case DType::Q4_K:
+      // fl(dw * da); int32 -> float may round (a super-block sum reaches ~2^25); an FMA
+      // per super-block (gemv) or per 64 elements (gemm); acc - accmin.
+      return 1 + 1 + (gemm ? 4 * nb : nb) + 1;
+    case DType::Q2_K:
+      return 1 + 1 + (gemm ? 2 * nb : nb) + 1;
+    default:
+      return rounding_steps(p, K);
+  }
+}
+
 std::vector<uint8_t> random_weights(DType t, int64_t K, int64_t N, std::mt19937& rng) {
   const size_t rb = row_bytes(t, K);
   std::vector<uint8_t> w(rb * N);

@@ -60,6 +60,10 @@ OracleDot oracle_dot(const Provider& p, const uint8_t* wrow, const float* x, int
 // (see the derivation in test_ref_linear.cpp).
 int64_t rounding_steps(const Provider& p, int64_t K);
 
+// The same for ggml's repacked kernels (q4_0 / q4_K / q2_K with N % 8 == 0): one
+// accumulator per output, one FMA per block of the gemm or gemv granularity.
+int64_t rounding_steps_repacked(const Provider& p, int64_t K, bool gemm);
+
 // A random weight matrix of N rows: random bits for every quant/scale byte, fp16 scale
 // fields set to finite values of moderate size (random bits there would mean Inf/NaN).
 std::vector<uint8_t> random_weights(DType t, int64_t K, int64_t N, std::mt19937& rng);

@@ -237,5 +237,102 @@ TEST(ActQuant, reconstruction_within_half_step) {
   }
 }
 
+// --- Q8_K 4x8 (the repacked gemm's quantizer) ---------------------------------------------
+
+// Both +amax and -amax present: the plain quantizer takes the first (-2 -> iscale = 63.5),
+// the 4x8 one takes the sign of ANY element equal to +amax (iscale = -63.5). x[2] = 1:
+// 63.5 -> 64 (half to even), x[3] = -0.25: -15.875 -> -16; mirrored for 4x8.
+TEST(ActQuant, q8_K_4x8_sign_takes_any_positive_amax) {
+  std::vector<float> x(256, 0.0f);
+  x[0] = -2.0f;
+  x[1] = 2.0f;
+  x[2] = 1.0f;
+  x[3] = -0.25f;
+  block_q8_K p, q;
+  act_quantize_q8_K(x.data(), &p, 256);
+  act_quantize_q8_K_4x8(x.data(), &q, 256);
+  EXPECT_EQ(p.d, 1.0f / 63.5f);
+  EXPECT_EQ(q.d, 1.0f / -63.5f);
+  const int plain[] = {-127, 127, 64, -16};
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(p.qs[i], plain[i]) << i;
+    EXPECT_EQ(q.qs[i], -plain[i]) << i;
+  }
+  EXPECT_EQ(p.bsums[0], 48);
+  EXPECT_EQ(q.bsums[0], -48);
+  // +amax first: both negative. The tie in different lanes (3 and 4) counts too.
+  std::fill(x.begin(), x.end(), 0.0f);
+  x[3] = -2.0f;
+  x[12] = 2.0f;
+  act_quantize_q8_K_4x8(x.data(), &q, 256);
+  EXPECT_EQ(q.d, 1.0f / -63.5f);
+  EXPECT_EQ(q.qs[3], 127);
+  EXPECT_EQ(q.qs[12], -127);
+}
+
+// A positive element equal to its lane's running max no longer counts once a larger
+// (negative) value enters that lane: lane 0 sees +1 (element 0), then -2 (element 32).
+TEST(ActQuant, q8_K_4x8_lane_mask_cleared_when_max_grows) {
+  std::vector<float> x(256, 0.0f);
+  x[0] = 1.0f;
+  x[32] = -2.0f;
+  block_q8_K q;
+  act_quantize_q8_K_4x8(x.data(), &q, 256);
+  EXPECT_EQ(q.d, 1.0f / 63.5f);
+  EXPECT_EQ(q.qs[0], 64);  // 63.5 -> 64
+  EXPECT_EQ(q.qs[32], -127);
+  // ... and counts again when a later positive equals the grown max (element 64, lane 0).
+  x[64] = 2.0f;
+  act_quantize_q8_K_4x8(x.data(), &q, 256);
+  EXPECT_EQ(q.d, 1.0f / -63.5f);
+  EXPECT_EQ(q.qs[64], -127);
+}
+
+// vmaxps keeps a NaN only when it is the last value of its lane and lane 3 of the final
+// fold: element 251 (= 32*7 + 8*3 + 3). Then d = NaN and every quant is -128. Elsewhere
+// the NaN is dropped from amax and quantizes to -128 (vcvtps2dq + saturating packs), not
+// to 0 as in the plain Q8_K.
+TEST(ActQuant, q8_K_4x8_nan_rules_and_zero_block) {
+  std::vector<float> x(256);
+  for (int i = 0; i < 256; ++i) x[i] = static_cast<float>(i % 9) - 4.0f;  // amax 4 (-4 first)
+  x[8] = 4.0f;
+  std::vector<float> xn = x;
+  xn[251] = kNaN;
+  block_q8_K q;
+  act_quantize_q8_K_4x8(xn.data(), &q, 256);
+  EXPECT_TRUE(std::isnan(q.d));
+  for (int i = 0; i < 256; ++i) ASSERT_EQ(q.qs[i], -128) << i;
+  for (int pos : {3, 250, 255}) {
+    xn = x;
+    xn[pos] = kNaN;
+    act_quantize_q8_K_4x8(xn.data(), &q, 256);
+    EXPECT_EQ(q.d, 1.0f / (-127.0f / 4.0f)) << pos;  // +4 present -> iscale = -31.75
+    EXPECT_EQ(q.qs[pos], -128) << pos;
+    EXPECT_EQ(q.qs[8], -127) << pos;
+  }
+  std::fill(x.begin(), x.end(), 0.0f);
+  act_quantize_q8_K_4x8(x.data(), &q, 256);
+  EXPECT_EQ(q.d, 0.0f);
+  for (int i = 0; i < 256; ++i) ASSERT_EQ(q.qs[i], 0);
+  for (int i = 0; i < 16; ++i) ASSERT_EQ(q.bsums[i], 0);
+}
+
+// Without a +-amax tie or NaN, the 4x8 quantizer and the plain one agree byte for byte
+// (ggml computes the same iscale and the same rounding; only the layout differs).
+TEST(ActQuant, q8_K_4x8_matches_plain_without_ties) {
+  std::mt19937 rng(21);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<float> x(256 * 8);
+  for (float& v : x) v = nd(rng) * 4.0f;
+  std::vector<block_q8_K> p(8), q(8);
+  act_quantize_q8_K(x.data(), p.data(), 256 * 8);
+  act_quantize_q8_K_4x8(x.data(), q.data(), 256 * 8);
+  for (int b = 0; b < 8; ++b) {
+    EXPECT_EQ(p[b].d, q[b].d) << b;
+    for (int i = 0; i < 256; ++i) ASSERT_EQ(p[b].qs[i], q[b].qs[i]) << b << "/" << i;
+    for (int i = 0; i < 16; ++i) ASSERT_EQ(p[b].bsums[i], q[b].bsums[i]) << b << "/" << i;
+  }
+}
+
 }  // namespace
 }  // namespace cke
