@@ -47,9 +47,13 @@ void q4_0_ints(const block_q4_0& b, int8_t q[32]) {
 int32_t q4_0_block_sum(const block_q4_0& w, const block_q8_0& a, bool gemm) {
   int8_t q[32];
   q4_0_ints(w, q);
+  bool has_min = false;
+  for (int e = 0; e < 32; ++e) has_min |= a.qs[e] == -128;
   int32_t s = 0;
-  for (int e = 0; e < 32; ++e)
-    s += gemm ? static_cast<int32_t>(q[e]) * a.qs[e] : lanes::mul_sign_i8(q[e], a.qs[e]);
+  if (gemm || !has_min)  // the common case: plain products (a vectorisable loop)
+    for (int e = 0; e < 32; ++e) s += static_cast<int32_t>(q[e]) * a.qs[e];
+  else
+    for (int e = 0; e < 32; ++e) s += lanes::mul_sign_i8(q[e], a.qs[e]);
   return s;
 }
 
@@ -104,13 +108,14 @@ float q2_K_8x8(int64_t n, const block_q2_K* w, const block_q8_K* a, int per_fma)
     for (int k0 = 0; k0 < 16; k0 += per_fma) {
       int32_t isum = 0, imin = 0;
       for (int k = k0; k < k0 + per_fma; ++k) {
-        // Sub-block k covers elements 16k..16k+15; element e = 128h + 32s + l has its
-        // 2 bits at 2s of qs[32h + l].
+        // Sub-block k covers elements 16k..16k+15, all in 128-element half h = k/8 and
+        // 32-element group g = (k%8)/2: element 128h + 32g + l has its 2 bits at 2g of
+        // qs[32h + l], l = 16*(k%2) .. +15.
+        const int h = k / 8, g = (k % 8) / 2, l0 = 16 * (k % 2);
+        const uint8_t* qs = x.qs + 32 * h + l0;
+        const int8_t* qa = y.qs + 16 * k;
         int32_t s = 0;
-        for (int e = 16 * k; e < 16 * k + 16; ++e) {
-          const int h = e / 128, sh = (e % 128) / 32, l = e % 32;
-          s += ((x.qs[32 * h + l] >> (2 * sh)) & 3) * y.qs[e];
-        }
+        for (int l = 0; l < 16; ++l) s += ((qs[l] >> (2 * g)) & 3) * qa[l];
         isum += (x.scales[k] & 0x0F) * s;
         imin += (x.scales[k] >> 4) * y.bsums[k];
       }
