@@ -48,7 +48,7 @@ int main(int argc, char** argv) {
   CLI::App app{"cke-run: compile a GGUF model for this CPU and generate"};
   cke::EngineOptions eo;
   cke::SamplerParams sp;
-  std::string prompt, prompt_tokens, force_tokens, logits_out, xray_out;
+  std::string prompt, prompt_tokens, force_tokens, logits_out, xray_out, emit_dir;
   int32_t n_predict = -1;
   bool show_plan = false, no_display_prompt = false;
   app.add_option("-m,--model", eo.model_path, "GGUF model file")->required();
@@ -79,6 +79,10 @@ int main(int argc, char** argv) {
   app.add_option("--logits-out", logits_out, "write raw f32 logits of every evaluated position");
   app.add_option("--kernel-maps", eo.kernel_map_dirs, "kernel map directory (repeatable)");
   app.add_option("--circuits", eo.circuit_dirs, "circuit directory (repeatable)");
+  app.add_option("--emit-c", emit_dir,
+                 "write the frozen plan as C (cke_plan.h/.c) into DIR and exit");
+  app.add_option("--run-emitted", eo.run_emitted_dir,
+                 "run through the C emitted into DIR (compiled with $CC/cc)");
   app.add_flag("--allow-candidate", eo.allow_candidate, "let candidate providers compete");
   app.add_flag("--no-display-prompt", no_display_prompt, "do not echo the prompt");
   try {
@@ -110,6 +114,14 @@ int main(int argc, char** argv) {
       fmt::print(stderr, "cke-run: cannot write {}\n", xray_out);
       return 1;
     }
+  }
+  if (!emit_dir.empty()) {
+    if (!engine->emit_c(emit_dir, &err)) {
+      fmt::print(stderr, "cke-run: {}\n", err);
+      return 1;
+    }
+    fmt::print(stderr, "cke-run: wrote {}/cke_plan.h and {}/cke_plan.c\n", emit_dir, emit_dir);
+    return 0;
   }
   if (show_plan) {
     fmt::print("{}", engine->plan_text());

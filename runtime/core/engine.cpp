@@ -1,5 +1,6 @@
 #include "runtime/core/engine.h"
 
+#include <dlfcn.h>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -17,6 +18,7 @@
 #include "resolver/registry.h"
 #include "resolver/sha256.h"
 #include "resolver/xray.h"
+#include "runtime/core/emit_c.h"
 #include "runtime/core/gguf_facts.h"
 #include "runtime/core/plan.h"
 #include "runtime/gguf/gguf.h"
@@ -71,15 +73,82 @@ struct Engine::Impl {
   PhasePlan prefill, decode;
   std::vector<std::unique_ptr<AlignedBuf>> state;  // per graph buffer (null if not state)
   std::unique_ptr<AlignedBuf> arena;
-  std::unique_ptr<jit::GlueModule> glue_prefill, glue_decode;
+  std::unique_ptr<jit::GlueModule> glue_prefill, glue_decode;  // JIT glue, or
+  void* emitted = nullptr;                                     // the emitted C, dlopen'ed
+  jit::GlueFn prefill_fn = nullptr, decode_fn = nullptr;       // what eval calls
   std::unique_ptr<ThreadPool> pool;
 
   bool compile(std::string* err);
   const void* address(const PlanArg& a) const;
   std::unique_ptr<jit::GlueModule> emit(const PhasePlan& p, std::string* err) const;
-  bool run(const PhasePlan& p, const jit::GlueModule& g, std::span<const int32_t> toks,
-           float* logits_out, bool all_logits);
+  bool run(const PhasePlan& p, jit::GlueFn fn, std::span<const int32_t> toks, float* logits_out,
+           bool all_logits);
+  EmitInput emit_input() const;
+  bool load_emitted(const std::string& dir, std::string* err);
+  ~Impl() {
+    if (emitted) dlclose(emitted);
+  }
 };
+
+EmitInput Engine::Impl::emit_input() const {
+  EmitInput in;
+  in.graph = &*graph;
+  in.res = &res;
+  in.prefill = &prefill;
+  in.decode = &decode;
+  in.weight_offset.assign(graph->buffers.size(), -1);
+  in.state_slot.assign(graph->buffers.size(), -1);
+  for (size_t i = 0; i < graph->buffers.size(); ++i) {
+    const GraphBuffer& b = graph->buffers[i];
+    if (b.kind == BufferKind::Weight)
+      in.weight_offset[i] = file->tensor(b.tensor)->data - file->bytes().data();
+    if (b.kind == BufferKind::State) in.state_slot[i] = in.n_state++;
+  }
+  in.plan_sha256 = trace.value("plan_sha256", "");
+  in.model_name = std::filesystem::path(opt.model_path).filename().string();
+  return in;
+}
+
+// Compiles <dir>/cke_plan.c into a shared object, loads it, checks that it is this plan,
+// and binds it to this engine's weights, arena and state. Kernel symbols and
+// cke_parallel_for resolve against this executable (linked with exported symbols).
+bool Engine::Impl::load_emitted(const std::string& dir, std::string* err) {
+  const char* cc = std::getenv("CC");
+  const std::string so = dir + "/cke_plan.so";
+  const std::string cmd =
+      fmt::format("{} -std=c11 -O2 -fPIC -shared -ffp-contract=off -o '{}' '{}/cke_plan.c'",
+                  cc && *cc ? cc : "cc", so, dir);
+  if (std::system(cmd.c_str()) != 0) {
+    *err = "--run-emitted: the C compiler failed: " + cmd;
+    return false;
+  }
+  emitted = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!emitted) {
+    *err = std::string("--run-emitted: ") + dlerror();
+    return false;
+  }
+  auto sha = static_cast<const char*>(dlsym(emitted, "cke_plan_sha256"));
+  auto bind = reinterpret_cast<void (*)(const uint8_t*, uint8_t*, uint8_t* const*)>(
+      dlsym(emitted, "cke_plan_bind"));
+  prefill_fn = reinterpret_cast<jit::GlueFn>(dlsym(emitted, "cke_plan_prefill"));
+  decode_fn = reinterpret_cast<jit::GlueFn>(dlsym(emitted, "cke_plan_decode"));
+  if (!sha || !bind || !prefill_fn || !decode_fn) {
+    *err = "--run-emitted: " + so + " lacks the cke_plan_* entry points";
+    return false;
+  }
+  const std::string want = trace.value("plan_sha256", "");
+  if (want != sha) {
+    *err = fmt::format("--run-emitted: {} holds plan {} but this model/host/flags give plan {}",
+                       dir, sha, want);
+    return false;
+  }
+  std::vector<uint8_t*> slots;
+  for (size_t i = 0; i < graph->buffers.size(); ++i)
+    if (graph->buffers[i].kind == BufferKind::State)
+      slots.push_back(static_cast<uint8_t*>(state[i]->p));
+  bind(file->bytes().data(), static_cast<uint8_t*>(arena->p), slots.data());
+  return true;
+}
 
 const void* Engine::Impl::address(const PlanArg& a) const {
   switch (a.kind) {
@@ -220,21 +289,27 @@ bool Engine::Impl::compile(std::string* err) {
     *err = "out of memory for the activation arena";
     return false;
   }
-  glue_prefill = emit(prefill, err);
-  if (!glue_prefill) return false;
-  glue_decode = emit(decode, err);
-  if (!glue_decode) return false;
+  if (!opt.run_emitted_dir.empty()) {
+    if (!load_emitted(opt.run_emitted_dir, err)) return false;
+  } else {
+    glue_prefill = emit(prefill, err);
+    if (!glue_prefill) return false;
+    glue_decode = emit(decode, err);
+    if (!glue_decode) return false;
+    prefill_fn = glue_prefill->entry();
+    decode_fn = glue_decode->entry();
+  }
   int threads = opt.n_threads > 0 ? opt.n_threads : int(std::max<uint32_t>(1, caps.physical_cores));
   pool = std::make_unique<ThreadPool>(threads);
   return true;
 }
 
-bool Engine::Impl::run(const PhasePlan& p, const jit::GlueModule& g, std::span<const int32_t> toks,
+bool Engine::Impl::run(const PhasePlan& p, jit::GlueFn fn, std::span<const int32_t> toks,
                        float* logits_out, bool all_logits) {
   uint8_t* base = static_cast<uint8_t*>(arena->p);
   std::memcpy(base + p.tokens_offset, toks.data(), toks.size() * sizeof(int32_t));
   RunContext ctx{pos, int64_t(toks.size()), pos + int64_t(toks.size()), pool.get()};
-  g.entry()(&ctx);
+  fn(&ctx);
   pos += int32_t(toks.size());
   if (logits_out) {
     const float* l = reinterpret_cast<const float*>(base + p.logits_offset);
@@ -333,12 +408,21 @@ bool Engine::eval(std::span<const int32_t> tokens, std::vector<float>* logits, b
     if (logits && all_logits) out = logits->data() + done * size_t(m.n_vocab);
     if (logits && !all_logits && last) out = logits->data();
     if (n == 1)
-      m.run(m.decode, *m.glue_decode, tokens.subspan(done, 1), out, all_logits);
+      m.run(m.decode, m.decode_fn, tokens.subspan(done, 1), out, all_logits);
     else
-      m.run(m.prefill, *m.glue_prefill, tokens.subspan(done, n), out, all_logits);
+      m.run(m.prefill, m.prefill_fn, tokens.subspan(done, n), out, all_logits);
     done += n;
   }
   return true;
+}
+
+bool Engine::emit_c(const std::string& dir, std::string* err) const {
+  EmittedC c;
+  return cke::emit_c(impl_->emit_input(), &c, err) && write_emitted_c(c, dir, err);
+}
+
+bool Engine::runs_emitted_c() const {
+  return impl_->emitted != nullptr;
 }
 
 std::string Engine::plan_text() const {

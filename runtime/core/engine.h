@@ -25,6 +25,9 @@ struct EngineOptions {
   bool allow_candidate = false;
   std::vector<std::string> kernel_map_dirs;  // empty: CKE_KERNEL_MAPS or the build's
   std::vector<std::string> circuit_dirs;     // empty: CKE_CIRCUITS or the build's
+  // Run the plan through C emitted (by emit_c) into this directory instead of the JIT glue:
+  // compiled with the system C compiler ($CC or cc) into a shared object and loaded.
+  std::string run_emitted_dir;
 };
 
 struct EngineStats {
@@ -52,6 +55,10 @@ class Engine {
             std::string* err);
   // Forgets cache cells at and after `pos` (0 = empty).
   void rewind(int32_t pos);
+
+  // Writes the frozen plan as C (cke_plan.h, cke_plan.c) into `dir` (cke-run --emit-c).
+  bool emit_c(const std::string& dir, std::string* err) const;
+  bool runs_emitted_c() const;
 
   std::string plan_text() const;        // cke-run --plan
   const nlohmann::json& trace() const;  // X-Ray (cke.xray/1), with the plan's hash

@@ -1,0 +1,198 @@
+#include "runtime/core/emit_c.h"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+namespace cke {
+namespace {
+
+const char* c_type(ArgKind k) {
+  switch (k) {
+    case ArgKind::Ptr:
+      return "void*";
+    case ArgKind::I64:
+      return "int64_t";
+    case ArgKind::F32:
+      return "float";
+  }
+  return "?";
+}
+
+// Why a provider won, in one line, from the resolver's decision record. Providers of other
+// contracts never compete (other arithmetic), so they are only counted.
+std::string why(const Resolution& res, size_t node, Phase phase) {
+  for (const Decision& d : res.decisions) {
+    if (d.query.node != node || d.query.phase != phase) continue;
+    int others = 0, eligible = 0;
+    std::string rejected;
+    for (const Candidate& c : d.candidates) {
+      if (c.winner) continue;
+      if (c.stage == Stage::Contract) {
+        ++others;
+      } else if (c.eligible) {
+        ++eligible;
+      } else {
+        rejected += fmt::format("{}{} ({})", rejected.empty() ? "" : ", ", c.id, c.reason);
+      }
+    }
+    std::string s = fmt::format("contract {}", d.contract);
+    if (eligible == 0 && rejected.empty()) s += ", its only provider";
+    if (eligible) s += fmt::format(", ranked first of {} eligible", eligible + 1);
+    if (!rejected.empty()) s += "; rejected: " + rejected;
+    if (others) s += fmt::format("; {} providers of other contracts", others);
+    return s;
+  }
+  return "";
+}
+
+// A float literal that C reads back to the same bits.
+std::string float_literal(float f) {
+  return fmt::format("{:a}f", f);
+}
+
+std::string render_arg(const EmitInput& in, const PlanArg& a) {
+  const Graph& g = *in.graph;
+  switch (a.kind) {
+    case PlanArg::Kind::Arena:
+      return fmt::format("A + {} /* {} */", a.offset, g.buffers[a.buffer].label());
+    case PlanArg::Kind::Weight:
+      return fmt::format("W + {} /* {} */", in.weight_offset[a.buffer], g.buffers[a.buffer].tensor);
+    case PlanArg::Kind::State:
+      return fmt::format("S[{}] /* {} */", in.state_slot[a.buffer], g.buffers[a.buffer].label());
+    case PlanArg::Kind::I64:
+      return fmt::format("{}", a.i64);
+    case PlanArg::Kind::F32:
+      return float_literal(a.f32);
+    case PlanArg::Kind::Runtime:
+      return a.i64 == 1 ? fmt::format("ctx->{}", runtime_value_name(a.runtime))
+                        : fmt::format("ctx->{} * {}", runtime_value_name(a.runtime), a.i64);
+    case PlanArg::Kind::RangeBegin:
+      return "begin";
+    case PlanArg::Kind::RangeEnd:
+      return "end";
+  }
+  return "?";
+}
+
+std::string render_call(const EmitInput& in, const PlanStep& s) {
+  std::string c = std::string(s.provider->id) + "(";
+  for (size_t i = 0; i < s.args.size(); ++i) c += (i ? ", " : "") + render_arg(in, s.args[i]);
+  return c + ");";
+}
+
+void render_phase(const EmitInput& in, const PhasePlan& p, std::string* tasks, std::string* body) {
+  const std::string ph(phase_name(p.phase));
+  *body += fmt::format(
+      "/* Phase {}: {} steps, arena {} bytes, T {} {}. Tokens in at A + {}, logits out at A + {}. "
+      "*/\n"
+      "void cke_plan_{}(const cke_run_context* ctx) {{\n",
+      ph, p.steps.size(), p.arena_bytes, p.phase == Phase::Decode ? "=" : "<=", p.max_tokens,
+      p.tokens_offset, p.logits_offset, ph);
+  for (size_t i = 0; i < p.steps.size(); ++i) {
+    const PlanStep& s = p.steps[i];
+    const GraphNode& n = in.graph->nodes[s.node];
+    *body += fmt::format("  /* [{}] {}: {} — {} */\n", i, n.label(), s.provider->id,
+                         why(*in.res, s.node, p.phase));
+    if (s.split_total <= 0) {
+      *body += "  " + render_call(in, s) + "\n";
+      continue;
+    }
+    const std::string task = fmt::format("{}_step{}", ph, i);
+    *tasks += fmt::format(
+        "static void {}(const cke_run_context* ctx, int64_t begin, int64_t end) {{\n  {}\n}}\n",
+        task, render_call(in, s));
+    const std::string total = s.split_by_tokens ? fmt::format("ctx->n_tokens * {}", s.split_total)
+                                                : fmt::format("{}", s.split_total);
+    *body += fmt::format("  cke_parallel_for(ctx, {}, {}, {});\n", task, total, s.split_align);
+  }
+  *body += "}\n\n";
+}
+
+}  // namespace
+
+bool emit_c(const EmitInput& in, EmittedC* out, std::string* err) {
+  // Fail closed on anything that is not an ahead-of-time symbol.
+  std::set<std::string> used;
+  std::string decls;
+  for (const PhasePlan* p : {in.prefill, in.decode})
+    for (const PlanStep& s : p->steps) {
+      if (!s.provider->impl.generator.empty() || !s.symbol) {
+        *err = fmt::format(
+            "--emit-c: provider '{}' is a JIT generator that cannot render itself as C yet",
+            s.provider->id);
+        return false;
+      }
+      if (!used.insert(s.provider->id).second) continue;
+      std::string d = fmt::format("extern void {}(", s.provider->id);
+      for (int i = 0; i < s.symbol->n_args; ++i)
+        d += (i ? ", " : "") + std::string(c_type(s.symbol->args[i]));
+      decls += d + ");\n";
+    }
+
+  out->header = fmt::format(
+      "/* cke_plan.h — generated by cke-run --emit-c. Do not edit.\n"
+      " * Model: {}\n * Plan sha256: {}\n */\n"
+      "#ifndef CKE_PLAN_H\n#define CKE_PLAN_H\n#include <stdint.h>\n\n"
+      "/* The runtime values of one call (the only dynamic inputs of the plan). Layout = "
+      "cke::RunContext. */\n"
+      "typedef struct cke_run_context {{\n  int64_t pos0;     /* position of the first token */\n"
+      "  int64_t n_tokens; /* tokens in this call (T) */\n  int64_t n_kv;     /* pos0 + n_tokens "
+      "*/\n"
+      "  void* pool;       /* thread pool for cke_parallel_for */\n}} cke_run_context;\n\n"
+      "extern const char cke_plan_sha256[];\n"
+      "#define CKE_PLAN_STATE_BUFFERS {}\n"
+      "/* weights: the GGUF file image; arena: >= the larger phase arena; state: KV buffers. */\n"
+      "void cke_plan_bind(const uint8_t* weights, uint8_t* arena, uint8_t* const* state);\n"
+      "void cke_plan_prefill(const cke_run_context* ctx);\n"
+      "void cke_plan_decode(const cke_run_context* ctx);\n#endif\n",
+      in.model_name, in.plan_sha256, in.n_state);
+
+  std::string tasks, body;
+  render_phase(in, *in.prefill, &tasks, &body);
+  render_phase(in, *in.decode, &tasks, &body);
+  std::string states;
+  for (size_t b = 0; b < in.state_slot.size(); ++b)
+    if (in.state_slot[b] >= 0)
+      states += fmt::format(" *   S[{}] = {} ({} bytes)\n", in.state_slot[b],
+                            in.graph->buffers[b].label(), in.graph->buffers[b].bytes);
+  out->source = fmt::format(
+      "/* cke_plan.c — the frozen plan of {} as C, generated by cke-run --emit-c. Do not edit.\n"
+      " * Plan sha256 {} (the same plan the JIT glue runs; identical logits are the audit).\n"
+      " * Buffers: W = weight blob (GGUF image), A = activation arena, S = state:\n{} */\n"
+      "#include \"cke_plan.h\"\n\n"
+      "const char cke_plan_sha256[] = \"{}\";\n\n"
+      "/* Kernels, by provider id (linked from CKE's kernel library). */\n{}"
+      "extern void cke_parallel_for(const cke_run_context* ctx,\n"
+      "    void (*task)(const cke_run_context*, int64_t, int64_t), int64_t total, int64_t "
+      "align);\n\n"
+      "static uint8_t* W;\nstatic uint8_t* A;\nstatic uint8_t* S[{}];\n\n"
+      "void cke_plan_bind(const uint8_t* weights, uint8_t* arena, uint8_t* const* state) {{\n"
+      "  W = (uint8_t*)weights;\n  A = arena;\n  for (int i = 0; i < {}; ++i) S[i] = "
+      "state[i];\n}}\n\n"
+      "/* Parallel steps: one task per step; cke_parallel_for runs its frozen partition. "
+      "*/\n{}\n{}",
+      in.model_name, in.plan_sha256, states, in.plan_sha256, decls, std::max(1, in.n_state),
+      in.n_state, tasks, body);
+  return true;
+}
+
+bool write_emitted_c(const EmittedC& c, const std::string& dir, std::string* err) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  for (auto [name, text] :
+       {std::pair{"cke_plan.h", &c.header}, std::pair{"cke_plan.c", &c.source}}) {
+    const std::string path = dir + "/" + name;
+    std::ofstream f(path, std::ios::binary);
+    f << *text;
+    if (!f) {
+      *err = "cannot write " + path;
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace cke
