@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <map>
 
 #include "kernels/registry.h"
@@ -59,6 +60,17 @@ TEST(RealTree, DataDirsDefaultToTheSourceTree) {
   EXPECT_TRUE(std::filesystem::exists(d.kernel_maps[0] / "contracts"));
   EXPECT_TRUE(find_circuit("llama", d.circuits).has_value());
   EXPECT_FALSE(find_circuit("no_such_arch", d.circuits).has_value());
+}
+
+TEST(RealTree, EnvironmentOverridesDataDirs) {
+  ::setenv("CKE_KERNEL_MAPS", "/x/maps:/y/maps", 1);
+  ::setenv("CKE_CIRCUITS", "/z/circuits", 1);
+  DataDirs d = default_data_dirs();
+  ::unsetenv("CKE_KERNEL_MAPS");
+  ::unsetenv("CKE_CIRCUITS");
+  EXPECT_EQ(d.kernel_maps, (std::vector<std::filesystem::path>{"/x/maps", "/y/maps"}));
+  EXPECT_EQ(d.circuits, (std::vector<std::filesystem::path>{"/z/circuits"}));
+  EXPECT_EQ(default_data_dirs().kernel_maps, data_dirs_at(compiled_data_dir()).kernel_maps);
 }
 
 TEST(RealTree, EveryCircuitLoads) {
