@@ -29,12 +29,6 @@ double bound_for(const std::string& stem) {
   return 1e-4;
 }
 
-// Families whose circuits belong to a later issue (qwen2/qwen3/gemma3: issue 6).
-bool circuit_pending(const std::string& stem) {
-  return stem.find("qwen2") != std::string::npos || stem.find("qwen3") != std::string::npos ||
-         stem.find("gemma3") != std::string::npos;
-}
-
 struct SeqRun {
   std::vector<float> prefill;   // rows x n_vocab
   std::vector<float> forced;    // 32 rows: row 0 = last prefill row, then decode steps
@@ -70,7 +64,6 @@ class Parity : public ::testing::TestWithParam<std::string> {};
 TEST_P(Parity, LogitsAndGreedyMatchLlamaCpp) {
   const std::string stem = GetParam();
   CKE_REQUIRE_SHARED(json, "reference/" + stem + ".json");
-  if (circuit_pending(stem)) GTEST_SKIP() << stem << ": its circuit is issue 6's work";
   std::string err;
   auto ref = test::load_reference(stem, &err);
   ASSERT_TRUE(ref) << err;
