@@ -93,6 +93,8 @@ class File {
   static std::unique_ptr<File> from_memory(std::span<const uint8_t> bytes, std::string name,
                                            GgufError* err, const Limits& limits = {});
   ~File();
+  File(const File&) = delete;  // owns the mapping
+  File& operator=(const File&) = delete;
 
   const std::string& path() const { return path_; }
   uint32_t version() const { return version_; }

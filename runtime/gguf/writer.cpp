@@ -1,6 +1,8 @@
 // GGUF v3 writer. Metadata values are encoded as soon as they are added (type + payload),
 // tensors are laid out in the order added, each at the next multiple of the alignment,
 // padding bytes are zeros; the same layout gguf-py and ggml write.
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -314,8 +316,12 @@ bool Writer::Impl::emit(const std::function<bool(const uint8_t*, size_t)>& sink,
   return true;
 }
 
+// Writes to "<path>.tmp.<pid>" and renames it over `path`: a failed write leaves no partial
+// file, and `path` may be a file that is mapped right now (e.g. quantize IN == OUT: the
+// reader keeps the old inode).
 bool Writer::write(const std::string& path, GgufError* err) const {
-  std::FILE* f = std::fopen(path.c_str(), "wb");
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  std::FILE* f = std::fopen(tmp.c_str(), "wb");
   if (!f) {
     if (err) err->message = path + ": file: " + std::strerror(errno);
     return false;
@@ -328,7 +334,11 @@ bool Writer::write(const std::string& path, GgufError* err) const {
     ok = false;
     if (err) err->message = path + ": file: close failed: " + std::strerror(errno);
   }
-  if (!ok) std::remove(path.c_str());
+  if (ok && std::rename(tmp.c_str(), path.c_str()) != 0) {
+    ok = false;
+    if (err) err->message = path + ": file: rename failed: " + std::strerror(errno);
+  }
+  if (!ok) std::remove(tmp.c_str());
   return ok;
 }
 

@@ -155,6 +155,24 @@ TEST(GgufTools, QuantizeFromQuantizedSource) {
   }
 }
 
+TEST(GgufTools, QuantizeInPlace) {
+  // IN == OUT: the input stays mapped while the output is written (temp file + rename).
+  CKE_REQUIRE_SHARED(src_path, "models/stories260K.gguf");
+  TempFile out("inplace");
+  std::filesystem::copy_file(src_path, out.path);
+  GgufError err;
+  {
+    auto src = open_ok(out.path);
+    ASSERT_TRUE(src);
+    ASSERT_TRUE(quantize_file(*src, out.path, DType::Q8_0, &err)) << err.message;
+    EXPECT_EQ(src->tensor("token_embd.weight")->type, DType::F32);  // old mapping intact
+  }
+  auto f = open_ok(out.path);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->tensor("token_embd.weight")->type, DType::Q8_0);
+  EXPECT_EQ(f->u32("general.file_type", &err), 7u);
+}
+
 TEST(GgufTools, QuantizeRejectsBadTarget) {
   CKE_REQUIRE_SHARED(src_path, "models/stories260K.gguf");
   auto src = open_ok(src_path);
