@@ -1,0 +1,62 @@
+// Shared plumbing of the micro-kernel generators (jit/gen_*.cpp): one asmjit Compiler per
+// module, function frames with AVX state handled, the linear-ABI entry stub, and placing
+// the finished code in the JIT runtime as a KernelModule.
+#pragma once
+
+#include <asmjit/x86.h>
+
+#include <memory>
+#include <string>
+
+#include "jit/generators.h"
+
+namespace cke::jit::gen {
+
+// Collects the first error asmjit reports while emitting.
+struct ErrorCollector : asmjit::ErrorHandler {
+  asmjit::Error first = asmjit::kErrorOk;
+  std::string msg;
+  void handleError(asmjit::Error err, const char* message, asmjit::BaseEmitter*) override;
+};
+
+// A module under construction: add functions through cc(), then finish().
+class ModuleBuilder {
+ public:
+  explicit ModuleBuilder(std::string name);
+  ~ModuleBuilder();  // releases placed code no module took over
+  ModuleBuilder(const ModuleBuilder&) = delete;
+  ModuleBuilder& operator=(const ModuleBuilder&) = delete;
+  asmjit::x86::Compiler& cc() { return cc_; }
+
+  // Opens a function. AVX is always enabled (VEX prolog/epilog, vzeroupper on return so
+  // the SSE code of the caller pays no transition penalty); `avx512` also lets the
+  // register allocator use zmm16-31 and k registers.
+  asmjit::FuncNode* begin_func(const asmjit::FuncSignature& sig, bool avx512);
+
+  // The kernel entry with the linear ABI (generators.h LinearFn): it calls
+  // driver(state, x, w, y, K, N, T, n0, n1), `state` being a constant of the code.
+  asmjit::Label emit_linear_entry(const void* state, const void* driver);
+
+  // Finalizes and places the code. On failure returns false and *err.
+  bool finish(std::string* err);
+  // After finish(): the address of a function's label.
+  void* address(const asmjit::Label& label) const;
+  size_t code_size() const { return code_size_; }
+
+  // After finish(): a module owning the code and `state`; `entry` names the kernel entry.
+  std::unique_ptr<KernelModule> make_module(const asmjit::Label& entry,
+                                            std::shared_ptr<const void> state);
+
+ private:
+  std::string name_;
+  asmjit::CodeHolder code_;
+  ErrorCollector errors_;
+  asmjit::x86::Compiler cc_;
+  void* base_ = nullptr;
+  size_t code_size_ = 0;
+};
+
+// The only generator parameters are none: anything in impl.params is an error.
+bool reject_params(const GeneratorParams& params, std::string_view generator, std::string* err);
+
+}  // namespace cke::jit::gen

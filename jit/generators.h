@@ -1,0 +1,85 @@
+// The table of JIT micro-kernel generators (asmjit): what a kernel map's `impl.generator`
+// names, as `impl.function` names an entry of kernels/registry.h.
+//
+// A generator emits, for its parameters, one kernel with the same calling convention as
+// the ahead-of-time kernel it replaces (its argument kinds are recorded here, as the
+// kernel table records them, so the resolver can check a map's call_abi against them).
+// The code and any state it needs live in a KernelModule; the entry pointer is valid while
+// the module lives. A module serves every shape its map admits (dims are run-time
+// arguments), so one module per provider id is enough for a whole plan.
+//
+// Generation never checks the machine it runs on: emitting AVX-512 code on an AVX2 host is
+// fine, *calling* it is not. `isa` lists the CPU features the code uses, by the names of
+// kernel maps' `requires.isa` (resolver/features.h); the resolver or the caller checks
+// them against a HostCaps before running the kernel.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "kernels/registry.h"
+
+namespace cke::jit {
+
+// impl.params of a kernel map (all values as written in YAML).
+using GeneratorParams = std::map<std::string, std::string>;
+
+// Generated code (one or more functions placed in the JIT runtime as one block) plus the
+// state the entry reads. Releases the code on destruction.
+class KernelModule {
+ public:
+  KernelModule(std::string name, void* code, size_t code_size, void* entry,
+               std::shared_ptr<const void> state);
+  ~KernelModule();
+  KernelModule(const KernelModule&) = delete;
+  KernelModule& operator=(const KernelModule&) = delete;
+
+  const std::string& name() const { return name_; }
+  // The kernel, with the argument kinds of its Generator.
+  void* entry() const { return entry_; }
+  template <class Fn>
+  Fn entry_as() const {
+    return reinterpret_cast<Fn>(entry_);
+  }
+  // Bytes of machine code (entry + inner loops).
+  size_t code_size() const { return code_size_; }
+
+ private:
+  std::string name_;
+  void* code_ = nullptr;
+  size_t code_size_ = 0;
+  void* entry_ = nullptr;
+  std::shared_ptr<const void> state_;
+};
+
+using GenerateFn = std::unique_ptr<KernelModule> (*)(const GeneratorParams& params,
+                                                     std::string* err);
+
+constexpr int kMaxGeneratorIsa = 8;
+
+struct Generator {
+  std::string_view name;  // impl.generator; by convention the provider id it serves
+  std::string_view summary;
+  uint8_t n_isa;
+  std::string_view isa[kMaxGeneratorIsa];  // features the code needs (requires.isa names)
+  uint8_t n_args;
+  ArgKind args[kMaxKernelArgs];  // the entry's arguments, as KernelSymbol::args
+  // Emits the kernel; null and *err on failure (unknown parameter, asmjit error).
+  GenerateFn generate;
+};
+
+// The linear ABI of kernels/ref/linear.h, which every linear generator emits.
+using LinearFn = void (*)(const float* x, const void* w, float* y, int64_t K, int64_t N, int64_t T,
+                          int64_t n0, int64_t n1);
+
+std::span<const Generator> generators();
+const Generator* find_generator(std::string_view name);
+// find_generator + generate; an unknown name is an error.
+std::unique_ptr<KernelModule> generate_kernel(std::string_view name, const GeneratorParams& params,
+                                              std::string* err);
+
+}  // namespace cke::jit

@@ -1,0 +1,171 @@
+#include "jit_test_util.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <sstream>
+#include <stdexcept>
+
+#include "kernels/formats/blocks.h"
+#include "kernels/formats/quant.h"
+#include "kernels/ref/linear.h"
+#include "resolver/host_caps.h"
+
+namespace cke::test {
+
+const JitCase& jit_case(const std::string& id) {
+  static const std::vector<JitCase> cases = {
+      {"linear_q8_0_f32__avx512vnni", DType::Q8_0, &linear_q8_0_f32__ref},
+      {"linear_q4_0_f32__avx512vnni", DType::Q4_0, &linear_q4_0_f32__ref},
+      {"linear_f32_f32__avx512", DType::F32, &linear_f32_f32__ref},
+      {"linear_q8_0_f32__avx2", DType::Q8_0, &linear_q8_0_f32__ref},
+      {"linear_q4_0_f32__avx2", DType::Q4_0, &linear_q4_0_f32__ref},
+  };
+  for (const JitCase& c : cases)
+    if (c.id == id) return c;
+  throw std::runtime_error("no JitCase " + id);
+}
+
+std::string missing_isa(const jit::Generator& g) {
+  static const HostCaps host = HostCaps::probe();
+  std::string missing;
+  for (int i = 0; i < g.n_isa; ++i) {
+    const std::optional<Feature> f = feature_from_name(g.isa[i]);
+    if (f && host.has(*f)) continue;
+    if (!missing.empty()) missing += ',';
+    missing += g.isa[i];
+  }
+  return missing;
+}
+
+namespace {
+
+uint16_t f16(float v) {
+  return fp32_to_fp16(v);
+}
+
+// A scale of random sign and a magnitude spread over several decades.
+float random_scale(std::mt19937& rng) {
+  std::uniform_real_distribution<float> e(-5.0f, 0.0f);
+  std::bernoulli_distribution neg(0.3);
+  const float m = std::pow(10.0f, e(rng));
+  return neg(rng) ? -m : m;
+}
+
+float special_value(std::mt19937& rng) {
+  const float v[] = {std::numeric_limits<float>::infinity(),
+                     -std::numeric_limits<float>::infinity(),
+                     std::numeric_limits<float>::quiet_NaN(),
+                     0.0f,
+                     -0.0f,
+                     5.96e-8f /* f16 min */,
+                     1e-40f /* f32 subnormal */,
+                     65504.0f};
+  return v[std::uniform_int_distribution<int>(0, 7)(rng)];
+}
+
+}  // namespace
+
+std::vector<uint8_t> make_weights(DType t, int64_t K, int64_t N, WeightStyle s, std::mt19937& rng) {
+  const size_t rb = row_bytes(t, K);
+  std::vector<uint8_t> w(rb * size_t(N), 0);
+  if (s == WeightStyle::Zero) return w;
+  std::uniform_int_distribution<int> byte(0, 255);
+  std::bernoulli_distribution rare(0.1);
+  if (t == DType::F32) {
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    auto* f = reinterpret_cast<float*>(w.data());
+    for (int64_t i = 0; i < K * N; ++i) {
+      if (s == WeightStyle::Extreme)
+        f[i] = byte(rng) & 1 ? 1e30f : -1e30f;
+      else if (s == WeightStyle::SpecialScale && rare(rng))
+        f[i] = special_value(rng);
+      else
+        f[i] = nd(rng) * random_scale(rng);
+    }
+    return w;
+  }
+  const bool q8 = t == DType::Q8_0;
+  const int64_t bb = q8 ? int64_t(sizeof(block_q8_0)) : int64_t(sizeof(block_q4_0));
+  for (int64_t r = 0; r < N; ++r)
+    for (int64_t b = 0; b < K / 32; ++b) {
+      uint8_t* blk = w.data() + size_t(r) * rb + size_t(b * bb);
+      uint16_t d;
+      if (s == WeightStyle::Extreme)
+        d = f16(byte(rng) & 1 ? 65504.0f : -65504.0f);
+      else if (s == WeightStyle::SpecialScale && rare(rng))
+        d = f16(special_value(rng));
+      else
+        d = f16(random_scale(rng));
+      std::memcpy(blk, &d, 2);
+      for (int64_t i = 2; i < bb; ++i) {
+        int v = byte(rng);
+        if (s == WeightStyle::Extreme)
+          v = q8 ? (v & 1 ? 0x80 : 0x7F) : (v & 1 ? 0xF0 : 0x0F);
+        else if (q8 && v == 0x80)
+          v = 0x81;  // weights quantized by ggml never hold -128
+        blk[i] = uint8_t(v);
+      }
+    }
+  return w;
+}
+
+std::vector<float> make_acts(int64_t K, int64_t T, ActStyle s, std::mt19937& rng) {
+  std::vector<float> x(size_t(K * T), 0.0f);
+  if (s == ActStyle::Zero) return x;
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::uniform_real_distribution<float> mag(-3.0f, 3.0f);
+  std::bernoulli_distribution rare(0.02);
+  float m = 1.0f;
+  for (int64_t i = 0; i < K * T; ++i) {
+    if (i % 32 == 0) m = std::pow(10.0f, mag(rng) / 3.0f);
+    float v = nd(rng) * m;
+    switch (s) {
+      case ActStyle::Large:
+        v = nd(rng) * (rare(rng) ? 3e38f : 1e30f);
+        break;
+      case ActStyle::NaNs:
+        if (rare(rng))
+          v = rare(rng) ? std::numeric_limits<float>::infinity()
+                        : std::numeric_limits<float>::quiet_NaN();
+        break;
+      case ActStyle::Subnormal:
+        v = nd(rng) * 1e-39f;
+        break;
+      default:
+        break;
+    }
+    x[size_t(i)] = v;
+  }
+  return x;
+}
+
+std::string compare_kernels(jit::LinearFn jit, jit::LinearFn ref, const std::vector<uint8_t>& w,
+                            const std::vector<float>& x, int64_t K, int64_t N, int64_t T,
+                            int64_t n0, int64_t n1) {
+  constexpr float kSentinel = -7777.25f;
+  std::vector<float> yr(size_t(N * T), kSentinel), yj(size_t(N * T), kSentinel);
+  ref(x.data(), w.data(), yr.data(), K, N, T, n0, n1);
+  jit(x.data(), w.data(), yj.data(), K, N, T, n0, n1);
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t n = 0; n < N; ++n) {
+      const size_t i = size_t(t * N + n);
+      // NaN sign and payload are not arithmetic: x86 returns the first NaN operand, and
+      // which operand is first in the reference is up to the C++ compiler (commuted adds,
+      // libm's fma). Any NaN matches any NaN; every other value must match bit for bit.
+      if (std::isnan(yr[i]) && std::isnan(yj[i])) continue;
+      if (std::memcmp(&yr[i], &yj[i], sizeof(float)) != 0) {
+        uint32_t br, bj;
+        std::memcpy(&br, &yr[i], 4);
+        std::memcpy(&bj, &yj[i], 4);
+        std::ostringstream os;
+        os << "K=" << K << " N=" << N << " T=" << T << " rows [" << n0 << "," << n1
+           << "): y[t=" << t << "][n=" << n << "] ref=" << yr[i] << " (0x" << std::hex << br
+           << ") jit=" << std::dec << yj[i] << " (0x" << std::hex << bj << ")";
+        return os.str();
+      }
+    }
+  return "";
+}
+
+}  // namespace cke::test
