@@ -5,16 +5,26 @@
 // Flags follow llama.cpp's where they exist. Parity flags: --prompt-tokens (ids, used as
 // given: no BOS added), --force-tokens (teacher forcing through the decode path),
 // --logits-out (raw f32 rows: every prompt position, then one per decode step).
+//
+//   cke-run -m model.gguf --chat [--system TEXT] [--chat-template NAME] [-p FIRST]
+//
+// --chat: an interactive multi-turn chat (docs/chat.md). User lines come from stdin ("> " on
+// stderr; a line ending in \ continues on the next), each reply is streamed to stdout, and
+// only the new part of the conversation is evaluated on top of the KV cache. EOF ends it.
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 
+#include "runtime/chat/chat_template.h"
+#include "runtime/chat/session.h"
 #include "runtime/core/engine.h"
 #include "runtime/core/sampler.h"
+#include "runtime/gguf/gguf.h"
 
 namespace {
 
@@ -42,6 +52,96 @@ double secs(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::
   return std::chrono::duration<double>(b - a).count();
 }
 
+// --chat: the template named by --chat-template, else the one recognised from the model's
+// tokenizer.chat_template.
+std::optional<cke::ChatTemplate> pick_chat_template(const std::string& model_path,
+                                                    const std::string& name, std::string* err) {
+  auto all = cke::load_chat_templates(cke::default_chat_template_dirs(), err);
+  if (!all) return std::nullopt;
+  std::optional<std::string_view> jinja;
+  cke::gguf::GgufError gerr;
+  auto file = cke::gguf::File::open(model_path, &gerr);
+  if (!file) {
+    *err = gerr.message;
+    return std::nullopt;
+  }
+  if (file->has("tokenizer.chat_template")) {
+    jinja = file->str("tokenizer.chat_template", &gerr);
+    if (!jinja) {
+      *err = gerr.message;
+      return std::nullopt;
+    }
+  }
+  auto t = cke::select_chat_template(*all, name, jinja, err);
+  if (!t && name.empty()) *err += "; choose one with --chat-template NAME";
+  return t;
+}
+
+// One user message from stdin: a line, continued while it ends in a backslash. Empty input
+// is skipped. False at EOF.
+bool read_user_message(std::string* out) {
+  out->clear();
+  while (true) {
+    std::fputs(out->empty() ? "> " : ". ", stderr);
+    std::fflush(stderr);
+    std::string line;
+    if (!std::getline(std::cin, line)) return !out->empty();
+    if (!line.empty() && line.back() == '\\') {
+      line.pop_back();
+      *out += line + "\n";
+      continue;
+    }
+    *out += line;
+    if (!out->empty()) return true;
+  }
+}
+
+// The --chat session: -p (if given) is the first user message, then stdin, until EOF or a
+// full context. After each reply one line of statistics on stderr shows what the KV cache
+// reused and what was evaluated.
+int run_chat(cke::Engine& engine, cke::ChatTemplate tmpl, const cke::SamplerParams& sp,
+             const std::string& system, const std::string& first, int32_t n_predict) {
+  fmt::print(stderr, "cke-run: chat template '{}' ({}); end with EOF (Ctrl-D)\n", tmpl.name,
+             tmpl.file);
+  cke::ChatSession chat(engine, std::move(tmpl), sp, {.system = system, .n_predict = n_predict});
+  std::string msg = first, err;
+  for (int turn = 1; !msg.empty() || read_user_message(&msg); ++turn) {
+    cke::ChatTurnStats st;
+    const bool ok = chat.send(
+        msg,
+        [](std::string_view s) {
+          fmt::print("{}", s);
+          std::fflush(stdout);
+        },
+        &st, &err);
+    msg.clear();
+    if (ok) fmt::print("\n");
+    std::fflush(stdout);
+    if (st.stop == cke::ChatStop::kContextFull) {
+      if (ok)
+        err = fmt::format("the reply reached the end of the context ({} tokens)", engine.n_ctx());
+      fmt::print(stderr,
+                 "cke-run: context full: {}; the conversation ends here (use -c for a larger "
+                 "context)\n",
+                 err);
+      return 0;
+    }
+    if (!ok) {
+      fmt::print(stderr, "cke-run: {}\n", err);
+      return 1;
+    }
+    fmt::print(stderr,
+               "cke-run: turn {}: KV reused {} of {}, evaluated {} new tokens ({:.1f} tok/s), "
+               "generated {} ({:.1f} tok/s, {}), KV {}/{}\n",
+               turn, st.kv_reused, st.kv_before, st.prompt_tokens,
+               st.prompt_ms > 0 ? st.prompt_tokens * 1e3 / st.prompt_ms : 0.0, st.generated,
+               st.generate_ms > 0 ? st.generated * 1e3 / st.generate_ms : 0.0,
+               cke::chat_stop_name(st.stop), st.kv_after, engine.n_ctx());
+  }
+  fmt::print(stderr, "\n");  // after the last "> "
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -50,7 +150,8 @@ int main(int argc, char** argv) {
   cke::SamplerParams sp;
   std::string prompt, prompt_tokens, force_tokens, logits_out, xray_out, emit_dir;
   int32_t n_predict = -1;
-  bool show_plan = false, no_display_prompt = false;
+  bool show_plan = false, no_display_prompt = false, chat = false;
+  std::string system_prompt, chat_template;
   app.add_option("-m,--model", eo.model_path, "GGUF model file")->required();
   app.add_option("-p,--prompt", prompt, "prompt text");
   app.add_option("-n,--n-predict", n_predict, "tokens to generate (-1: until EOS or context end)");
@@ -85,6 +186,15 @@ int main(int argc, char** argv) {
                  "run through the C emitted into DIR (compiled with $CC/cc)");
   app.add_flag("--allow-candidate", eo.allow_candidate, "let candidate providers compete");
   app.add_flag("--no-display-prompt", no_display_prompt, "do not echo the prompt");
+  auto* chat_opt = app.add_flag(
+      "--chat", chat,
+      "interactive chat: user lines from stdin, -p is the first message, -n limits each reply");
+  app.add_option("--system", system_prompt, "system message of the chat")->needs(chat_opt);
+  app.add_option("--chat-template", chat_template,
+                 "chat template name or .yaml file (default: from tokenizer.chat_template)")
+      ->needs(chat_opt);
+  for (const char* f : {"--prompt-tokens", "--force-tokens", "--logits-out"})
+    chat_opt->excludes(app.get_option(f));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -100,6 +210,12 @@ int main(int argc, char** argv) {
   if (!force_tokens.empty() && !parse_ids(force_tokens, &forced, &err)) {
     fmt::print(stderr, "cke-run: --force-tokens: {}\n", err);
     return 2;
+  }
+
+  std::optional<cke::ChatTemplate> chat_tmpl;
+  if (chat && !(chat_tmpl = pick_chat_template(eo.model_path, chat_template, &err))) {
+    fmt::print(stderr, "cke-run: --chat: {}\n", err);
+    return 1;
   }
 
   auto engine = cke::Engine::load(eo, &err);
@@ -127,6 +243,7 @@ int main(int argc, char** argv) {
     fmt::print("{}", engine->plan_text());
     return 0;
   }
+  if (chat) return run_chat(*engine, std::move(*chat_tmpl), sp, system_prompt, prompt, n_predict);
   const cke::Tokenizer& tok = engine->tokenizer();
   if (prompt_tokens.empty())
     prompt_ids = tok.encode(prompt, /*add_special=*/true, /*parse_special=*/true);
