@@ -1,5 +1,8 @@
 #include "jit_test_util.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -166,6 +169,21 @@ std::string compare_kernels(jit::LinearFn jit, jit::LinearFn ref, const std::vec
       }
     }
   return "";
+}
+
+GuardedBuffer::GuardedBuffer(const void* bytes, size_t n) {
+  const size_t page = size_t(sysconf(_SC_PAGESIZE));
+  const size_t body = (n + page - 1) / page * page;
+  map_len_ = body + page;
+  map_ = mmap(nullptr, map_len_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (map_ == MAP_FAILED) throw std::runtime_error("mmap failed");
+  mprotect(static_cast<uint8_t*>(map_) + body, page, PROT_NONE);
+  data_ = static_cast<uint8_t*>(map_) + (body - n);
+  std::memcpy(data_, bytes, n);
+}
+
+GuardedBuffer::~GuardedBuffer() {
+  munmap(map_, map_len_);
 }
 
 }  // namespace cke::test

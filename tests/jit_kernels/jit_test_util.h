@@ -48,4 +48,20 @@ std::string compare_kernels(jit::LinearFn jit, jit::LinearFn ref, const std::vec
                             const std::vector<float>& x, int64_t K, int64_t N, int64_t T,
                             int64_t n0, int64_t n1);
 
+// A copy of `bytes` that ends exactly where an inaccessible page begins, so a read or
+// write past its end faults (the JIT code is not instrumented by AddressSanitizer).
+class GuardedBuffer {
+ public:
+  explicit GuardedBuffer(const void* bytes, size_t n);
+  ~GuardedBuffer();
+  GuardedBuffer(const GuardedBuffer&) = delete;
+  GuardedBuffer& operator=(const GuardedBuffer&) = delete;
+  void* data() const { return data_; }
+
+ private:
+  void* map_ = nullptr;
+  size_t map_len_ = 0;
+  void* data_ = nullptr;
+};
+
 }  // namespace cke::test

@@ -152,6 +152,28 @@ void threads(const Loaded& l) {
   EXPECT_EQ(std::memcmp(yr.data(), yj.data(), yr.size() * sizeof(float)), 0);
 }
 
+// Weights, activations and outputs each end right before an inaccessible page: the
+// generated loops read and write nothing past the buffers the ABI gives them.
+void guard_pages(const Loaded& l) {
+  std::mt19937 rng(21);
+  for (int64_t K :
+       l.wtype == DType::F32 ? std::vector<int64_t>{64, 77, 129} : std::vector<int64_t>{32, 96}) {
+    for (auto [N, T] : {std::pair<int64_t, int64_t>{7, 5}, {8, 5}, {16, 4}, {3, 1}}) {
+      const auto w = make_weights(l.wtype, K, N, WeightStyle::Random, rng);
+      const auto x = make_acts(K, T, ActStyle::Random, rng);
+      std::vector<float> yr(size_t(N * T));
+      l.ref(x.data(), w.data(), yr.data(), K, N, T, 0, N);
+      GuardedBuffer gw(w.data(), w.size()), gx(x.data(), x.size() * sizeof(float));
+      std::vector<float> zeros(size_t(N * T), 0.0f);
+      GuardedBuffer gy(zeros.data(), zeros.size() * sizeof(float));
+      l.fn(static_cast<const float*>(gx.data()), gw.data(), static_cast<float*>(gy.data()), K, N, T,
+           0, N);
+      EXPECT_EQ(std::memcmp(gy.data(), yr.data(), yr.size() * sizeof(float)), 0)
+          << "K=" << K << " N=" << N << " T=" << T;
+    }
+  }
+}
+
 void run_all(const std::string& id) {
   std::string skip;
   const Loaded l = load(id, &skip);
@@ -172,6 +194,10 @@ void run_all(const std::string& id) {
   {
     SCOPED_TRACE("edge data");
     edge_data(l);
+  }
+  {
+    SCOPED_TRACE("guard pages");
+    guard_pages(l);
   }
   {
     SCOPED_TRACE("bad calls");
