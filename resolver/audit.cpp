@@ -40,12 +40,13 @@ std::string op_key(const std::string& op, const std::string& variant) {
 }
 
 void check_circuits(const std::filesystem::path& dir, const Registry* reg, AuditReport* r,
-                    std::set<std::string>* ops) {
+                    std::set<std::string>* ops, std::set<std::string>* archs) {
   std::vector<LoadError> errs;
   for (const auto& path : list_yaml_files(dir, &errs)) {
     std::optional<Circuit> c = load_circuit(path, &errs);
     if (!c) continue;
     ++r->n_circuits;
+    archs->insert(c->architecture);
     if (c->architecture != path.stem().string())
       r->errors.push_back(fmt::format("{}: architecture '{}' differs from the file name",
                                       path.string(), c->architecture));
@@ -76,6 +77,75 @@ void check_circuits(const std::filesystem::path& dir, const Registry* reg, Audit
 }
 
 }  // namespace
+
+// Families live in circuits/ only: the code that resolves and runs models (resolver/, jit/,
+// kernels/, runtime/) must not spell an architecture name outside comments. Two folders of
+// runtime/ are format libraries whose identifiers are GGUF vocabulary, not dispatch:
+// runtime/tokenizer (tokenizer.ggml.model / .pre values such as "llama" = SentencePiece,
+// "qwen2" = a pre-tokenizer regex set) and runtime/gguf (cke-gguf synth writes files of a
+// named architecture); the cke-gguf CLI is their front end.
+std::vector<std::string> find_architecture_names(const std::filesystem::path& root,
+                                                 const std::set<std::string>& archs) {
+  std::vector<std::string> hits;
+  const std::vector<std::string> exempt = {"runtime/tokenizer/", "runtime/gguf/",
+                                           "runtime/cli/cke_gguf.cpp"};
+  std::vector<std::filesystem::path> files;
+  for (const char* top : {"resolver", "jit", "kernels", "runtime"}) {
+    std::error_code ec;
+    for (auto it = std::filesystem::recursive_directory_iterator(root / top, ec);
+         !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+      const auto ext = it->path().extension();
+      if (ext == ".cpp" || ext == ".h" || ext == ".c") files.push_back(it->path());
+    }
+  }
+  std::sort(files.begin(), files.end());
+  for (const auto& f : files) {
+    const std::string rel = std::filesystem::relative(f, root).generic_string();
+    bool skip = false;
+    for (const auto& e : exempt) skip = skip || rel.rfind(e, 0) == 0;
+    if (skip) continue;
+    std::ifstream in(f);
+    std::string line;
+    bool in_block = false;
+    for (int ln = 1; std::getline(in, line); ++ln) {
+      // Drop comments (// and /* */), keep code and string literals.
+      std::string code;
+      for (size_t i = 0; i < line.size(); ++i) {
+        if (in_block) {
+          if (line.compare(i, 2, "*/") == 0) in_block = false, ++i;
+          continue;
+        }
+        if (line.compare(i, 2, "/*") == 0) {
+          in_block = true;
+          ++i;
+          continue;
+        }
+        if (line.compare(i, 2, "//") == 0) break;
+        code += line[i];
+      }
+      for (const std::string& a : archs) {
+        for (size_t pos = code.find(a); pos != std::string::npos; pos = code.find(a, pos + 1)) {
+          auto word = [](char ch) {
+            return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_';
+          };
+          const bool left = pos == 0 || !word(code[pos - 1]);
+          const size_t end = pos + a.size();
+          const bool right = end >= code.size() || !word(code[end]);
+          // "llama.cpp" names the reference implementation, not an architecture.
+          const bool is_project = code.compare(end, 4, ".cpp") == 0;
+          if (left && right && !is_project) {
+            hits.push_back(
+                fmt::format("{}:{}: architecture name '{}' in code (families live in "
+                            "circuits/ only)",
+                            rel, ln, a));
+            break;
+          }
+        }
+      }
+    }
+  }
+  return hits;
+}
 
 std::vector<std::string> scan_test_names(const std::filesystem::path& dir) {
   std::set<std::string> names;
@@ -171,13 +241,14 @@ AuditReport run_audit(const AuditOptions& o) {
   std::vector<LoadError> errs;
   std::optional<Registry> reg = Registry::load({maps_dir}, o.symbols, &errs);
   for (const LoadError& e : errs) r.errors.push_back(e.str());
-  std::set<std::string> ops;
+  std::set<std::string> ops, archs;
   if (reg) {
     r.n_maps = reg->maps().size();
     r.n_contracts = reg->contracts().size();
     for (const Contract& c : reg->contracts()) ops.insert(op_key(c.op, c.variant));
   }
-  check_circuits(o.root / "circuits", reg ? &*reg : nullptr, &r, &ops);
+  check_circuits(o.root / "circuits", reg ? &*reg : nullptr, &r, &ops, &archs);
+  for (std::string& h : find_architecture_names(o.root, archs)) r.errors.push_back(std::move(h));
   if (!reg) {
     r.errors.push_back("the kernel maps did not load; parity and ratchet checks skipped");
     return r;

@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,11 @@ struct AuditReport {
 
 AuditReport run_audit(const AuditOptions& options);
 
+// Architecture names (the circuits' `architecture`) spelled in code outside comments under
+// resolver/, jit/, kernels/, runtime/ (format libraries exempt: see audit.cpp). Each hit is
+// "file:line: ...".
+std::vector<std::string> find_architecture_names(const std::filesystem::path& root,
+                                                 const std::set<std::string>& archs);
 // The gtest names (second macro argument) defined in the *.cpp files under `dir`.
 std::vector<std::string> scan_test_names(const std::filesystem::path& dir);
 // Reads / writes the ratchet file (schema cke.ratchet/1).

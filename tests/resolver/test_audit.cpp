@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 
 #include "kernels/registry.h"
@@ -179,6 +180,44 @@ TEST(Audit, TheRealTreePasses) {
   nlohmann::json j = r.to_json();
   EXPECT_EQ(j["schema"], "cke.audit/1");
   EXPECT_EQ(j["ok"], true);
+}
+
+}  // namespace
+}  // namespace cke
+
+namespace cke {
+namespace {
+
+// Families live in circuits/ only: an architecture name in code (not in a comment, not in
+// "llama.cpp") is an audit error naming file and line; the real tree has none.
+TEST(AuditArchitectureNames, CodeThatNamesAFamilyIsCaught) {
+  const auto root =
+      std::filesystem::temp_directory_path() / ("cke_archnames_" + std::to_string(getpid()));
+  std::filesystem::remove_all(root);
+  std::filesystem::create_directories(root / "runtime" / "core");
+  std::filesystem::create_directories(root / "runtime" / "tokenizer");
+  {
+    std::ofstream f(root / "runtime" / "core" / "bad.cpp");
+    f << "// qwen2 in a comment is fine\n"
+         "/* so is gemma3\n   over lines */\n"
+         "const char* ref = \"llama.cpp\";  // the reference, not a family\n"
+         "if (arch == \"qwen2\") add_bias();\n"
+         "bool gemma3_mode = false;\n"
+         "int qwen2x = 1;  // another word\n";
+    std::ofstream g(root / "runtime" / "tokenizer" / "pre.cpp");
+    g << "if (pre == \"qwen2\") regexes = x;\n";  // tokenizer ids: exempt
+  }
+  auto hits = find_architecture_names(root, {"llama", "qwen2", "gemma3"});
+  ASSERT_EQ(hits.size(), 1u) << ::testing::PrintToString(hits);
+  EXPECT_NE(hits[0].find("runtime/core/bad.cpp:5"), std::string::npos) << hits[0];
+  EXPECT_NE(hits[0].find("'qwen2'"), std::string::npos) << hits[0];
+  std::filesystem::remove_all(root);
+}
+
+TEST(AuditArchitectureNames, TheRealTreeHasNone) {
+  const std::filesystem::path root = CKE_SOURCE_DIR;
+  auto hits = find_architecture_names(root, {"llama", "qwen2", "qwen3", "gemma3"});
+  EXPECT_TRUE(hits.empty()) << ::testing::PrintToString(hits);
 }
 
 }  // namespace
