@@ -32,6 +32,7 @@ const char* chat_stop_name(ChatStop s) {
 ChatSession::ChatSession(Engine& engine, ChatTemplate tmpl, const SamplerParams& sampling,
                          ChatOptions options)
     : engine_(engine), tmpl_(std::move(tmpl)), sampler_(sampling), opt_(std::move(options)) {
+  engine_.rewind(0);  // the transcript starts empty, so must the KV cache
   if (!opt_.system.empty()) messages_.push_back({"system", opt_.system});
   for (const auto& s : tmpl_.stop)
     if (std::optional<int32_t> id = engine_.tokenizer().find_token(s)) stop_ids_.push_back(*id);

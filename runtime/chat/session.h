@@ -3,7 +3,7 @@
 // reply until an end-of-generation token, a stop string of the template, the reply limit
 // or a full context.
 //
-//   cke::ChatSession chat(*engine, tmpl, sampler_params, {.system = "Be brief."});
+//   cke::ChatSession chat(*engine, tmpl, sampler_params, {.system = "Be brief.", .n_predict = 64});
 //   chat.send("Hello", [](std::string_view s) { fwrite(s.data(), 1, s.size(), stdout); },
 //             &stats, &err);
 #pragma once
@@ -47,8 +47,8 @@ struct ChatTurnStats {
 
 class ChatSession {
  public:
-  // The engine must outlive the session and should start empty (pos 0); the session owns
-  // its KV cache from then on.
+  // The engine must outlive the session. The session empties the engine's KV cache and owns
+  // it from then on.
   ChatSession(Engine& engine, ChatTemplate tmpl, const SamplerParams& sampling,
               ChatOptions options);
 

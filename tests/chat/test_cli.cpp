@@ -2,6 +2,7 @@
 // growing across turns with turn 1 not evaluated again, template selection and its errors.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
