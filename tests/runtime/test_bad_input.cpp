@@ -9,6 +9,7 @@
 #include "runtime/core/engine.h"
 #include "runtime/gguf/gguf.h"
 #include "tests/common/shared.h"
+#include "tests/runtime/cli_runner.h"
 
 namespace cke {
 namespace {
@@ -133,41 +134,26 @@ TEST(BadEval, PromptLongerThanContext) {
   EXPECT_NE(err.find("600"), std::string::npos) << err;
 }
 
-// The CLI: exit code and the first line of stderr.
-struct Result {
-  int code;
-  std::string err;
-};
-Result run_cli(const std::string& args) {
-  const std::string cmd = std::string(CKE_RUN_BIN) + " " + args + " 2>&1 >/dev/null";
-  std::string out;
-  FILE* p = popen(cmd.c_str(), "r");
-  std::array<char, 4096> buf;
-  while (p && fgets(buf.data(), buf.size(), p)) out += buf.data();
-  const int st = p ? pclose(p) : -1;
-  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
-}
-
 TEST(BadCli, FlagValuesAreRejectedWithUsageErrors) {
   CKE_REQUIRE_SHARED(src, "models/stories260K.gguf");
   const std::string m = "-m " + src + " -p hi -n 1 ";
   for (const char* bad : {"-t -3", "--temp abc", "-c -1", "--top-p 2", "--prompt-tokens 1,x,3",
                           "--force-tokens -5", "--no-such-flag", "-n"}) {
-    Result r = run_cli(m + bad);
-    EXPECT_EQ(r.code, 2) << bad << ": " << r.err;
-    EXPECT_FALSE(r.err.empty()) << bad;
+    test::CliResult r = test::run_cli(m + bad);
+    EXPECT_EQ(r.code, 2) << bad << ": " << r.out;
+    EXPECT_FALSE(r.out.empty()) << bad;
   }
-  Result r = run_cli(m + "--isa avx9");
-  EXPECT_EQ(r.code, 1) << r.err;
-  EXPECT_NE(r.err.find("avx9"), std::string::npos) << r.err;
-  r = run_cli("-m /nonexistent.gguf -p hi");
-  EXPECT_EQ(r.code, 1) << r.err;
-  r = run_cli("-m " + src + " -n 1 -c 4 -p \"Once upon a time there was\"");
-  EXPECT_EQ(r.code, 1) << r.err;
-  EXPECT_NE(r.err.find("context"), std::string::npos) << r.err;
-  r = run_cli(m + "--prompt-tokens 1,9999");
-  EXPECT_EQ(r.code, 2) << r.err;
-  EXPECT_NE(r.err.find("9999"), std::string::npos) << r.err;
+  test::CliResult r = test::run_cli(m + "--isa avx9");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("avx9"), std::string::npos) << r.out;
+  r = test::run_cli("-m /nonexistent.gguf -p hi");
+  EXPECT_EQ(r.code, 1) << r.out;
+  r = test::run_cli("-m " + src + " -n 1 -c 4 -p \"Once upon a time there was\"");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("context"), std::string::npos) << r.out;
+  r = test::run_cli(m + "--prompt-tokens 1,9999");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("9999"), std::string::npos) << r.out;
 }
 
 }  // namespace

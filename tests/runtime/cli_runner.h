@@ -1,0 +1,28 @@
+// Runs the cke-run binary of this build (CKE_RUN_BIN) and captures exit code and output.
+#pragma once
+
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <string>
+
+namespace cke::test {
+
+struct CliResult {
+  int code;
+  std::string out;  // the stream selected by `which`
+};
+
+// which = "2>&1 >/dev/null" keeps stderr; ">/dev/null 2>&1"... callers pass the redirection.
+inline CliResult run_cli(const std::string& args, const std::string& redirect = "2>&1 >/dev/null") {
+  const std::string cmd = std::string(CKE_RUN_BIN) + " " + args + " " + redirect;
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  std::array<char, 4096> buf;
+  while (p && fgets(buf.data(), buf.size(), p)) out += buf.data();
+  const int st = p ? pclose(p) : -1;
+  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
+}
+
+}  // namespace cke::test
