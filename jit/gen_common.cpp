@@ -44,8 +44,12 @@ Label ModuleBuilder::emit_linear_entry(const void* state, const void* driver) {
   }
   x86::Gp st = cc_.newIntPtr("state");
   cc_.mov(st, uint64_t(uintptr_t(state)));
+  // Through a register: an absolute call target would be placed as data after the code
+  // (an address table), and the module's code is meant to be instructions only.
+  x86::Gp target = cc_.newIntPtr("driver");
+  cc_.mov(target, uint64_t(uintptr_t(driver)));
   InvokeNode* call = nullptr;
-  cc_.invoke(&call, uint64_t(uintptr_t(driver)),
+  cc_.invoke(&call, target,
              FuncSignatureT<void, const void*, const float*, const void*, float*, int64_t, int64_t,
                             int64_t, int64_t, int64_t>());
   if (call) {

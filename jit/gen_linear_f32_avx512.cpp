@@ -27,8 +27,9 @@ struct F32State {
   LinearFn reference = nullptr;
 };
 
+// Called from generated code: allocates nothing, throws nothing.
 void f32_drive(const F32State* s, const float* x, const void* w, float* y, int64_t K, int64_t N,
-               int64_t T, int64_t n0, int64_t n1) {
+               int64_t T, int64_t n0, int64_t n1) noexcept {
   if (!(x && w && y && K > 0 && N > 0 && T >= 0 && 0 <= n0 && n0 <= n1 && n1 <= N)) return;
   if (T == 0 || n0 == n1) return;
   if (K > INT64_MAX / 64 || N > INT64_MAX / 64) {  // byte offsets of the inner loops

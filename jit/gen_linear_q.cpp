@@ -20,22 +20,23 @@ namespace {
 // so the repacked path's gemm groups (tokens 4g .. 4g+3) never straddle two chunks.
 constexpr int64_t kChunkTokens = 64;
 
+struct Group {
+  int64_t t0;  // first token, relative to the chunk
+  int tokens;
+  QMicroFn fn;
+};
+
 struct Scratch {
   std::vector<block_q8_0> q;  // one token, as act_quantize_q8_0 writes it
   std::vector<int8_t> aq;     // a chunk of tokens in the group layout
   std::vector<float> ad;
+  std::vector<Group> groups;
 };
 
 Scratch& scratch() {
   thread_local Scratch s;
   return s;
 }
-
-struct Group {
-  int64_t t0;  // first token, relative to the chunk
-  int tokens;
-  QMicroFn fn;
-};
 
 // Quantizes tokens [t0, t0 + tokens) of the chunk into the group layout at aq + t0*K,
 // ad + t0*nb: block b of group token j at aq[(b*tokens + j)*32], ad[b*tokens + j].
@@ -54,8 +55,9 @@ void prepare_group(const float* x, int64_t K, int64_t t0, int tokens, Scratch& s
 
 }  // namespace
 
-void q_linear_drive(const QLinearState* s, const float* x, const void* w, float* y, int64_t K,
-                    int64_t N, int64_t T, int64_t n0, int64_t n1) {
+// The body of q_linear_drive; may throw std::bad_alloc (the scratch buffers).
+static void drive(const QLinearState* s, const float* x, const void* w, float* y, int64_t K,
+                  int64_t N, int64_t T, int64_t n0, int64_t n1) {
   // The reference's validity rule: a call breaking the contract computes nothing.
   if (!(x && w && y && K > 0 && K % kQK8_0 == 0 && N > 0 && T >= 0 && 0 <= n0 && n0 <= n1 &&
         n1 <= N))
@@ -78,7 +80,7 @@ void q_linear_drive(const QLinearState* s, const float* x, const void* w, float*
   sc.q.resize(size_t(nb));
   const int64_t t_gemm = repacked ? T - T % 4 : 0;
   const auto* wb = static_cast<const uint8_t*>(w);
-  std::vector<Group> groups;
+  std::vector<Group>& groups = sc.groups;
   for (int64_t c0 = 0; c0 < T; c0 += kChunkTokens) {
     const int64_t ct = std::min(kChunkTokens, T - c0);
     sc.aq.resize(size_t(ct * K));
@@ -105,6 +107,20 @@ void q_linear_drive(const QLinearState* s, const float* x, const void* w, float*
       for (const Group& g : groups)
         g.fn(wb + n * rb, rb, rows, sc.aq.data() + g.t0 * K, sc.ad.data() + g.t0 * nb,
              y + (c0 + g.t0) * N + n, N * int64_t(sizeof(float)), nb);
+    }
+  }
+}
+
+// Called from generated code, which has no unwind tables: nothing may propagate. Out of
+// memory for the scratch buffers falls back to the reference (a K/32-block buffer).
+void q_linear_drive(const QLinearState* s, const float* x, const void* w, float* y, int64_t K,
+                    int64_t N, int64_t T, int64_t n0, int64_t n1) noexcept {
+  try {
+    drive(s, x, w, y, K, N, T, n0, n1);
+  } catch (...) {
+    try {
+      s->reference(x, w, y, K, N, T, n0, n1);
+    } catch (...) {
     }
   }
 }

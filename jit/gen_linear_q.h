@@ -54,7 +54,7 @@ struct QLinearState {
 
 // The linear ABI with the module's state first (the entry stub supplies it).
 void q_linear_drive(const QLinearState* s, const float* x, const void* w, float* y, int64_t K,
-                    int64_t N, int64_t T, int64_t n0, int64_t n1);
+                    int64_t N, int64_t T, int64_t n0, int64_t n1) noexcept;
 
 // Emitters: one inner loop function with the QMicroFn ABI, for `tokens` tokens.
 // AVX-512 (F, BW, VL, VNNI): Plain tiles are 4 rows, Gemv/Gemm tiles 8 rows.

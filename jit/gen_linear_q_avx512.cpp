@@ -3,8 +3,8 @@
 // Integer part. ggml's AVX2/VNNI code (mul_sum_i8_pairs_float) turns the signed x signed
 // byte products into vpdpbusd's unsigned x signed form with vpsignb: |a| times b with a's
 // sign moved onto b. 512-bit vpsignb does not exist, so it is rebuilt exactly: |a| by
-// vpabsb (-128 -> 0x80, read as 128 unsigned, as vpsignb gives), the sign move by a blend
-// of b and 0 - b under vpmovb2m(a) (0 - (-128) wraps to -128, as vpsignb wraps). Where a
+// vpabsb (-128 -> 0x80, read as 128 unsigned, as vpsignb gives), the sign move by 0 - b
+// masked by vpmovb2m(a) (0 - (-128) wraps to -128, as vpsignb wraps). Where a
 // is 0 vpsignb zeroes b; here b is kept, but |a| = 0 makes the product 0 anyway. So each
 // 32-bit lane gets exactly the reference's int32 sum of 4 products (lanes::mul_sign_i8).
 //   Plain / Gemv: a = weight, b = activation (the vec_dot and the repacked gemv);
@@ -125,16 +125,20 @@ void load_weights(Compiler& cc, QFormat f, const Consts& c, const Zmm& q, const 
 
 // The two weight scales of rows ra, rb as floats: lanes 0-7 ra's, lanes 8-15 rb's.
 void load_scales_pair(Compiler& cc, const Zmm& dw, const Gp& ra, const Gp& rb, const Gp& off) {
-  Zmm h0 = cc.newZmm("h0"), h1 = cc.newZmm("h1");
+  Ymm h0 = cc.newYmm("h0");
+  Xmm h1 = cc.newXmm("h1");
   cc.vpbroadcastw(h0.xmm(), word_ptr(ra, off));
-  cc.vpbroadcastw(h1.xmm(), word_ptr(rb, off));
-  cc.vinserti32x4(h0.ymm(), h0.ymm(), h1.xmm(), 1);
-  cc.vcvtph2ps(dw, h0.ymm());
+  cc.vpbroadcastw(h1, word_ptr(rb, off));
+  cc.vinserti32x4(h0, h0, h1, 1);
+  cc.vcvtph2ps(dw, h0);
 }
 
-// sy = b with the sign of a moved onto it (vpsignb(b, a) up to a == 0, see above).
-void sign_move(Compiler& cc, const Zmm& sy, const KReg& a_neg, const Zmm& b, const Zmm& neg_b) {
-  cc.k(a_neg).vpblendmb(sy, b, neg_b);
+// sy = b with the sign of a moved onto it (vpsignb(b, a) up to a == 0, see above): a copy
+// of b, negated where a < 0 by a merge-masked 0 - b. (Not vpblendmb: asmjit reads a masked
+// destination as an input and would keep a dead value alive across the loop.)
+void sign_move(Compiler& cc, const Zmm& sy, const KReg& a_neg, const Zmm& b, const Zmm& zero) {
+  cc.vmovdqa64(sy, b);
+  cc.k(a_neg).vpsubb(sy, zero, b);
 }
 
 // Lane 0 of the result: hsum8 of lanes 0-7; lane 8: hsum8 of lanes 8-15.
@@ -184,12 +188,11 @@ Label emit_plain(Compiler& cc, QFormat f, int tokens) {
     load_scales_pair(cc, dw[p], r[2 * p], r[2 * p + 1], off);
   }
   for (int t = 0; t < tokens; ++t) {
-    Zmm act = cc.newZmm("act"), nact = cc.newZmm("nact");
+    Zmm act = cc.newZmm("act");
     cc.vbroadcasti64x4(act, ptr(aq, 32 * t));
-    cc.vpsubb(nact, c.zero, act);
     for (int p = 0; p < kPairs; ++p) {
       Zmm sy = cc.newZmm("sy"), isum = cc.newZmm("isum");
-      sign_move(cc, sy, neg[p], act, nact);
+      sign_move(cc, sy, neg[p], act, c.zero);
       cc.vpxord(isum, isum, isum);
       cc.vpdpbusd(isum, ax[p], sy);
       Zmm fsum = cc.newZmmPs("fsum"), d = cc.newZmmPs("d");
@@ -230,7 +233,7 @@ Label emit_plain(Compiler& cc, QFormat f, int tokens) {
 
 // Four zmm of int32 lanes (zmm p: row p in lanes 0-7, row p+4 in lanes 8-15) -> one ymm of
 // the eight rows' lane sums, row i in lane i.
-void reduce_rows(Compiler& cc, const Zmm& out, const Zmm in[4]) {
+void reduce_rows(Compiler& cc, const Ymm& out, const Zmm in[4]) {
   Zmm lo = cc.newZmm("lo"), hi = cc.newZmm("hi"), s01 = cc.newZmm("s01"), s23 = cc.newZmm("s23");
   cc.vpunpckldq(lo, in[0], in[1]);  // per 128: [a0, b0, a1, b1]
   cc.vpunpckhdq(hi, in[0], in[1]);  // [a2, b2, a3, b3]
@@ -240,10 +243,10 @@ void reduce_rows(Compiler& cc, const Zmm& out, const Zmm in[4]) {
   cc.vpaddd(s23, lo, hi);
   cc.vpunpcklqdq(lo, s01, s23);
   cc.vpunpckhqdq(hi, s01, s23);
-  cc.vpaddd(lo, lo, hi);                     // block j: [in0_j, in1_j, in2_j, in3_j] (4-lane sums)
-  cc.vshufi32x4(hi, lo, lo, 0x0D);           // blocks [1, 3, ...]
-  cc.vshufi32x4(lo, lo, lo, 0x08);           // blocks [0, 2, ...]
-  cc.vpaddd(out.ymm(), lo.ymm(), hi.ymm());  // [rows 0-3 | rows 4-7]
+  cc.vpaddd(lo, lo, hi);               // block j: [in0_j, in1_j, in2_j, in3_j] (4-lane sums)
+  cc.vshufi32x4(hi, lo, lo, 0x0D);     // blocks [1, 3, ...]
+  cc.vshufi32x4(lo, lo, lo, 0x08);     // blocks [0, 2, ...]
+  cc.vpaddd(out, lo.ymm(), hi.ymm());  // [rows 0-3 | rows 4-7]
 }
 
 Label emit_repacked(Compiler& cc, QFormat f, QArith arith, int tokens) {
@@ -265,12 +268,14 @@ Label emit_repacked(Compiler& cc, QFormat f, QArith arith, int tokens) {
     m.setSize(4);
     cc.mov(m, o.r32());
   }
-  Zmm vidx = cc.newZmm("vidx");
-  cc.vmovdqu32(vidx.ymm(), idx_mem);
+  Ymm vidx = cc.newYmm("vidx");
+  cc.vmovdqu32(vidx, idx_mem);
 
-  Zmm acc[kMaxGroupTokens];
+  // Vector registers get the width they are used at: asmjit keeps the upper part of a
+  // wider register alive across a partial write, which costs spills in the loop.
+  Ymm acc[kMaxGroupTokens];
   for (int t = 0; t < tokens; ++t) {
-    acc[t] = cc.newZmmPs("acc");
+    acc[t] = cc.newYmmPs("acc");
     cc.vxorps(acc[t], acc[t], acc[t]);
   }
   Gp off = cc.newInt64("off"), cnt = cc.newInt64("cnt");
@@ -282,7 +287,7 @@ Label emit_repacked(Compiler& cc, QFormat f, QArith arith, int tokens) {
 
   Label loop = cc.newLabel();
   cc.bind(loop);
-  Zmm q[kPairs], ax[kPairs], nq[kPairs];
+  Zmm q[kPairs], ax[kPairs];
   KReg neg[kPairs];
   for (int p = 0; p < kPairs; ++p) {
     q[p] = cc.newZmm("q");
@@ -292,31 +297,26 @@ Label emit_repacked(Compiler& cc, QFormat f, QArith arith, int tokens) {
       cc.vpabsb(ax[p], q[p]);
       neg[p] = cc.newKq("neg");
       cc.vpmovb2m(neg[p], q[p]);
-    } else {
-      nq[p] = cc.newZmm("nq");
-      cc.vpsubb(nq[p], c.zero, q[p]);
     }
   }
   // The 8 weight scales: dword gather at each row's block start, low words -> f32.
-  Zmm dw = cc.newZmmPs("dw"), g = cc.newZmm("g");
+  Ymm dw = cc.newYmmPs("dw"), g = cc.newYmm("g");
+  Xmm h = cc.newXmm("h");
   {
     KReg all = cc.newKw("all");
     cc.kxnorw(all, all, all);
     cc.lea(gbase, ptr(a.w, off));
     cc.vpxord(g, g, g);
-    cc.k(all).vpgatherdd(g.ymm(), ptr(gbase, vidx.ymm()));
-    cc.vpmovdw(g.xmm(), g.ymm());
-    cc.vcvtph2ps(dw.ymm(), g.xmm());
+    cc.k(all).vpgatherdd(g, ptr(gbase, vidx));
+    cc.vpmovdw(h, g);
+    cc.vcvtph2ps(dw, h);
   }
   for (int t = 0; t < tokens; ++t) {
     Zmm act = cc.newZmm("act");
     cc.vbroadcasti64x4(act, ptr(aq, 32 * t));
-    Zmm nact, aax;
+    Zmm aax;
     KReg aneg;
-    if (arith == QArith::Gemv) {
-      nact = cc.newZmm("nact");
-      cc.vpsubb(nact, c.zero, act);
-    } else {
+    if (arith == QArith::Gemm) {
       aax = cc.newZmm("aax");
       cc.vpabsb(aax, act);
       aneg = cc.newKq("aneg");
@@ -328,18 +328,18 @@ Label emit_repacked(Compiler& cc, QFormat f, QArith arith, int tokens) {
       isum[p] = cc.newZmm("isum");
       cc.vpxord(isum[p], isum[p], isum[p]);
       if (arith == QArith::Gemv) {
-        sign_move(cc, sy, neg[p], act, nact);
+        sign_move(cc, sy, neg[p], act, c.zero);
         cc.vpdpbusd(isum[p], ax[p], sy);
       } else {
-        sign_move(cc, sy, aneg, q[p], nq[p]);
+        sign_move(cc, sy, aneg, q[p], c.zero);
         cc.vpdpbusd(isum[p], aax, sy);
       }
     }
-    Zmm rows = cc.newZmm("rows"), fsum = cc.newZmmPs("fsum"), d = cc.newZmmPs("d");
+    Ymm rows = cc.newYmm("rows"), fsum = cc.newYmmPs("fsum"), d = cc.newYmmPs("d");
     reduce_rows(cc, rows, isum);
-    cc.vcvtdq2ps(fsum.ymm(), rows.ymm());
-    cc.vmulps(d.ymm(), dw.ymm(), dword_ptr(ad, 4 * t)._1to8());  // fl(dw * da)
-    cc.vfmadd231ps(acc[t].ymm(), fsum.ymm(), d.ymm());           // fma(float(isum), d, acc)
+    cc.vcvtdq2ps(fsum, rows);
+    cc.vmulps(d, dw, dword_ptr(ad, 4 * t)._1to8());  // fl(dw * da)
+    cc.vfmadd231ps(acc[t], fsum, d);                 // fma(float(isum), d, acc)
   }
   cc.add(off, block_bytes);
   cc.add(aq, 32 * tokens);
@@ -359,7 +359,7 @@ Label emit_repacked(Compiler& cc, QFormat f, QArith arith, int tokens) {
   cc.mov(yt, a.y);
   for (int t = 0; t < tokens; ++t) {
     if (t > 0) cc.add(yt, a.ys);
-    cc.k(store).vmovups(ptr(yt), acc[t].ymm());
+    cc.k(store).vmovups(ptr(yt), acc[t]);
   }
   cc.endFunc();
   return fn->label();

@@ -36,8 +36,11 @@ constexpr Generator make_generator(std::string_view name, std::string_view summa
   return g;
 }
 
-constexpr std::string_view kAvx512Vnni[] = {"avx512f", "avx512bw", "avx512vl", "avx512vnni"};
-constexpr std::string_view kAvx512[] = {"avx512f", "avx512vl"};
+// The AVX-512 kernels also name the AVX2-era features: asmjit encodes an instruction on
+// xmm/ymm 0-15 with VEX when it can (vfmadd, vcvtph2ps, vpbroadcastw, ...).
+constexpr std::string_view kAvx512Vnni[] = {"avx2",     "fma",      "f16c",      "avx512f",
+                                            "avx512bw", "avx512vl", "avx512vnni"};
+constexpr std::string_view kAvx512[] = {"avx2", "fma", "f16c", "avx512f", "avx512vl"};
 constexpr std::string_view kAvx2[] = {"avx2", "fma", "f16c"};
 constexpr LinearFn kLinear = nullptr;
 

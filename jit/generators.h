@@ -45,7 +45,8 @@ class KernelModule {
   Fn entry_as() const {
     return reinterpret_cast<Fn>(entry_);
   }
-  // Bytes of machine code (entry + inner loops).
+  // The machine code (entry + inner loops): code_size() bytes at code().
+  const void* code() const { return code_; }
   size_t code_size() const { return code_size_; }
 
  private:

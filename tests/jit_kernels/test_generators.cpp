@@ -1,8 +1,14 @@
 // The generator table: names, ISA names, argument kinds equal to the reference kernels'
 // (so a map's call_abi checked against either agrees), errors as values.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <regex>
 #include <set>
+#include <sstream>
 
 #include "jit/generators.h"
 #include "jit_test_util.h"
@@ -51,6 +57,67 @@ TEST(JitGenerators, EveryGeneratorEmits) {
     EXPECT_EQ(m->name(), g.name);
     EXPECT_NE(m->entry(), nullptr);
     EXPECT_GT(m->code_size(), 64u);
+  }
+}
+
+// objdump's listing of a module's code ("" when objdump is unavailable).
+std::string disassemble(const jit::KernelModule& m) {
+  char bin[] = "/tmp/cke_jit_codeXXXXXX";
+  const int fd = mkstemp(bin);
+  if (fd < 0) return "";
+  const bool wrote = write(fd, m.code(), m.code_size()) == ssize_t(m.code_size());
+  close(fd);
+  const std::string lst = std::string(bin) + ".lst";
+  const std::string cmd =
+      std::string("objdump -D -b binary -m i386:x86-64 ") + bin + " > " + lst + " 2>/dev/null";
+  std::string text;
+  if (wrote && std::system(cmd.c_str()) == 0) {
+    std::ifstream in(lst);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    text = ss.str();
+  }
+  std::remove(bin);
+  std::remove(lst.c_str());
+  return text;
+}
+
+// The first line of `asm_text` that needs AVX-512 (zmm, k registers, registers 16-31,
+// EVEX decorations, EVEX-only mnemonics) or does not decode, or "".
+std::string first_avx512_line(const std::string& asm_text) {
+  static const std::regex evex(
+      R"(zmm|%k[0-7]\b|%[xy]mm(1[6-9]|2[0-9]|3[01])\b|\{|\(bad\)|)"
+      R"(\b(vpxor[dq]|vpandn?[dq]|vpor[dq]|vmovdq[au](8|16|32|64)|v\w+(32|64)x[248]|)"
+      R"(vpblendm\w*|vpmov\w+2m|vpmovm2\w+|vpmov[dwq][bwd]|k(mov|xnor|and|or|not|shift|test|add)\w*)\b)");
+  std::istringstream in(asm_text);
+  for (std::string line; std::getline(in, line);)
+    if (std::regex_search(line, evex)) return line;
+  return "";
+}
+
+bool needs_avx512(const jit::Generator& g) {
+  for (int i = 0; i < g.n_isa; ++i)
+    if (g.isa[i].substr(0, 6) == "avx512") return true;
+  return false;
+}
+
+// A generator that does not require AVX-512 must not contain any: it would fault on an
+// AVX2-only CPU (which this host may not be). Checked on the disassembly; the AVX-512
+// generators are the positive control of the check.
+TEST(JitGenerators, Avx2CodeHasNoAvx512Instruction) {
+  for (const jit::Generator& g : jit::generators()) {
+    SCOPED_TRACE(std::string(g.name));
+    std::string err;
+    auto m = jit::generate_kernel(g.name, {}, &err);
+    ASSERT_NE(m, nullptr) << err;
+    const std::string text = disassemble(*m);
+    if (text.empty()) GTEST_SKIP() << "objdump not available to disassemble JIT code";
+    ASSERT_NE(text.find("ret"), std::string::npos) << text.substr(0, 2000);
+    const std::string bad = first_avx512_line(text);
+    if (needs_avx512(g))
+      EXPECT_NE(bad, "") << "the check finds nothing in AVX-512 code";
+    else
+      EXPECT_EQ(bad, "");
   }
 }
 
