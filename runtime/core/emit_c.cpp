@@ -119,7 +119,7 @@ bool emit_c(const EmitInput& in, EmittedC* out, std::string* err) {
   std::string decls;
   for (const PhasePlan* p : {in.prefill, in.decode})
     for (const PlanStep& s : p->steps) {
-      if (!s.provider->impl.generator.empty() || !s.symbol) {
+      if (!s.provider->impl.generator.empty()) {
         *err = fmt::format(
             "--emit-c: provider '{}' is a JIT generator that cannot render itself as C yet",
             s.provider->id);
@@ -127,8 +127,8 @@ bool emit_c(const EmitInput& in, EmittedC* out, std::string* err) {
       }
       if (!used.insert(s.provider->id).second) continue;
       std::string d = fmt::format("extern void {}(", s.provider->id);
-      for (int i = 0; i < s.symbol->n_args; ++i)
-        d += (i ? ", " : "") + std::string(c_type(s.symbol->args[i]));
+      for (int i = 0; i < s.symbol.n_args; ++i)
+        d += (i ? ", " : "") + std::string(c_type(s.symbol.args[i]));
       decls += d + ");\n";
     }
 

@@ -8,8 +8,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <set>
 
+#include "jit/generators.h"
 #include "jit/glue.h"
 #include "jit/parallel.h"
 #include "resolver/circuit.h"
@@ -77,6 +79,10 @@ struct Engine::Impl {
   void* emitted = nullptr;                                     // the emitted C, dlopen'ed
   jit::GlueFn prefill_fn = nullptr, decode_fn = nullptr;       // what eval calls
   std::unique_ptr<ThreadPool> pool;
+  std::map<std::string, std::unique_ptr<jit::KernelModule>>
+      modules;  // generated kernels by provider id
+
+  std::optional<KernelSymbol> kernel_for(const KernelMap& m, std::string* err);
 
   bool compile(std::string* err);
   const void* address(const PlanArg& a) const;
@@ -150,6 +156,25 @@ bool Engine::Impl::load_emitted(const std::string& dir, std::string* err) {
   return true;
 }
 
+// The callable of a provider: its linked symbol, or its generated kernel (one module per
+// provider id, generated once at compile time and kept for the engine's life).
+std::optional<KernelSymbol> Engine::Impl::kernel_for(const KernelMap& m, std::string* err) {
+  if (m.impl.generator.empty()) return linked_kernel(m, err);
+  const jit::Generator* g = jit::find_generator(m.impl.generator);
+  if (!g) {
+    *err = m.file + ": impl.generator '" + m.impl.generator + "' is not a generator of this binary";
+    return std::nullopt;
+  }
+  auto& mod = modules[m.id];
+  if (!mod) {
+    mod = jit::generate_kernel(m.impl.generator, m.impl.generator_params, err);
+    if (!mod) return std::nullopt;
+  }
+  KernelSymbol k{m.id, mod->entry(), g->n_args, {}};
+  for (int i = 0; i < g->n_args; ++i) k.args[i] = g->args[i];
+  return k;
+}
+
 const void* Engine::Impl::address(const PlanArg& a) const {
   switch (a.kind) {
     case PlanArg::Kind::Arena:
@@ -168,7 +193,7 @@ std::unique_ptr<jit::GlueModule> Engine::Impl::emit(const PhasePlan& p, std::str
   for (const PlanStep& s : p.steps) {
     jit::GlueStep g;
     g.name = s.provider->id;
-    g.fn = s.symbol->fn;
+    g.fn = s.symbol.fn;
     for (const PlanArg& a : s.args) {
       switch (a.kind) {
         case PlanArg::Kind::Arena:
@@ -275,8 +300,9 @@ bool Engine::Impl::compile(std::string* err) {
         fmt::format("{}: the model does not compile for this host:\n{}", path, res.fault_report());
     return false;
   }
-  if (!build_phase_plan(*graph, res, Phase::Prefill, max_tokens, &prefill, err) ||
-      !build_phase_plan(*graph, res, Phase::Decode, 1, &decode, err))
+  auto lookup = [this](const KernelMap& m, std::string* e) { return kernel_for(m, e); };
+  if (!build_phase_plan(*graph, res, Phase::Prefill, max_tokens, lookup, &prefill, err) ||
+      !build_phase_plan(*graph, res, Phase::Decode, 1, lookup, &decode, err))
     return false;
   trace["plan_sha256"] =
       sha256_hex(cke::plan_text(*graph, prefill) + cke::plan_text(*graph, decode));

@@ -21,8 +21,38 @@ static bool in_arena(BufferKind k) {
   return k == BufferKind::Input || k == BufferKind::Activation || k == BufferKind::Output;
 }
 
+std::optional<KernelSymbol> linked_kernel(const KernelMap& m, std::string* err) {
+  if (m.impl.function.empty()) {
+    *err = m.file + ": impl.generator '" + m.impl.generator + "' needs a kernel generator";
+    return std::nullopt;
+  }
+  const KernelSymbol* s = find_kernel_symbol(m.impl.function);
+  if (!s) {
+    *err = m.file + ": impl.function '" + m.impl.function + "' is not linked into this binary";
+    return std::nullopt;
+  }
+  return *s;
+}
+
+// The callable must take exactly the call_abi's arguments, kind for kind.
+static bool check_abi(const KernelMap& m, const KernelSymbol& k, std::string* err) {
+  bool ok = k.n_args == m.call_abi.size();
+  for (size_t i = 0; ok && i < m.call_abi.size(); ++i) {
+    const AbiArg& a = m.call_abi[i];
+    ArgKind want = ArgKind::I64;
+    if (a.source == AbiArg::Source::Port) want = ArgKind::Ptr;
+    if (a.source == AbiArg::Source::Param) {
+      const ParamSpec* p = m.param(a.name);
+      want = p && p->type == ParamType::F32 ? ArgKind::F32 : ArgKind::I64;
+    }
+    ok = k.args[i] == want;
+  }
+  if (!ok) *err = m.file + ": the kernel's arguments differ from call_abi";
+  return ok;
+}
+
 bool build_phase_plan(const Graph& graph, const Resolution& res, Phase phase, int64_t max_tokens,
-                      PhasePlan* out, std::string* err) {
+                      const KernelLookup& lookup, PhasePlan* out, std::string* err) {
   PhasePlan p;
   p.phase = phase;
   p.max_tokens = max_tokens;
@@ -52,12 +82,9 @@ bool build_phase_plan(const Graph& graph, const Resolution& res, Phase phase, in
     PlanStep ps;
     ps.node = s->node;
     ps.provider = s->provider;
-    ps.symbol = find_kernel_symbol(s->provider->impl.function);
-    if (!ps.symbol) {
-      *err = s->provider->file + ": impl.function '" + s->provider->impl.function +
-             "' is not linked into this binary (JIT generators are not supported yet)";
-      return false;
-    }
+    std::optional<KernelSymbol> k = lookup(*s->provider, err);
+    if (!k || !check_abi(*s->provider, *k, err)) return false;
+    ps.symbol = *k;
     std::vector<BufferUse> u;
     std::vector<int> ub;
     for (size_t a = 0; a < s->args.size(); ++a) {

@@ -6,6 +6,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,11 +27,11 @@ struct PlanArg {
 };
 
 struct PlanStep {
-  size_t node;                 // Graph::nodes index
-  const KernelMap* provider;   // the winner (its id is the symbol)
-  const KernelSymbol* symbol;  // the linked function
-  std::vector<PlanArg> args;   // in call_abi order
-  int64_t split_total = 0;     // 0: not split; else [0, total) (x n_tokens if by_tokens)
+  size_t node;                // Graph::nodes index
+  const KernelMap* provider;  // the winner (its id is the symbol)
+  KernelSymbol symbol;        // the function: linked (impl.function) or generated
+  std::vector<PlanArg> args;  // in call_abi order
+  int64_t split_total = 0;    // 0: not split; else [0, total) (x n_tokens if by_tokens)
   bool split_by_tokens = false;
   int64_t split_align = 1;
 };
@@ -43,10 +45,18 @@ struct PhasePlan {
   size_t logits_offset = 0;  // where it leaves the logits (f32 [n_vocab, T])
 };
 
-// Builds the plan of `phase` from the resolved steps. Errors (a missing symbol, a circuit
-// without exactly one input and one output) are returned as text.
+// The callable behind a provider: its linked symbol (impl.function) or the entry of its
+// generated kernel (impl.generator). nullopt + *err when there is none.
+using KernelLookup = std::function<std::optional<KernelSymbol>(const KernelMap&, std::string* err)>;
+
+// The lookup of ahead-of-time kernels only (kernels/registry.h).
+std::optional<KernelSymbol> linked_kernel(const KernelMap& m, std::string* err);
+
+// Builds the plan of `phase` from the resolved steps. Errors (no callable for a provider,
+// argument kinds that differ from the call_abi, a circuit without exactly one input and one
+// output) are returned as text.
 bool build_phase_plan(const Graph& graph, const Resolution& res, Phase phase, int64_t max_tokens,
-                      PhasePlan* out, std::string* err);
+                      const KernelLookup& lookup, PhasePlan* out, std::string* err);
 
 // Bytes of a graph buffer with T = n_tokens.
 size_t buffer_bytes(const GraphBuffer& b, int64_t n_tokens);
