@@ -72,6 +72,17 @@ TEST(GeneratedProvider, JitQ8_0KernelRunsInThePlanAndMatchesTheReferenceBitForBi
   ASSERT_EQ(ref.size(), jit.size());
   ASSERT_FALSE(ref.empty());
   EXPECT_EQ(0, std::memcmp(ref.data(), jit.data(), ref.size() * sizeof(float)));
+
+  // --emit-c fails closed on a generated provider, naming it (it cannot render itself as C
+  // yet, and another kernel is never substituted).
+  EngineOptions o;
+  o.model_path = model;
+  o.kernel_map_dirs = {maps};
+  std::string err;
+  auto e = Engine::load(o, &err);
+  ASSERT_TRUE(e) << err;
+  EXPECT_FALSE(e->emit_c((fs::temp_directory_path() / "cke_emit_gen").string(), &err));
+  EXPECT_NE(err.find("linear_q8_0_f32__avx512vnni"), std::string::npos) << err;
   fs::remove_all(maps);
 }
 
