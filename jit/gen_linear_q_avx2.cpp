@@ -14,54 +14,13 @@
 #include <vector>
 
 #include "jit/gen_linear_q.h"
+#include "jit/gen_linear_q_tile.h"
 
 namespace cke::jit::gen {
 namespace {
 
 using namespace asmjit;
 using namespace asmjit::x86;
-
-struct Args {
-  Gp w, rb, nrows, aq, ad, y, ys, nb;
-};
-
-FuncNode* begin(Compiler& cc, Args& a) {
-  FuncNode* f = cc.addFunc(FuncSignatureT<void, const uint8_t*, int64_t, int64_t, const int8_t*,
-                                          const float*, float*, int64_t, int64_t>());
-  f->frame().setAvxEnabled();
-  f->frame().setAvxCleanup();
-  a.w = cc.newIntPtr("w");
-  a.rb = cc.newInt64("row_bytes");
-  a.nrows = cc.newInt64("nrows");
-  a.aq = cc.newIntPtr("aq");
-  a.ad = cc.newIntPtr("ad");
-  a.y = cc.newIntPtr("y");
-  a.ys = cc.newInt64("y_stride");
-  a.nb = cc.newInt64("nblocks");
-  const Gp* regs[] = {&a.w, &a.rb, &a.nrows, &a.aq, &a.ad, &a.y, &a.ys, &a.nb};
-  for (uint32_t i = 0; i < 8; ++i) f->setArg(i, *regs[i]);
-  return f;
-}
-
-std::vector<Gp> tile_rows(Compiler& cc, const Args& a, int rows) {
-  Gp last = cc.newInt64("last");
-  cc.lea(last, ptr(a.nrows, -1));
-  std::vector<Gp> r;
-  for (int i = 0; i < rows; ++i) {
-    Gp p = cc.newIntPtr("row");
-    if (i == 0) {
-      cc.mov(p, a.w);
-    } else {
-      cc.mov(p, i);
-      cc.cmp(p, last);
-      cc.cmovg(p, last);
-      cc.imul(p, a.rb);
-      cc.add(p, a.w);
-    }
-    r.push_back(p);
-  }
-  return r;
-}
 
 Ymm splat32(Compiler& cc, uint32_t v) {
   Gp g = cc.newUInt32("imm");
@@ -123,8 +82,8 @@ void hsum8(Compiler& cc, const Ymm& out, const Ymm& acc) {
 }
 
 Label emit_plain(Compiler& cc, QFormat f, int tokens) {
-  Args a;
-  FuncNode* fn = begin(cc, a);
+  QTileArgs a;
+  FuncNode* fn = begin_q_tile(cc, a, false);
   constexpr int kRows = 4;
   const std::vector<Gp> r = tile_rows(cc, a, kRows);
   const Consts c = make_consts(cc, f);
@@ -192,8 +151,8 @@ Label emit_plain(Compiler& cc, QFormat f, int tokens) {
 }
 
 Label emit_repacked(Compiler& cc, QFormat f, QArith arith, int tokens) {
-  Args a;
-  FuncNode* fn = begin(cc, a);
+  QTileArgs a;
+  FuncNode* fn = begin_q_tile(cc, a, false);
   constexpr int kRows = 4;
   const std::vector<Gp> r = tile_rows(cc, a, kRows);
   const Consts c = make_consts(cc, f);
