@@ -1,0 +1,47 @@
+// The C-API example builds, runs a real model and prints llama.cpp's greedy continuation;
+// the C API reports errors through cke_last_error() instead of crashing.
+#include <gtest/gtest.h>
+
+#include "runtime/capi/cke.h"
+#include "tests/common/shared.h"
+
+namespace cke {
+namespace {
+
+TEST(Examples, SimpleCGeneratesTheReferenceText) {
+  CKE_REQUIRE_SHARED(model, "models/stories260K.gguf");
+  const std::string cmd =
+      std::string(CKE_EXAMPLE_BIN) + " " + model + " \"Once upon a time\" 32 2>/dev/null";
+  FILE* p = popen(cmd.c_str(), "r");
+  ASSERT_TRUE(p);
+  std::string out;
+  char buf[512];
+  while (fgets(buf, sizeof buf, p)) out += buf;
+  EXPECT_EQ(pclose(p), 0);
+  EXPECT_EQ(
+      out,
+      "Once upon a time, there was a little girl named Lily. She loved to play outside in the "
+      "park. One day, she saw\n");
+}
+
+TEST(CApi, ErrorsAreValues) {
+  EXPECT_EQ(cke_engine_load(nullptr, nullptr), nullptr);
+  EXPECT_NE(std::string(cke_last_error()), "");
+  EXPECT_EQ(cke_engine_load("/nonexistent.gguf", nullptr), nullptr);
+  EXPECT_NE(std::string(cke_last_error()).find("/nonexistent.gguf"), std::string::npos);
+  CKE_REQUIRE_SHARED(model, "models/stories260K.gguf");
+  cke_options o = {8, 0, 1, nullptr};
+  cke_engine* e = cke_engine_load(model.c_str(), &o);
+  ASSERT_NE(e, nullptr) << cke_last_error();
+  int32_t ids[4];
+  EXPECT_LT(cke_tokenize(e, "Once upon a time there", 1, ids, 4), 0);  // -(needed)
+  int32_t many[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+  EXPECT_EQ(cke_eval(e, many, 9, nullptr), -1);  // longer than the context of 8
+  EXPECT_NE(std::string(cke_last_error()).find("context"), std::string::npos);
+  EXPECT_EQ(cke_eval(e, many, 3, nullptr), 0);
+  EXPECT_EQ(cke_pos(e), 3);
+  cke_engine_free(e);
+}
+
+}  // namespace
+}  // namespace cke
