@@ -1,6 +1,6 @@
-// Shared plumbing of the micro-kernel generators (jit/gen_*.cpp): one asmjit Compiler per
-// module, function frames with AVX state handled, the linear-ABI entry stub, and placing
-// the finished code in the JIT runtime as a KernelModule.
+// The code module under construction for the machine-code sink of KIR (kir/kir_asmjit.cpp):
+// one asmjit Compiler per module, error collection, and placing the finished code in the
+// JIT runtime as a KernelModule.
 #pragma once
 
 #include <asmjit/x86.h>
@@ -28,15 +28,6 @@ class ModuleBuilder {
   ModuleBuilder& operator=(const ModuleBuilder&) = delete;
   asmjit::x86::Compiler& cc() { return cc_; }
 
-  // Opens a function. AVX is always enabled (VEX prolog/epilog, vzeroupper on return so
-  // the SSE code of the caller pays no transition penalty); `avx512` also lets the
-  // register allocator use zmm16-31 and k registers.
-  asmjit::FuncNode* begin_func(const asmjit::FuncSignature& sig, bool avx512);
-
-  // The kernel entry with the linear ABI (generators.h LinearFn): it calls
-  // driver(state, x, w, y, K, N, T, n0, n1), `state` being a constant of the code.
-  asmjit::Label emit_linear_entry(const void* state, const void* driver);
-
   // Finalizes and places the code. On failure returns false and *err.
   bool finish(std::string* err);
   // After finish(): the address of a function's label.
@@ -55,8 +46,5 @@ class ModuleBuilder {
   void* base_ = nullptr;
   size_t code_size_ = 0;
 };
-
-// The only generator parameters are none: anything in impl.params is an error.
-bool reject_params(const GeneratorParams& params, std::string_view generator, std::string* err);
 
 }  // namespace cke::jit::gen

@@ -1,182 +1,165 @@
-// The driver of the generated Q8_0/Q4_0 linear kernels and their generators.
+// The entry of the generated Q8_0/Q4_0 linear kernels and their generators.
 #include "jit/gen_linear_q.h"
 
-#include <algorithm>
-#include <climits>
-#include <cstring>
-#include <vector>
+#include <fmt/format.h>
 
-#include "jit/gen_common.h"
-#include "kernels/formats/blocks.h"
-#include "kernels/formats/quant.h"
-#include "kernels/ref/act_quant.h"
-#include "kernels/ref/linear.h"
+#include <tuple>
+
+#include "kernels/ref/act_rows.h"
 
 namespace cke::jit::gen {
 namespace {
 
-// Tokens quantized at a time: bounds the per-thread buffer (64 * K bytes) and keeps the
-// activations of a chunk in L2 while every row tile streams past them. A multiple of 4,
-// so the repacked path's gemm groups (tokens 4g .. 4g+3) never straddle two chunks.
-constexpr int64_t kChunkTokens = 64;
+using kir::Builder;
+using kir::Cmp;
+using kir::Kind;
+using kir::V;
 
-struct Group {
-  int64_t t0;  // first token, relative to the chunk
-  int tokens;
-  QMicroFn fn;
+// The frame buffer of quantized activation rows. A chunk holds as many tokens as fit
+// (a multiple of 4, so a repacked gemm group never straddles two chunks; at most 64, so a
+// chunk stays in L2 while every row tile streams past it). K <= kMaxK (the maps' shape
+// predicate) guarantees 4 tokens fit.
+constexpr int64_t kScratchBytes = 288 * 1024;
+constexpr int64_t kMaxChunk = 64;
+constexpr int64_t kMaxK = kScratchBytes / 4 / kQ8_0fBlockBytes * 32;  // 65536
+
+struct QSpec {
+  const char* generator;
+  QFormat format;
+  bool repacked;
+  Isa isa;
 };
 
-struct Scratch {
-  std::vector<block_q8_0> q;  // one token, as act_quantize_q8_0 writes it
-  std::vector<int8_t> aq;     // a chunk of tokens in the group layout
-  std::vector<float> ad;
-  std::vector<Group> groups;
-};
-
-Scratch& scratch() {
-  thread_local Scratch s;
-  return s;
-}
-
-// Quantizes tokens [t0, t0 + tokens) of the chunk into the group layout at aq + t0*K,
-// ad + t0*nb: block b of group token j at aq[(b*tokens + j)*32], ad[b*tokens + j].
-void prepare_group(const float* x, int64_t K, int64_t t0, int tokens, Scratch& s) {
-  const int64_t nb = K / kQK8_0;
-  int8_t* aq = s.aq.data() + t0 * K;
-  float* ad = s.ad.data() + t0 * nb;
-  for (int j = 0; j < tokens; ++j) {
-    act_quantize_q8_0(x + (t0 + j) * K, s.q.data(), K);
-    for (int64_t b = 0; b < nb; ++b) {
-      std::memcpy(aq + (b * tokens + j) * kQK8_0, s.q[b].qs, kQK8_0);
-      ad[b * tokens + j] = fp16_to_fp32(s.q[b].d);
-    }
+bool build_q(const QSpec& s, const GeneratorParams& params, kir::Module* m, std::string* err) {
+  const bool avx512 = s.isa != Isa::Avx2;
+  // Defaults: the tiles of the decode providers.
+  int rows = s.repacked ? (avx512 ? 8 : 4) : 4, tokens = 1;
+  if (!int_params(params, s.generator, {{"rows", &rows}, {"tokens", &tokens}}, err)) return false;
+  const int max_tokens = s.repacked ? 4 : avx512 ? 4 : 2;
+  bool rows_ok = s.repacked ? rows == (avx512 ? 8 : 4)
+                            : (avx512 ? (rows == 2 || rows == 4) : (rows >= 1 && rows <= 4));
+  if (!rows_ok || tokens < 1 || tokens > max_tokens || (s.repacked && tokens != 1 && tokens != 4)) {
+    *err = fmt::format("generator '{}': tile {}x{} is not one it can emit (rows {}, tokens 1..{}{})",
+                       s.generator, rows, tokens,
+                       s.repacked ? (avx512 ? "8" : "4") : (avx512 ? "2 or 4" : "1..4"),
+                       max_tokens, s.repacked ? ", repacked: 1 or 4" : "");
+    return false;
   }
+  const std::string& name = m->name;
+  m->isa = isa_features(s.isa);
+  m->comment = fmt::format(
+      "generator {}, rows {}, tokens {}: {} arithmetic of contract linear.{}.ggml\n"
+      "(activations quantized by cke_act_q8_0f_rows: ggml's x86 Q8_0 quantizer)",
+      s.generator, rows, tokens, s.repacked ? "repacked 8x8 gemm/gemv" : "ggml_vec_dot lanes",
+      s.format == QFormat::Q8_0 ? "q8_0" : "q4_0");
+  m->helpers.push_back({"cke_act_q8_0f_rows", reinterpret_cast<const void*>(&cke_act_q8_0f_rows),
+                        {Kind::Ptr, Kind::I64, Kind::I64, Kind::Ptr}});
+
+  Builder e(*m, name, {Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::I64, Kind::I64, Kind::I64,
+                       Kind::I64, Kind::I64});
+  auto tile = avx512 ? &build_q_tile_avx512 : &build_q_tile_avx2;
+  Grid g;
+  g.R = rows;
+  if (s.repacked) {
+    // Groups of 4 through the gemm, the rest through the gemv; tokens = 1 (decode) has
+    // only the gemv of one token.
+    g.G = tokens == 4 ? 4 : 1;
+    if (tokens == 4) {
+      g.full_fn = tile(*m, name + "_gemm4", s.format, QArith::Gemm, rows, 4);
+      for (int r = 1; r < 4; ++r)
+        g.rem_fn[r] = tile(*m, fmt::format("{}_gemv{}", name, r), s.format, QArith::Gemv, rows, r);
+    } else {
+      g.full_fn = tile(*m, name + "_gemv1", s.format, QArith::Gemv, rows, 1);
+    }
+  } else {
+    g.G = tokens;
+    g.full_fn = tile(*m, fmt::format("{}_t{}", name, tokens), s.format, QArith::Plain, rows, tokens);
+    for (int r = 1; r < tokens; ++r)
+      g.rem_fn[r] = tile(*m, fmt::format("{}_t{}", name, r), s.format, QArith::Plain, rows, r);
+  }
+
+  const V x = e.arg(0), w = e.arg(1), y = e.arg(2), K = e.arg(3), N = e.arg(4), T = e.arg(5),
+          n0 = e.arg(6), n1 = e.arg(7);
+  // A call outside the contract computes nothing (the plan never makes one).
+  V nb = e.i64("nb"), rb = e.i64("row_bytes"), as = e.i64("act_stride"), chunk = e.i64("chunk");
+  V k_tail = e.i64("k_tail");
+  e.andi(k_tail, K, 31);
+  for (auto [a, c, b] : {std::tuple{T, Cmp::LE, int64_t(0)}, {K, Cmp::LE, 0}, {k_tail, Cmp::NE, 0},
+                         {n0, Cmp::LT, 0}}) {
+    e.if_(a, c, b);
+    e.ret();
+    e.end_if();
+  }
+  for (auto [a, c, b] : {std::tuple{n1, Cmp::LE, n0}, {n1, Cmp::GT, N}}) {
+    e.if_(a, c, b);
+    e.ret();
+    e.end_if();
+  }
+  e.sari(nb, K, 5);
+  e.muli(rb, nb, q_block_bytes(s.format));
+  e.muli(as, nb, kQ8_0fBlockBytes);
+  e.div(chunk, e.imm(kScratchBytes, "scratch_bytes"), as);
+  e.andi(chunk, chunk, ~int64_t(3));
+  e.min(chunk, chunk, e.imm(kMaxChunk, "max_chunk"));
+  e.if_(chunk, Cmp::LE, 0);  // K > kMaxK: outside the maps' shape predicate
+  e.ret();
+  e.end_if();
+  V act = e.stack(kScratchBytes, "act");
+  V c0 = e.i64("c0"), ct = e.i64("ct"), left = e.i64("left"), tmp = e.i64("tmp");
+  V xc = e.ptr("xc"), w0 = e.ptr("w_n0"), y0 = e.ptr("y_n0"), ys = e.i64("y_stride");
+  e.muli(ys, N, 4);
+  e.mul(tmp, n0, rb);
+  e.ptr_add(w0, w, tmp, 1);
+  e.for_(c0, e.imm(0, "zero"), T, chunk);
+  {
+    e.sub(left, T, c0);
+    e.min(ct, chunk, left);
+    e.mul(tmp, c0, K);
+    e.ptr_add(xc, x, tmp, 4);
+    e.call("cke_act_q8_0f_rows", {xc, K, ct, act});
+    e.mul(tmp, c0, N);
+    e.add(tmp, tmp, n0);
+    e.ptr_add(y0, y, tmp, 4);
+    emit_grid(e, g, w0, rb, n0, n1, act, as, ct, y0, ys, nb);
+  }
+  e.end_for();
+  return true;
 }
 
 }  // namespace
 
-// The body of q_linear_drive; may throw std::bad_alloc (the scratch buffers).
-static void drive(const QLinearState* s, const float* x, const void* w, float* y, int64_t K,
-                  int64_t N, int64_t T, int64_t n0, int64_t n1) {
-  // The reference's validity rule: a call breaking the contract computes nothing.
-  if (!(x && w && y && K > 0 && K % kQK8_0 == 0 && N > 0 && T >= 0 && 0 <= n0 && n0 <= n1 &&
-        n1 <= N))
-    return;
-  if (T == 0 || n0 == n1) return;
-  const int64_t nb = K / kQK8_0;
-  const int64_t block_bytes =
-      s->format == QFormat::Q8_0 ? int64_t(sizeof(block_q8_0)) : int64_t(sizeof(block_q4_0));
-  const int64_t rb = nb * block_bytes;
-  const bool repacked = s->format == QFormat::Q4_0 && N % 8 == 0;
-  const QKernelSet& main = repacked ? s->gemv : s->plain;
-  // The inner loops address a tile's rows by 32-bit offsets (the scale gathers); absurd
-  // rows take the reference, which computes the same bits.
-  if (rb > INT32_MAX / 16 || N > INT64_MAX / 4 / kChunkTokens) {
-    s->reference(x, w, y, K, N, T, n0, n1);
-    return;
-  }
-
-  Scratch& sc = scratch();
-  sc.q.resize(size_t(nb));
-  const int64_t t_gemm = repacked ? T - T % 4 : 0;
-  const auto* wb = static_cast<const uint8_t*>(w);
-  std::vector<Group>& groups = sc.groups;
-  for (int64_t c0 = 0; c0 < T; c0 += kChunkTokens) {
-    const int64_t ct = std::min(kChunkTokens, T - c0);
-    sc.aq.resize(size_t(ct * K));
-    sc.ad.resize(size_t(ct * nb));
-    groups.clear();
-    for (int64_t t = 0; t < ct;) {
-      const int64_t abs_t = c0 + t;
-      int n;
-      QMicroFn fn;
-      if (abs_t < t_gemm) {
-        n = 4;
-        fn = s->gemm.fn[4];
-      } else {
-        n = int(std::min<int64_t>(main.max_tokens, ct - t));
-        fn = main.fn[n];
-      }
-      prepare_group(x + c0 * K, K, t, n, sc);
-      groups.push_back({t, n, fn});
-      t += n;
-    }
-    // Row tiles outer: a tile's weights stay in L1 while every group of the chunk passes.
-    for (int64_t n = n0; n < n1; n += main.rows) {
-      const int64_t rows = std::min<int64_t>(main.rows, n1 - n);
-      for (const Group& g : groups)
-        g.fn(wb + n * rb, rb, rows, sc.aq.data() + g.t0 * K, sc.ad.data() + g.t0 * nb,
-             y + (c0 + g.t0) * N + n, N * int64_t(sizeof(float)), nb);
-    }
-  }
+// Loop over the blocks: off = byte offset of the block in a weight row; the activation
+// rows advance by one 36-byte block.
+BlockLoop open_block_loop(kir::Builder& b, const TileArgs& a, QFormat f, TokenRows& tr) {
+  BlockLoop l{b.i64("off")};
+  V end = b.i64("end");
+  b.muli(end, a.n, q_block_bytes(f));
+  b.for_(l.off, b.imm(0, "zero"), end, b.imm(q_block_bytes(f), "block_bytes"));
+  return l;
+}
+void close_block_loop(kir::Builder& b, TokenRows& tr) {
+  b.addi(tr.base, tr.base, 36);
+  b.end_for();
 }
 
-// Called from generated code, which has no unwind tables: nothing may propagate. Out of
-// memory for the scratch buffers falls back to the reference (a K/32-block buffer).
-void q_linear_drive(const QLinearState* s, const float* x, const void* w, float* y, int64_t K,
-                    int64_t N, int64_t T, int64_t n0, int64_t n1) noexcept {
-  try {
-    drive(s, x, w, y, K, N, T, n0, n1);
-  } catch (...) {
-    try {
-      s->reference(x, w, y, K, N, T, n0, n1);
-    } catch (...) {
-    }
-  }
-}
 
-namespace {
-
-std::unique_ptr<KernelModule> generate_q(std::string_view name, QFormat f, bool avx512,
-                                         const GeneratorParams& params, std::string* err) {
-  if (!reject_params(params, name, err)) return nullptr;
-  auto state = std::make_shared<QLinearState>();
-  state->format = f;
-  state->reference = f == QFormat::Q8_0 ? &linear_q8_0_f32__ref : &linear_q4_0_f32__ref;
-  ModuleBuilder mb{std::string(name)};
-  auto emit = avx512 ? &emit_q_avx512 : &emit_q_avx2;
-  // Plain: 4-row tiles, up to 4 (AVX-512) or 2 (AVX2, 16 registers) tokens.
-  state->plain.rows = 4;
-  state->plain.max_tokens = avx512 ? 4 : 2;
-  asmjit::Label plain[kMaxGroupTokens + 1], gemv[kMaxGroupTokens + 1], gemm;
-  for (int t = 1; t <= state->plain.max_tokens; ++t) plain[t] = emit(mb.cc(), f, QArith::Plain, t);
-  if (f == QFormat::Q4_0) {
-    state->gemv.rows = state->gemm.rows = avx512 ? 8 : 4;
-    state->gemv.max_tokens = 3;  // the T % 4 tail
-    state->gemm.max_tokens = 4;
-    for (int t = 1; t <= 3; ++t) gemv[t] = emit(mb.cc(), f, QArith::Gemv, t);
-    gemm = emit(mb.cc(), f, QArith::Gemm, 4);
-  }
-  const asmjit::Label entry =
-      mb.emit_linear_entry(state.get(), reinterpret_cast<const void*>(&q_linear_drive));
-  if (!mb.finish(err)) return nullptr;
-  for (int t = 1; t <= state->plain.max_tokens; ++t)
-    state->plain.fn[t] = reinterpret_cast<QMicroFn>(mb.address(plain[t]));
-  if (f == QFormat::Q4_0) {
-    for (int t = 1; t <= 3; ++t)
-      state->gemv.fn[t] = reinterpret_cast<QMicroFn>(mb.address(gemv[t]));
-    state->gemm.fn[4] = reinterpret_cast<QMicroFn>(mb.address(gemm));
-  }
-  return mb.make_module(entry, std::move(state));
+bool build_linear_q8_0_avx512vnni(const GeneratorParams& p, kir::Module* m, std::string* err) {
+  return build_q({"linear_q8_0__avx512vnni", QFormat::Q8_0, false, Isa::Avx512Vnni}, p, m, err);
 }
-
-}  // namespace
-
-std::unique_ptr<KernelModule> generate_linear_q8_0_avx512vnni(const GeneratorParams& p,
-                                                              std::string* err) {
-  return generate_q("linear_q8_0_f32__avx512vnni", QFormat::Q8_0, true, p, err);
+bool build_linear_q4_0_avx512vnni(const GeneratorParams& p, kir::Module* m, std::string* err) {
+  return build_q({"linear_q4_0__avx512vnni", QFormat::Q4_0, false, Isa::Avx512Vnni}, p, m, err);
 }
-std::unique_ptr<KernelModule> generate_linear_q4_0_avx512vnni(const GeneratorParams& p,
-                                                              std::string* err) {
-  return generate_q("linear_q4_0_f32__avx512vnni", QFormat::Q4_0, true, p, err);
+bool build_linear_q4_0x8_avx512vnni(const GeneratorParams& p, kir::Module* m, std::string* err) {
+  return build_q({"linear_q4_0x8__avx512vnni", QFormat::Q4_0, true, Isa::Avx512Vnni}, p, m, err);
 }
-std::unique_ptr<KernelModule> generate_linear_q8_0_avx2(const GeneratorParams& p,
-                                                        std::string* err) {
-  return generate_q("linear_q8_0_f32__avx2", QFormat::Q8_0, false, p, err);
+bool build_linear_q8_0_avx2(const GeneratorParams& p, kir::Module* m, std::string* err) {
+  return build_q({"linear_q8_0__avx2", QFormat::Q8_0, false, Isa::Avx2}, p, m, err);
 }
-std::unique_ptr<KernelModule> generate_linear_q4_0_avx2(const GeneratorParams& p,
-                                                        std::string* err) {
-  return generate_q("linear_q4_0_f32__avx2", QFormat::Q4_0, false, p, err);
+bool build_linear_q4_0_avx2(const GeneratorParams& p, kir::Module* m, std::string* err) {
+  return build_q({"linear_q4_0__avx2", QFormat::Q4_0, false, Isa::Avx2}, p, m, err);
+}
+bool build_linear_q4_0x8_avx2(const GeneratorParams& p, kir::Module* m, std::string* err) {
+  return build_q({"linear_q4_0x8__avx2", QFormat::Q4_0, true, Isa::Avx2}, p, m, err);
 }
 
 }  // namespace cke::jit::gen

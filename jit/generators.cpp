@@ -5,6 +5,8 @@
 #include "jit/gen_linear_f32.h"
 #include "jit/gen_linear_q.h"
 #include "jit/jit_runtime.h"
+#include "jit/kir/kir_asmjit.h"
+#include "jit/kir/kir_c.h"
 
 namespace cke::jit {
 
@@ -27,38 +29,43 @@ namespace {
 template <size_t NI, class... A>
 constexpr Generator make_generator(std::string_view name, std::string_view summary,
                                    const std::string_view (&isa)[NI], void (*)(A...),
-                                   GenerateFn generate) {
+                                   BuildFn build) {
   static_assert(sizeof...(A) <= kMaxKernelArgs && NI <= kMaxGeneratorIsa);
-  Generator g{
-      name,    summary, uint8_t(NI), {}, uint8_t(sizeof...(A)), {cke::detail::arg_kind<A>()...},
-      generate};
+  Generator g{name, summary, uint8_t(NI), {}, uint8_t(sizeof...(A)), {cke::detail::arg_kind<A>()...},
+              build};
   for (size_t i = 0; i < NI; ++i) g.isa[i] = isa[i];
   return g;
 }
 
-// The AVX-512 kernels also name the AVX2-era features: asmjit encodes an instruction on
-// xmm/ymm 0-15 with VEX when it can (vfmadd, vcvtph2ps, vpbroadcastw, ...).
+// The features each level's code uses (gen_tile.h isa_features; checked equal by a test).
 constexpr std::string_view kAvx512Vnni[] = {"avx2",     "fma",      "f16c",      "avx512f",
                                             "avx512bw", "avx512vl", "avx512vnni"};
-constexpr std::string_view kAvx512[] = {"avx2", "fma", "f16c", "avx512f", "avx512vl"};
+constexpr std::string_view kAvx512[] = {"avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl"};
 constexpr std::string_view kAvx2[] = {"avx2", "fma", "f16c"};
 constexpr LinearFn kLinear = nullptr;
 
-const std::array<Generator, 5> kGenerators = {
-    make_generator("linear_q8_0_f32__avx512vnni",
+const std::array<Generator, 8> kGenerators = {
+    make_generator("linear_q8_0__avx512vnni",
                    "q8_0 linear, ggml vec_dot lanes, 2 rows per zmm, vpdpbusd", kAvx512Vnni,
-                   kLinear, &gen::generate_linear_q8_0_avx512vnni),
-    make_generator("linear_q4_0_f32__avx512vnni",
-                   "q4_0 linear, vec_dot lanes (N % 8 != 0) or repacked gemm/gemv (N % 8 == 0)",
-                   kAvx512Vnni, kLinear, &gen::generate_linear_q4_0_avx512vnni),
-    make_generator("linear_f32_f32__avx512",
+                   kLinear, &gen::build_linear_q8_0_avx512vnni),
+    make_generator("linear_q4_0__avx512vnni", "q4_0 linear, ggml vec_dot lanes (N % 8 != 0)",
+                   kAvx512Vnni, kLinear, &gen::build_linear_q4_0_avx512vnni),
+    make_generator("linear_q4_0x8__avx512vnni",
+                   "q4_0 linear, ggml's repacked 8x8 gemm/gemv (N % 8 == 0), 8-row tiles",
+                   kAvx512Vnni, kLinear, &gen::build_linear_q4_0x8_avx512vnni),
+    make_generator("linear_f32__avx512",
                    "f32 linear, ggml_vec_dot_f32 4x16 accumulators, reduce_add tree", kAvx512,
-                   kLinear, &gen::generate_linear_f32_avx512),
-    make_generator("linear_q8_0_f32__avx2", "q8_0 linear, ggml vec_dot lanes, vpmaddubsw", kAvx2,
-                   kLinear, &gen::generate_linear_q8_0_avx2),
-    make_generator("linear_q4_0_f32__avx2",
-                   "q4_0 linear, vec_dot lanes (N % 8 != 0) or repacked gemm/gemv (N % 8 == 0)",
-                   kAvx2, kLinear, &gen::generate_linear_q4_0_avx2),
+                   kLinear, &gen::build_linear_f32_avx512),
+    make_generator("linear_q8_0__avx2", "q8_0 linear, ggml vec_dot lanes, vpmaddubsw", kAvx2,
+                   kLinear, &gen::build_linear_q8_0_avx2),
+    make_generator("linear_q4_0__avx2", "q4_0 linear, ggml vec_dot lanes (N % 8 != 0)", kAvx2,
+                   kLinear, &gen::build_linear_q4_0_avx2),
+    make_generator("linear_q4_0x8__avx2",
+                   "q4_0 linear, ggml's repacked 8x8 gemm/gemv (N % 8 == 0), 4-row tiles", kAvx2,
+                   kLinear, &gen::build_linear_q4_0x8_avx2),
+    make_generator("linear_f32__avx2",
+                   "f32 linear, the AVX-512 build's 4x16 lanes as ymm pairs, reduce_add tree",
+                   kAvx2, kLinear, &gen::build_linear_f32_avx2),
 };
 
 }  // namespace
@@ -73,14 +80,42 @@ const Generator* find_generator(std::string_view name) {
   return nullptr;
 }
 
-std::unique_ptr<KernelModule> generate_kernel(std::string_view name, const GeneratorParams& params,
-                                              std::string* err) {
+bool build_kernel(std::string_view name, const GeneratorParams& params, const std::string& id,
+                  kir::Module* out, std::string* err) {
   const Generator* g = find_generator(name);
   if (!g) {
-    *err = "unknown JIT generator '" + std::string(name) + "'";
-    return nullptr;
+    *err = "unknown kernel generator '" + std::string(name) + "'";
+    return false;
   }
-  return g->generate(params, err);
+  kir::Module m;
+  m.name = id;
+  try {
+    if (!g->build(params, &m, err)) return false;
+  } catch (const std::exception& e) {  // a generator bug (kir::Builder misuse)
+    *err = "generator '" + std::string(name) + "': " + e.what();
+    return false;
+  }
+  if (std::string e = kir::validate(m); !e.empty()) {
+    *err = "generator '" + std::string(name) + "': " + e;
+    return false;
+  }
+  *out = std::move(m);
+  return true;
+}
+
+std::unique_ptr<KernelModule> generate_kernel(std::string_view name, const GeneratorParams& params,
+                                              const std::string& id, std::string* err) {
+  kir::Module m;
+  if (!build_kernel(name, params, id, &m, err)) return nullptr;
+  return kir::lower_to_machine_code(m, err);
+}
+
+bool kernel_c_source(std::string_view name, const GeneratorParams& params, const std::string& id,
+                     std::string* c, std::string* err) {
+  kir::Module m;
+  if (!build_kernel(name, params, id, &m, err)) return false;
+  *c = kir::render_c(m);
+  return true;
 }
 
 }  // namespace cke::jit

@@ -1,12 +1,14 @@
-// The table of JIT micro-kernel generators (asmjit): what a kernel map's `impl.generator`
-// names, as `impl.function` names an entry of kernels/registry.h.
+// The table of kernel generators: what a kernel map's `impl.generator` names, as
+// `impl.function` names an entry of kernels/registry.h.
 //
-// A generator emits, for its parameters, one kernel with the same calling convention as
-// the ahead-of-time kernel it replaces (its argument kinds are recorded here, as the
-// kernel table records them, so the resolver can check a map's call_abi against them).
-// The code and any state it needs live in a KernelModule; the entry pointer is valid while
-// the module lives. A module serves every shape its map admits (dims are run-time
-// arguments), so one module per provider id is enough for a whole plan.
+// A generator writes, for its parameters (the map's impl.params: tile sizes), one kernel
+// in KIR (jit/kir/kir.h) with the calling convention of the ahead-of-time kernels of its
+// op (its argument kinds are recorded here, as the kernel table records them, so the
+// resolver can check a map's call_abi against them). KIR renders twice: as machine code
+// (generate_kernel: a KernelModule in the JIT runtime, valid while the module lives) and
+// as C (kernel_c_source, for --emit-c). The kernel, its C function and its JIT symbol are
+// all named by the provider id. A kernel serves every shape its map admits (dims are
+// run-time arguments), so one module per provider id is enough for a whole plan.
 //
 // Generation never checks the machine it runs on: emitting AVX-512 code on an AVX2 host is
 // fine, *calling* it is not. `isa` lists the CPU features the code uses, by the names of
@@ -22,6 +24,10 @@
 #include <string_view>
 
 #include "kernels/registry.h"
+
+namespace cke::jit::kir {
+struct Module;
+}
 
 namespace cke::jit {
 
@@ -57,8 +63,9 @@ class KernelModule {
   std::shared_ptr<const void> state_;
 };
 
-using GenerateFn = std::unique_ptr<KernelModule> (*)(const GeneratorParams& params,
-                                                     std::string* err);
+// Writes the kernel into m (whose name is already the provider id); false and *err on a
+// parameter it does not take.
+using BuildFn = bool (*)(const GeneratorParams& params, kir::Module* m, std::string* err);
 
 constexpr int kMaxGeneratorIsa = 8;
 
@@ -69,8 +76,7 @@ struct Generator {
   std::string_view isa[kMaxGeneratorIsa];  // features the code needs (requires.isa names)
   uint8_t n_args;
   ArgKind args[kMaxKernelArgs];  // the entry's arguments, as KernelSymbol::args
-  // Emits the kernel; null and *err on failure (unknown parameter, asmjit error).
-  GenerateFn generate;
+  BuildFn build;
 };
 
 // The linear ABI of kernels/ref/linear.h, which every linear generator emits.
@@ -79,8 +85,15 @@ using LinearFn = void (*)(const float* x, const void* w, float* y, int64_t K, in
 
 std::span<const Generator> generators();
 const Generator* find_generator(std::string_view name);
-// find_generator + generate; an unknown name is an error.
+// The KIR of provider `id` from generator `name`; false and *err for an unknown generator or
+// parameter.
+bool build_kernel(std::string_view name, const GeneratorParams& params, const std::string& id,
+                  kir::Module* out, std::string* err);
+// build_kernel + the machine-code sink.
 std::unique_ptr<KernelModule> generate_kernel(std::string_view name, const GeneratorParams& params,
-                                              std::string* err);
+                                              const std::string& id, std::string* err);
+// build_kernel + the C sink: the kernel as a C function named `id`.
+bool kernel_c_source(std::string_view name, const GeneratorParams& params, const std::string& id,
+                     std::string* c, std::string* err);
 
 }  // namespace cke::jit

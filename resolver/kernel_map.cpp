@@ -477,4 +477,16 @@ std::optional<KernelMap> load_kernel_map(const std::filesystem::path& path,
   return parse_kernel_map(*text, path.string(), errors);
 }
 
+bool KernelMap::admits(const std::map<std::string, int64_t>& dims) const {
+  Expr::Lookup look = [&dims](std::string_view n) -> std::optional<Value> {
+    auto it = dims.find(std::string(n));
+    return it == dims.end() ? std::nullopt : std::optional<Value>(Value::integer(it->second));
+  };
+  for (const Expr& pred : shape_predicates) {
+    Expr::Result r = pred.eval(look);
+    if (!r.value || !r.value->is_int() || r.value->i == 0) return false;
+  }
+  return true;
+}
+
 }  // namespace cke

@@ -108,6 +108,9 @@ struct KernelMap {
   const ParamSpec* param(std::string_view name) const;
   // Every name bound by port shapes, in first-use order.
   std::vector<std::string> shape_symbols() const;
+  // Whether the shape predicates hold for these integer dims (e.g. {K, N}): for tests and
+  // benchmarks that call a provider directly. A predicate naming an absent dim is false.
+  bool admits(const std::map<std::string, int64_t>& dims) const;
 };
 
 // Parses one map document and checks everything that needs no other file (the registry

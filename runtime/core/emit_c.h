@@ -4,8 +4,9 @@
 // named offsets into the weight blob (the GGUF file image), the activation arena and the
 // state (KV cache) buffers; every step carries a comment naming the graph node, the
 // provider, its contract and why it won. Ahead-of-time providers are called by their
-// symbol (the same id as the map, the trace and the test). A provider implemented by a JIT
-// generator would have to render itself as C; none can yet, so emission fails closed and
+// symbol (the same id as the map, the trace and the test). A provider implemented by a
+// generator renders its KIR as C into cke_kernels.c (the same description the JIT lowers to
+// machine code), compiled with emitted_c_flags(); if it cannot, emission fails closed and
 // names it rather than substitute another kernel.
 //
 // The output depends only on the plan (model, host caps, flags): no addresses, no time.
@@ -35,13 +36,20 @@ struct EmitInput {
 };
 
 struct EmittedC {
-  std::string header;  // cke_plan.h
-  std::string source;  // cke_plan.c
+  std::string header;          // cke_plan.h
+  std::string source;          // cke_plan.c
+  std::string kernels_header;  // cke_kernels.h: prototypes of the generated kernels
+  std::string kernels;         // cke_kernels.c: their C, rendered from KIR
+  std::string kernel_flags;    // the -m flags of the CPU features those kernels use
 };
+
+// The flags the emitted C is compiled with: jit::kir::kCNumericsFlags and the kernels' -m
+// flags (also written into cke_kernels.c's header comment).
+std::string emitted_c_flags(const EmittedC& c);
 
 bool emit_c(const EmitInput& in, EmittedC* out, std::string* err);
 
-// Writes cke_plan.h / cke_plan.c into `dir` (created if needed).
+// Writes cke_plan.h/.c and cke_kernels.h/.c into `dir` (created if needed).
 bool write_emitted_c(const EmittedC& c, const std::string& dir, std::string* err);
 
 }  // namespace cke

@@ -115,15 +115,18 @@ EmitInput Engine::Impl::emit_input() const {
   return in;
 }
 
-// Compiles <dir>/cke_plan.c into a shared object, loads it, checks that it is this plan,
+// Compiles <dir>/cke_plan.c and cke_kernels.c into a shared object, loads it, checks that it is this plan,
 // and binds it to this engine's weights, arena and state. Kernel symbols and
 // cke_parallel_for resolve against this executable (linked with exported symbols).
 bool Engine::Impl::load_emitted(const std::string& dir, std::string* err) {
+  // The flags come from this plan (the C in `dir` must be this plan: checked below).
+  EmittedC c;
+  if (!cke::emit_c(emit_input(), &c, err)) return false;
   const char* cc = std::getenv("CC");
   const std::string so = dir + "/cke_plan.so";
   const std::string cmd =
-      fmt::format("{} -std=c11 -O2 -fPIC -shared -ffp-contract=off -o '{}' '{}/cke_plan.c'",
-                  cc && *cc ? cc : "cc", so, dir);
+      fmt::format("{} -std=c11 -fPIC -shared {} -o '{}' '{}/cke_plan.c' '{}/cke_kernels.c'",
+                  cc && *cc ? cc : "cc", emitted_c_flags(c), so, dir, dir);
   if (std::system(cmd.c_str()) != 0) {
     *err = "--run-emitted: the C compiler failed: " + cmd;
     return false;
@@ -167,7 +170,7 @@ std::optional<KernelSymbol> Engine::Impl::kernel_for(const KernelMap& m, std::st
   }
   auto& mod = modules[m.id];
   if (!mod) {
-    mod = jit::generate_kernel(m.impl.generator, m.impl.generator_params, err);
+    mod = jit::generate_kernel(m.impl.generator, m.impl.generator_params, m.id, err);
     if (!mod) return std::nullopt;
   }
   KernelSymbol k{m.id, mod->entry(), g->n_args, {}};

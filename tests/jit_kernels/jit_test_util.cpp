@@ -1,9 +1,13 @@
 #include "jit_test_util.h"
 
+#include <dlfcn.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <cstring>
 #include <limits>
 #include <sstream>
@@ -12,22 +16,10 @@
 #include "kernels/formats/blocks.h"
 #include "kernels/formats/quant.h"
 #include "kernels/ref/linear.h"
+#include "jit/kir/kir_c.h"
 #include "resolver/host_caps.h"
 
 namespace cke::test {
-
-const JitCase& jit_case(const std::string& id) {
-  static const std::vector<JitCase> cases = {
-      {"linear_q8_0_f32__avx512vnni", DType::Q8_0, &linear_q8_0_f32__ref},
-      {"linear_q4_0_f32__avx512vnni", DType::Q4_0, &linear_q4_0_f32__ref},
-      {"linear_f32_f32__avx512", DType::F32, &linear_f32_f32__ref},
-      {"linear_q8_0_f32__avx2", DType::Q8_0, &linear_q8_0_f32__ref},
-      {"linear_q4_0_f32__avx2", DType::Q4_0, &linear_q4_0_f32__ref},
-  };
-  for (const JitCase& c : cases)
-    if (c.id == id) return c;
-  throw std::runtime_error("no JitCase " + id);
-}
 
 std::string missing_isa(const jit::Generator& g) {
   static const HostCaps host = HostCaps::probe();
@@ -145,11 +137,27 @@ std::vector<float> make_acts(int64_t K, int64_t T, ActStyle s, std::mt19937& rng
 
 std::string compare_kernels(jit::LinearFn jit, jit::LinearFn ref, const std::vector<uint8_t>& w,
                             const std::vector<float>& x, int64_t K, int64_t N, int64_t T,
-                            int64_t n0, int64_t n1) {
+                            int64_t n0, int64_t n1, jit::LinearFn c) {
   constexpr float kSentinel = -7777.25f;
   std::vector<float> yr(size_t(N * T), kSentinel), yj(size_t(N * T), kSentinel);
   ref(x.data(), w.data(), yr.data(), K, N, T, n0, n1);
   jit(x.data(), w.data(), yj.data(), K, N, T, n0, n1);
+  if (c) {
+    // The emitted C against the machine code: the same description, so the same bits. A
+    // NaN's sign and payload are the exception (jit/kir/kir_c.h: the C compiler may
+    // commute the operands of an add, and x86 returns the first NaN operand).
+    std::vector<float> yc(size_t(N * T), kSentinel);
+    c(x.data(), w.data(), yc.data(), K, N, T, n0, n1);
+    for (size_t i = 0; i < yc.size(); ++i)
+      if (!(std::isnan(yc[i]) && std::isnan(yj[i])) &&
+          std::memcmp(&yc[i], &yj[i], sizeof(float)) != 0) {
+        std::ostringstream os;
+        os << "K=" << K << " N=" << N << " T=" << T << " rows [" << n0 << "," << n1
+           << "): emitted C differs from the JIT at y[t=" << i / size_t(N) << "][n="
+           << i % size_t(N) << "]: c=" << yc[i] << " jit=" << yj[i];
+        return os.str();
+      }
+  }
   for (int64_t t = 0; t < T; ++t)
     for (int64_t n = 0; n < N; ++n) {
       const size_t i = size_t(t * N + n);
@@ -184,6 +192,37 @@ GuardedBuffer::GuardedBuffer(const void* bytes, size_t n) {
 
 GuardedBuffer::~GuardedBuffer() {
   munmap(map_, map_len_);
+}
+
+CompiledC::CompiledC(const std::string& c_source, const std::string& id,
+                     const std::string& isa_flags) {
+  namespace fs = std::filesystem;
+  static int counter = 0;
+  const fs::path dir = fs::temp_directory_path() /
+                       ("cke_kc_" + std::to_string(getpid()) + "_" + std::to_string(counter++));
+  fs::create_directories(dir);
+  const fs::path src = dir / (id + ".c"), so = dir / (id + ".so");
+  std::ofstream(src) << "#include <immintrin.h>\n#include <stdint.h>\n" << c_source;
+  const char* cc = std::getenv("CC");
+  const std::string cmd = std::string(cc && *cc ? cc : "cc") + " -std=c11 -fPIC -shared -Werror " +
+                          jit::kir::kCNumericsFlags + " " + isa_flags + " -o '" + so.string() +
+                          "' '" + src.string() + "'";
+  if (std::system(cmd.c_str()) != 0) {
+    error_ = "the C compiler failed: " + cmd;
+    return;
+  }
+  handle_ = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle_) {
+    error_ = dlerror();
+    return;
+  }
+  fn_ = reinterpret_cast<jit::LinearFn>(dlsym(handle_, id.c_str()));
+  if (!fn_) error_ = "no symbol " + id + " in " + so.string();
+  fs::remove_all(dir);
+}
+
+CompiledC::~CompiledC() {
+  if (handle_) dlclose(handle_);
 }
 
 }  // namespace cke::test

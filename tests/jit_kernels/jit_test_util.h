@@ -12,14 +12,6 @@
 
 namespace cke::test {
 
-// A generated kernel and the reference kernel of its contract.
-struct JitCase {
-  std::string id;  // generator name = provider id
-  DType wtype;
-  jit::LinearFn reference;
-};
-const JitCase& jit_case(const std::string& id);
-
 // Empty when this machine has every feature the generator needs, else the missing ones.
 std::string missing_isa(const jit::Generator& g);
 
@@ -41,12 +33,32 @@ enum class ActStyle {
 };
 std::vector<float> make_acts(int64_t K, int64_t T, ActStyle s, std::mt19937& rng);
 
-// Runs reference and JIT kernel for rows [n0, n1) on the same inputs (outputs prefilled
-// with a sentinel) and returns "" when every output is bit-identical (a NaN matches any
-// NaN: see the .cpp), else a description of the first difference.
+// Runs reference and JIT kernel (and, if given, the kernel's emitted C) for rows [n0, n1)
+// on the same inputs (outputs prefilled with a sentinel) and returns "" when every output
+// of the JIT is bit-identical to the reference (a NaN matches any NaN: see the .cpp) and
+// the C's to the JIT's (memcmp; NaNs match NaNs), else a description of the first
+// difference.
 std::string compare_kernels(jit::LinearFn jit, jit::LinearFn ref, const std::vector<uint8_t>& w,
                             const std::vector<float>& x, int64_t K, int64_t N, int64_t T,
-                            int64_t n0, int64_t n1);
+                            int64_t n0, int64_t n1, jit::LinearFn c = nullptr);
+
+// A kernel's emitted C (jit::kernel_c_source) compiled by the system C compiler with the
+// flags --run-emitted uses, loaded; fn() is the function named `id`. Empty + error() on
+// failure.
+class CompiledC {
+ public:
+  CompiledC(const std::string& c_source, const std::string& id, const std::string& isa_flags);
+  ~CompiledC();
+  CompiledC(const CompiledC&) = delete;
+  CompiledC& operator=(const CompiledC&) = delete;
+  jit::LinearFn fn() const { return fn_; }
+  const std::string& error() const { return error_; }
+
+ private:
+  void* handle_ = nullptr;
+  jit::LinearFn fn_ = nullptr;
+  std::string error_;
+};
 
 // A copy of `bytes` that ends exactly where an inaccessible page begins, so a read or
 // write past its end faults (the JIT code is not instrumented by AddressSanitizer).

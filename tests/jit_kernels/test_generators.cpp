@@ -25,13 +25,14 @@ TEST(JitGenerators, TableIsConsistent) {
     SCOPED_TRACE(std::string(g.name));
     EXPECT_TRUE(names.insert(g.name).second) << "duplicate generator name";
     EXPECT_EQ(jit::find_generator(g.name), &g);
-    EXPECT_NE(g.generate, nullptr);
+    EXPECT_NE(g.build, nullptr);
     EXPECT_GT(g.n_isa, 0);
     for (int i = 0; i < g.n_isa; ++i)
       EXPECT_TRUE(feature_from_name(g.isa[i]).has_value()) << "unknown feature " << g.isa[i];
-    // Same argument kinds as the reference kernel of the contract.
-    const KernelSymbol* ref =
-        find_kernel_symbol(std::string(g.name.substr(0, g.name.find("__"))) + "__ref");
+    // Same argument kinds as the reference kernel of its format (linear_<w>_f32__ref).
+    std::string fmt(g.name.substr(0, g.name.find("__")));  // linear_q4_0x8
+    fmt = fmt.substr(0, fmt.find("x8"));
+    const KernelSymbol* ref = find_kernel_symbol(fmt + "_f32__ref");
     ASSERT_NE(ref, nullptr);
     ASSERT_EQ(g.n_args, ref->n_args);
     for (int i = 0; i < g.n_args; ++i) EXPECT_EQ(g.args[i], ref->args[i]) << "argument " << i;
@@ -41,20 +42,30 @@ TEST(JitGenerators, TableIsConsistent) {
 TEST(JitGenerators, UnknownNameAndParamsAreErrors) {
   std::string err;
   EXPECT_EQ(jit::find_generator("linear_q8_0_f32__nope"), nullptr);
-  EXPECT_EQ(jit::generate_kernel("linear_q8_0_f32__nope", {}, &err), nullptr);
-  EXPECT_NE(err.find("unknown JIT generator"), std::string::npos) << err;
+  EXPECT_EQ(jit::generate_kernel("linear_q8_0_f32__nope", {}, "x", &err), nullptr);
+  EXPECT_NE(err.find("unknown kernel generator"), std::string::npos) << err;
   err.clear();
-  EXPECT_EQ(jit::generate_kernel("linear_q8_0_f32__avx2", {{"unroll", "4"}}, &err), nullptr);
+  EXPECT_EQ(jit::generate_kernel("linear_q8_0__avx2", {{"unroll", "4"}}, "x", &err), nullptr);
   EXPECT_NE(err.find("unroll"), std::string::npos) << err;
+  err.clear();
+  EXPECT_EQ(jit::generate_kernel("linear_q8_0__avx2", {{"rows", "four"}}, "x", &err), nullptr);
+  EXPECT_NE(err.find("not an integer"), std::string::npos) << err;
+  err.clear();
+  EXPECT_EQ(jit::generate_kernel("linear_q8_0__avx512vnni", {{"rows", "3"}}, "x", &err), nullptr);
+  EXPECT_NE(err.find("tile 3x1"), std::string::npos) << err;
+  err.clear();
+  std::string c;
+  EXPECT_FALSE(jit::kernel_c_source("linear_f32__avx2", {{"tokens", "2"}}, "x", &c, &err));
+  EXPECT_NE(err.find("tile 1x2"), std::string::npos) << err;
 }
 
 // Emitting needs no particular CPU: every generator produces code anywhere.
 TEST(JitGenerators, EveryGeneratorEmits) {
   for (const jit::Generator& g : jit::generators()) {
     std::string err;
-    auto m = jit::generate_kernel(g.name, {}, &err);
+    auto m = jit::generate_kernel(g.name, {}, "some_id", &err);
     ASSERT_NE(m, nullptr) << g.name << ": " << err;
-    EXPECT_EQ(m->name(), g.name);
+    EXPECT_EQ(m->name(), "some_id");
     EXPECT_NE(m->entry(), nullptr);
     EXPECT_GT(m->code_size(), 64u);
   }
@@ -108,7 +119,7 @@ TEST(JitGenerators, Avx2CodeHasNoAvx512Instruction) {
   for (const jit::Generator& g : jit::generators()) {
     SCOPED_TRACE(std::string(g.name));
     std::string err;
-    auto m = jit::generate_kernel(g.name, {}, &err);
+    auto m = jit::generate_kernel(g.name, {}, "some_id", &err);
     ASSERT_NE(m, nullptr) << err;
     const std::string text = disassemble(*m);
     if (text.empty()) GTEST_SKIP() << "objdump not available to disassemble JIT code";

@@ -1,9 +1,11 @@
-// The staged kernel maps of the JIT providers (maps/, see maps/README.md): they load with
-// the real tree (schema, contracts, interface) and agree with the generator table.
+// The generated providers' maps in kernel_maps/: they load with the real tree (schema,
+// contracts, interface) and agree with the generator table.
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <filesystem>
+#include <set>
 
 #include "jit/generators.h"
 #include "resolver/host_caps.h"
@@ -22,29 +24,35 @@ std::string describe(const std::vector<LoadError>& errors) {
   return s;
 }
 
-// The generated providers' maps live in kernel_maps/ as `candidate` (cke-run
-// --allow-candidate): they are bit-exact, but a generator cannot render itself as C yet, and
-// production plans must stay emit-able (--emit-c fails closed on generators).
+// The generated providers' maps (kernel_maps/, production): each names a generator of
+// this binary with parameters it takes, states exactly the generator's ISA and argument
+// kinds, and is the reference's twin in contract, interface and ports, outranking it.
 TEST(JitMaps, LoadWithTheRealTreeAndMatchTheGenerators) {
   const fs::path real = source_path("kernel_maps");
   std::vector<LoadError> errors;
   const std::optional<Registry> reg = Registry::load({real}, linked_symbols(), &errors);
   ASSERT_TRUE(reg) << describe(errors);
   std::vector<std::string> ours;
+  std::set<std::string> generators_used;
   for (const KernelMap& m : reg->maps())
     if (!m.impl.generator.empty()) ours.push_back(m.id);
-  ASSERT_EQ(ours.size(), jit::generators().size());
+  ASSERT_FALSE(ours.empty());
 
   for (const std::string& id : ours) {
     SCOPED_TRACE(id);
     const KernelMap* m = reg->find_map(id);
     ASSERT_NE(m, nullptr);
-    // The generator of the same name, its ISA and its argument kinds.
     EXPECT_TRUE(m->impl.function.empty());
-    EXPECT_EQ(m->impl.generator, id);
-    EXPECT_TRUE(m->impl.generator_params.empty());
     const jit::Generator* g = jit::find_generator(m->impl.generator);
     ASSERT_NE(g, nullptr);
+    generators_used.insert(std::string(g->name));
+    // The id names the tile and the ISA: <op>_<w>_f32_<rows>x<tokens>__<isa suffix>.
+    const std::string tile = m->impl.generator_params.at("rows") + "x" +
+                             m->impl.generator_params.at("tokens");
+    EXPECT_NE(id.find("_" + tile + "__"), std::string::npos);
+    EXPECT_EQ(id.substr(id.find("__")), std::string(g->name.substr(g->name.find("__"))));
+    std::string err;
+    EXPECT_NE(jit::generate_kernel(g->name, m->impl.generator_params, id, &err), nullptr) << err;
     std::vector<std::string> want, have;
     for (int i = 0; i < g->n_isa; ++i) want.emplace_back(g->isa[i]);
     for (Feature f : m->isa) have.emplace_back(feature_name(f));
@@ -57,26 +65,35 @@ TEST(JitMaps, LoadWithTheRealTreeAndMatchTheGenerators) {
       const ArgKind k = a.source == AbiArg::Source::Port ? ArgKind::Ptr : ArgKind::I64;
       EXPECT_EQ(g->args[i], k) << a.text;
     }
-    // The same contract, interface and ports as the reference, which it outranks.
+    // The same contract, interface and ports as the reference, which it outranks; it
+    // runs in a subset of the reference's phases and admits a subset of its shapes.
     const Contract* c = reg->find_contract(m->contract);
     ASSERT_NE(c, nullptr);
     const KernelMap* ref = reg->find_map(c->reference);
     ASSERT_NE(ref, nullptr);
     EXPECT_EQ(m->interface, ref->interface);
-    EXPECT_EQ(m->selection.status, Status::Candidate);
+    EXPECT_EQ(m->selection.status, Status::Production);
     EXPECT_GT(m->selection.priority, ref->selection.priority);
-    EXPECT_EQ(m->selection.phases, ref->selection.phases);
-    EXPECT_EQ(m->shape_predicates.size(), ref->shape_predicates.size());
+    for (Phase p : m->selection.phases) EXPECT_TRUE(ref->selection.supports(p));
+    for (const Expr& e : ref->shape_predicates) {
+      bool found = false;
+      for (const Expr& f : m->shape_predicates) found = found || f.text() == e.text();
+      EXPECT_TRUE(found) << "drops the reference's predicate " << e.text();
+    }
     EXPECT_EQ(m->parallel.changes_arithmetic, false);
   }
+  // Every generator serves some provider.
+  EXPECT_EQ(generators_used.size(), jit::generators().size());
 
   // Which hosts may run them: the AVX2 kernels on an AVX2 host, the AVX-512 ones not.
   const HostCaps avx2 = *HostCaps::for_level("avx2");
   const HostCaps vnni = *HostCaps::for_level("avx512_vnni");
-  for (const char* id : {"linear_q8_0_f32__avx2", "linear_q4_0_f32__avx2"})
+  for (const std::string& id : ours) {
+    if (id.find("__avx2") == std::string::npos) continue;
     for (Feature f : reg->find_map(id)->isa) EXPECT_TRUE(avx2.has(f)) << id;
-  for (const char* id :
-       {"linear_q8_0_f32__avx512vnni", "linear_q4_0_f32__avx512vnni", "linear_f32_f32__avx512"}) {
+  }
+  for (const std::string& id : ours) {
+    if (id.find("__avx512") == std::string::npos) continue;
     bool all = true;
     for (Feature f : reg->find_map(id)->isa) {
       EXPECT_TRUE(vnni.has(f)) << id;

@@ -1,0 +1,208 @@
+// linear_f32 generators (gen_linear_f32.h): one tile body for both ISA levels; a
+// "16-lane vector" is one zmm (AVX-512) or a pair of ymm (AVX2).
+#include "jit/gen_linear_f32.h"
+
+#include <fmt/format.h>
+
+#include <tuple>
+#include <vector>
+
+#include "jit/gen_tile.h"
+
+namespace cke::jit::gen {
+namespace {
+
+using kir::Builder;
+using kir::Cls;
+using kir::Kind;
+using kir::Mem;
+using kir::V;
+
+// 16 float lanes: parts[0] alone (zmm) or parts[0] = lanes 0-7, parts[1] = lanes 8-15.
+struct V16 {
+  V part[2];
+};
+
+struct F32Tile {
+  Builder& b;
+  int parts;  // 1 (AVX-512) or 2 (AVX2)
+  int width() const { return parts == 1 ? 512 : 256; }
+
+  V16 zero16(const char* name) {
+    V16 v;
+    for (int h = 0; h < parts; ++h) {
+      v.part[h] = b.vec(width(), Cls::F, name);
+      b.vzero(v.part[h]);
+    }
+    return v;
+  }
+
+  // Lane 0 of the result: GCC's _mm512_reduce_add_ps of (a0 + a2) + (a1 + a3).
+  V fold_reduce(const V16 acc[4]) {
+    // r = (acc0 + acc2) + (acc1 + acc3), lane by lane.
+    V r8[2];
+    for (int h = 0; h < parts; ++h) {
+      V r = b.vec(width(), Cls::F, "r"), t = b.vec(width(), Cls::F, "t");
+      b.vadd_f(r, acc[0].part[h], acc[2].part[h]);
+      b.vadd_f(t, acc[1].part[h], acc[3].part[h]);
+      b.vadd_f(r, r, t);
+      r8[h] = r;
+    }
+    // v[i+8] + v[i]
+    V s8 = b.vec(256, Cls::F, "s8");
+    if (parts == 1) {
+      V hi = b.vec(256, Cls::F, "hi8");
+      b.vextract(hi, r8[0], 1);
+      b.vadd_f(s8, hi, b.view(r8[0], 256, Cls::F));
+    } else {
+      b.vadd_f(s8, r8[1], r8[0]);
+    }
+    // t[i+4] + t[i], then (u0 + u2), (u1 + u3), then their sum.
+    V hi4 = b.vec(128, Cls::F, "hi4"), s = b.vec(128, Cls::F, "s4"), t = b.vec(128, Cls::F, "t4");
+    V out = b.vec(128, Cls::F, "sum");
+    b.vextract(hi4, s8, 1);
+    b.vadd_f(s, hi4, b.view(s8, 128, Cls::F));
+    b.vpermil_f(t, s, 0xEE);
+    b.vadd_f(s, s, t);
+    b.vmovshdup(t, s);
+    b.vadd_f(out, s, t);
+    return out;
+  }
+};
+
+int emit_tile(kir::Module& m, const std::string& name, int parts, int R, int TT) {
+  Builder b(m, name, {Kind::Ptr, Kind::I64, Kind::I64, Kind::Ptr, Kind::I64, Kind::Ptr,
+                      Kind::I64, Kind::I64});
+  F32Tile ft{b, parts};
+  const TileArgs a = begin_tile(b);
+  const V K = a.n;
+  const std::vector<V> r = tile_rows(b, a, R);
+  std::vector<V> xt{a.a};
+  for (int t = 1; t < TT; ++t) {
+    V p = b.ptr("xt");
+    b.ptr_add(p, xt.back(), a.as, 1);
+    xt.push_back(p);
+  }
+  V16 acc[4][3][4];
+  for (int i = 0; i < R; ++i)
+    for (int t = 0; t < TT; ++t)
+      for (int j = 0; j < 4; ++j) acc[i][t][j] = ft.zero16("acc");
+
+  // Main loop over the 64-element chunks: byte offsets [0, 4 * (K & ~63)).
+  V off = b.i64("off"), end = b.i64("end");
+  b.andi(end, K, ~int64_t(63));
+  b.muli(end, end, 4);
+  b.for_(off, b.imm(0, "zero"), end, b.imm(256, "chunk_bytes"));
+  for (int j = 0; j < 4; ++j)
+    for (int h = 0; h < parts; ++h) {
+      const int32_t disp = 64 * j + 32 * h;
+      V xv[3];
+      for (int t = 0; t < TT; ++t) {
+        xv[t] = b.vec(ft.width(), Cls::F, "xv");
+        b.vload(xv[t], Mem{xt[t], off, 1, disp});
+      }
+      for (int i = 0; i < R; ++i) {
+        if (TT == 1) {
+          b.vfma_m(acc[i][0][j].part[h], xv[0], Mem{r[i], off, 1, disp});  // x * w + acc
+          continue;
+        }
+        V wv = b.vec(ft.width(), Cls::F, "wv");
+        b.vload(wv, Mem{r[i], off, 1, disp});
+        for (int t = 0; t < TT; ++t) b.vfma(acc[i][t][j].part[h], wv, xv[t]);
+      }
+    }
+  b.end_for();
+
+  // Per output: reduce, the K % 64 tail, store.
+  V np = b.i64("np"), mul_end = b.i64("mul_end"), idx = b.i64("idx"), one = b.imm(1, "one");
+  b.andi(np, K, ~int64_t(63));
+  b.andi(mul_end, K, ~int64_t(7));  // np + ((K - np) & ~7), as np is a multiple of 8
+  V yt = b.ptr("yt");
+  b.mov(yt, a.y);
+  for (int t = 0; t < TT; ++t) {
+    if (t > 0) b.ptr_add(yt, yt, a.ys, 1);
+    for (int i = 0; i < R; ++i) {
+      V s = ft.fold_reduce(acc[i][t]);
+      V p = b.vec(128, Cls::F, "p"), xs = b.vec(128, Cls::F, "xs");
+      b.for_(idx, np, mul_end, one);  // sumf = sumf + fl(w * x)
+      b.vload_ss(p, Mem{r[i], idx, 4, 0});
+      b.vload_ss(xs, Mem{xt[t], idx, 4, 0});
+      b.vmul_ss(p, p, xs);
+      b.vadd_ss(s, s, p);
+      b.end_for();
+      b.for_(idx, mul_end, K, one);  // sumf = fma(w, x, sumf)
+      b.vload_ss(p, Mem{r[i], idx, 4, 0});
+      b.vload_ss(xs, Mem{xt[t], idx, 4, 0});
+      b.vfma_ss(s, p, xs);
+      b.end_for();
+      if (i > 0) b.if_(a.nrows, kir::Cmp::GT, i);
+      b.vstore_ss(Mem{yt, {}, 1, 4 * i}, s);
+      if (i > 0) b.end_if();
+    }
+  }
+  return b.index();
+}
+
+bool build_f32(const char* generator, Isa isa, const GeneratorParams& params, kir::Module* m,
+               std::string* err) {
+  int rows = isa == Isa::Avx2 ? 1 : 4, tokens = 1;
+  if (!int_params(params, generator, {{"rows", &rows}, {"tokens", &tokens}}, err)) return false;
+  const bool ok = isa == Isa::Avx2
+                      ? rows == 1 && tokens == 1
+                      : rows >= 1 && rows <= 4 && tokens >= 1 && tokens <= 3 && rows * tokens <= 6;
+  if (!ok) {
+    *err = fmt::format("generator '{}': tile {}x{} is not one it can emit ({})", generator, rows,
+                       tokens, isa == Isa::Avx2 ? "1x1" : "rows 1..4, tokens 1..3, rows*tokens <= 6");
+    return false;
+  }
+  const int parts = isa == Isa::Avx2 ? 2 : 1;
+  m->isa = isa_features(isa);
+  m->comment = fmt::format(
+      "generator {}, rows {}, tokens {}: contract linear.f32.ggml (ggml_vec_dot_f32 of an "
+      "AVX-512 build:\n4 x 16-lane FMA accumulators, _mm512_reduce_add_ps tree, K % 64 tail)",
+      generator, rows, tokens);
+  const std::string& name = m->name;
+  Builder e(*m, name, {Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::I64, Kind::I64, Kind::I64,
+                       Kind::I64, Kind::I64});
+  Grid g;
+  g.R = rows;
+  g.G = tokens;
+  g.full_fn = emit_tile(*m, fmt::format("{}_t{}", name, tokens), parts, rows, tokens);
+  for (int r = 1; r < tokens; ++r)
+    g.rem_fn[r] = emit_tile(*m, fmt::format("{}_t{}", name, r), parts, rows, r);
+
+  const V x = e.arg(0), w = e.arg(1), y = e.arg(2), K = e.arg(3), N = e.arg(4), T = e.arg(5),
+          n0 = e.arg(6), n1 = e.arg(7);
+  // A call outside the contract computes nothing (the plan never makes one).
+  for (auto [a, c, b] : {std::tuple{T, kir::Cmp::LE, int64_t(0)}, {K, kir::Cmp::LE, 0},
+                         {n0, kir::Cmp::LT, 0}}) {
+    e.if_(a, c, b);
+    e.ret();
+    e.end_if();
+  }
+  for (auto [a, c, b] : {std::tuple{n1, kir::Cmp::LE, n0}, {n1, kir::Cmp::GT, N}}) {
+    e.if_(a, c, b);
+    e.ret();
+    e.end_if();
+  }
+  V rb = e.i64("row_bytes"), ys = e.i64("y_stride"), tmp = e.i64("tmp");
+  V w0 = e.ptr("w_n0"), y0 = e.ptr("y_n0");
+  e.muli(rb, K, 4);
+  e.muli(ys, N, 4);
+  e.mul(tmp, n0, rb);
+  e.ptr_add(w0, w, tmp, 1);
+  e.ptr_add(y0, y, n0, 4);
+  emit_grid(e, g, w0, rb, n0, n1, x, rb, T, y0, ys, K);
+  return true;
+}
+
+}  // namespace
+
+bool build_linear_f32_avx512(const GeneratorParams& p, kir::Module* m, std::string* err) {
+  return build_f32("linear_f32__avx512", Isa::Avx512, p, m, err);
+}
+bool build_linear_f32_avx2(const GeneratorParams& p, kir::Module* m, std::string* err) {
+  return build_f32("linear_f32__avx2", Isa::Avx2, p, m, err);
+}
+
+}  // namespace cke::jit::gen

@@ -1,0 +1,162 @@
+#include "jit/gen_tile.h"
+
+#include <charconv>
+#include <stdexcept>
+
+namespace cke::jit::gen {
+
+using kir::Builder;
+using kir::Cmp;
+using kir::Kind;
+using kir::V;
+
+std::vector<std::string> isa_features(Isa isa) {
+  switch (isa) {
+    case Isa::Avx2:
+      return {"avx2", "fma", "f16c"};
+    case Isa::Avx512:
+      return {"avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl"};
+    case Isa::Avx512Vnni:
+      return {"avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx512vnni"};
+  }
+  return {};
+}
+
+const char* isa_suffix(Isa isa) {
+  switch (isa) {
+    case Isa::Avx2:
+      return "avx2";
+    case Isa::Avx512:
+      return "avx512";
+    case Isa::Avx512Vnni:
+      return "avx512vnni";
+  }
+  return "?";
+}
+
+TileArgs begin_tile(Builder& b) {
+  TileArgs t;
+  t.w = b.arg(0);
+  t.rb = b.arg(1);
+  t.nrows = b.arg(2);
+  t.a = b.arg(3);
+  t.as = b.arg(4);
+  t.y = b.arg(5);
+  t.ys = b.arg(6);
+  t.n = b.arg(7);
+  return t;
+}
+
+std::vector<V> tile_rows(Builder& b, const TileArgs& t, int rows) {
+  std::vector<V> r{t.w};
+  if (rows == 1) return r;
+  V last = b.i64("last"), i = b.i64("i"), off = b.i64("roff");
+  b.addi(last, t.nrows, -1);
+  for (int k = 1; k < rows; ++k) {
+    V p = b.ptr("row");
+    b.movi(i, k);
+    b.min(i, i, last);
+    b.mul(off, i, t.rb);
+    b.ptr_add(p, t.w, off, 1);
+    r.push_back(p);
+  }
+  return r;
+}
+
+kir::Mem TokenRows::at(int t, int32_t disp) const {
+  kir::Mem m{base, {}, 1, disp};
+  if (t == 1 || t == 2) {
+    m.index = stride;
+    m.scale = uint8_t(t);
+  } else if (t == 3) {
+    m.index = stride3;
+  } else if (t != 0) {
+    throw std::logic_error("kir: a token group has at most 4 tokens");
+  }
+  return m;
+}
+
+TokenRows token_rows(Builder& b, V base, V stride, int tokens) {
+  TokenRows r;
+  r.base = b.ptr("act");
+  b.mov(r.base, base);
+  r.stride = stride;
+  if (tokens > 3) {
+    r.stride3 = b.i64("stride3");
+    b.muli(r.stride3, stride, 3);
+  }
+  return r;
+}
+
+void emit_grid(Builder& e, const Grid& g, V w_n0, V rb, V n0, V n1, V act, V as, V ntok, V y_n0,
+               V ys, V extent) {
+  V n = e.i64("n"), rows = e.i64("rows"), left = e.i64("left"), step = e.imm(g.R, "R");
+  V wn = e.ptr("wn"), yn = e.ptr("yn");
+  V full = e.i64("full"), rem = e.i64("rem"), t = e.i64("t"), gs = e.imm(g.G, "G");
+  if (g.G < 1 || g.G > 7) throw std::logic_error("kir: token groups of 1..7 tokens");
+  V at = e.ptr("at"), yt = e.ptr("yt"), tmp = e.i64("tmp");
+  e.div(full, ntok, gs);  // whole groups (G need not be a power of two)
+  e.mul(full, full, gs);
+  e.sub(rem, ntok, full);
+  e.mov(wn, w_n0);
+  e.mov(yn, y_n0);
+  e.for_(n, n0, n1, step);
+  {
+    e.sub(left, n1, n);
+    e.min(rows, step, left);
+    e.for_(t, e.imm(0, "zero"), full, gs);
+    {
+      e.mul(tmp, t, as);
+      e.ptr_add(at, act, tmp, 1);
+      e.mul(tmp, t, ys);
+      e.ptr_add(yt, yn, tmp, 1);
+      e.call(g.full_fn, {wn, rb, rows, at, as, yt, ys, extent});
+    }
+    e.end_for();
+    bool any_rem = false;
+    for (int r = 1; r < g.G; ++r) any_rem |= g.rem_fn[r] >= 0;
+    if (any_rem) {
+      e.mul(tmp, full, as);
+      e.ptr_add(at, act, tmp, 1);
+      e.mul(tmp, full, ys);
+      e.ptr_add(yt, yn, tmp, 1);
+      for (int r = 1; r < g.G; ++r) {
+        e.if_(rem, Cmp::EQ, r);
+        e.call(g.rem_fn[r], {wn, rb, rows, at, as, yt, ys, extent});
+        e.end_if();
+      }
+    }
+    e.mul(tmp, step, rb);
+    e.ptr_add(wn, wn, tmp, 1);
+    e.ptr_add(yn, yn, step, 4);
+  }
+  e.end_for();
+}
+
+bool int_params(const GeneratorParams& p, std::string_view generator,
+                std::initializer_list<std::pair<const char*, int*>> allowed, std::string* err) {
+  for (const auto& [key, value] : p) {
+    int* slot = nullptr;
+    std::string names;
+    for (const auto& [k, s] : allowed) {
+      if (key == k) slot = s;
+      names += (names.empty() ? "" : ", ") + std::string(k);
+    }
+    if (!slot) {
+      *err = "generator '" + std::string(generator) + "': unknown parameter '" + key +
+             "' (it takes: " + (names.empty() ? "none" : names) + ")";
+      return false;
+    }
+    int v = 0;
+    auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+    if (ec != std::errc() || ptr != value.data() + value.size()) {
+      *err = "generator '" + std::string(generator) + "': parameter '" + key + "' = '" + value +
+             "' is not an integer";
+      return false;
+    }
+    *slot = v;
+  }
+  return true;
+}
+
+}  // namespace cke::jit::gen

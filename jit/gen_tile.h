@@ -1,0 +1,64 @@
+// The skeleton every linear generator shares, written in KIR: ISA levels, the tile
+// function's frame and arguments, the tile's row pointers, token rows, and the grid of
+// (row tile x token group) calls the entry makes.
+//
+// A tile function computes `rows` (a generator parameter) consecutive output rows for a
+// group of `tokens` tokens:
+//   void tile(const uint8_t* w, int64 row_bytes, int64 nrows, const uint8_t* a,
+//             int64 a_stride, float* y, int64 y_stride, int64 n)
+// w: first weight row; nrows (1..rows) rows are valid and stored, tile rows past nrows-1
+// read row nrows-1 again (never past the buffer); a: the group's first activation row,
+// a_stride bytes apart; y: (row 0, token 0), y_stride bytes between tokens; n: the
+// generator's extent (blocks of K, or K).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "jit/generators.h"
+#include "jit/kir/kir.h"
+
+namespace cke::jit::gen {
+
+// ISA levels a generator is written for. The level decides the vector width and which
+// instructions exist; the features it needs are isa_features(level).
+enum class Isa : uint8_t { Avx2, Avx512, Avx512Vnni };
+
+// requires.isa names of a level. AVX-512 levels also name the AVX2-era features: asmjit
+// (and the C compiler) encode 128/256-bit ops on registers 0-15 with VEX when they can.
+std::vector<std::string> isa_features(Isa isa);
+const char* isa_suffix(Isa isa);  // "avx2", "avx512", "avx512vnni"
+
+struct TileArgs {
+  kir::V w, rb, nrows, a, as, y, ys, n;
+};
+TileArgs begin_tile(kir::Builder& b);
+
+// r[i] = w + min(i, nrows - 1) * row_bytes.
+std::vector<kir::V> tile_rows(kir::Builder& b, const TileArgs& t, int rows);
+
+// Token t of a group at base + t * stride: addressed as [base + stride * s] for t = 1, 2
+// and through a precomputed 3 * stride for t = 3, so the loop advances one pointer.
+struct TokenRows {
+  kir::V base, stride, stride3;
+  kir::Mem at(int t, int32_t disp) const;
+};
+TokenRows token_rows(kir::Builder& b, kir::V base, kir::V stride, int tokens);
+
+// The entry's grid: for each row tile n in [n0, n1) step R, tokens [0, full) in groups of
+// G through `full_fn`, then the rest (rem < G tokens) through rem_fn[rem].
+struct Grid {
+  int R = 0, G = 0;
+  int full_fn = -1;
+  int rem_fn[8] = {-1, -1, -1, -1, -1, -1, -1, -1};
+};
+// w_n0 = weight row n0, y_n0 = output (row n0, token 0); act rows `as` bytes apart;
+// `extent` is passed to the tiles as their n.
+void emit_grid(kir::Builder& e, const Grid& g, kir::V w_n0, kir::V rb, kir::V n0, kir::V n1,
+               kir::V act, kir::V as, kir::V ntok, kir::V y_n0, kir::V ys, kir::V extent);
+
+// Parses integer impl.params; every key must be in `allowed`. Missing keys keep *out.
+bool int_params(const GeneratorParams& p, std::string_view generator,
+                std::initializer_list<std::pair<const char*, int*>> allowed, std::string* err);
+
+}  // namespace cke::jit::gen

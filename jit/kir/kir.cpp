@@ -1,0 +1,391 @@
+#include "jit/kir/kir.h"
+
+#include <stdexcept>
+
+namespace cke::jit::kir {
+
+const Helper* Module::helper(const std::string& name) const {
+  for (const Helper& h : helpers)
+    if (h.name == name) return &h;
+  return nullptr;
+}
+
+Builder::Builder(Module& m, std::string name, std::vector<Kind> params) : m_(m) {
+  index_ = int(m.funcs.size());
+  Func fn;
+  fn.name = std::move(name);
+  for (size_t i = 0; i < params.size(); ++i) {
+    Type t{params[i], 64, Cls::I};
+    fn.params.push_back(t);
+    fn.values.push_back({t, "a" + std::to_string(i), false});
+  }
+  m.funcs.push_back(std::move(fn));
+}
+
+Func& Builder::f() {
+  return m_.funcs[size_t(index_)];
+}
+
+V Builder::new_value(Type t, const std::string& name, bool view) {
+  Func& fn = f();
+  fn.values.push_back({t, name, view});
+  return V{uint32_t(fn.values.size() - 1)};
+}
+
+const Type& Builder::type(V v) const {
+  const Func& fn = m_.funcs[size_t(index_)];
+  if (v.id >= fn.values.size()) throw std::logic_error("kir: unknown value in " + fn.name);
+  return fn.values[v.id].type;
+}
+
+void Builder::need(V v, Kind k, const char* what) const {
+  if (type(v).kind != k)
+    throw std::logic_error(std::string("kir: ") + what + ": operand of the wrong kind in " +
+                           m_.funcs[size_t(index_)].name);
+}
+
+void Builder::need_vec(V v, int bits, const char* what) const {
+  need(v, Kind::Vec, what);
+  if (bits && type(v).bits != bits)
+    throw std::logic_error(std::string("kir: ") + what + ": vector of " +
+                           std::to_string(type(v).bits) + " bits, want " + std::to_string(bits));
+}
+
+void Builder::need_writable(V v) const {
+  if (m_.funcs[size_t(index_)].values[v.id].view)
+    throw std::logic_error("kir: a view is read-only");
+}
+
+void Builder::need_mem(const Mem& m) const {
+  need(m.base, Kind::Ptr, "memory base");
+  if (m.index.valid()) need(m.index, Kind::I64, "memory index");
+  if (m.scale != 1 && m.scale != 2 && m.scale != 4 && m.scale != 8)
+    throw std::logic_error("kir: memory scale must be 1, 2, 4 or 8");
+}
+
+Inst& Builder::emit(Op op, V d, V a, V b, V c) {
+  if (d.valid()) need_writable(d);
+  Inst i;
+  i.op = op;
+  i.d = d;
+  i.a = a;
+  i.b = b;
+  i.c = c;
+  f().code.push_back(std::move(i));
+  return f().code.back();
+}
+
+V Builder::i64(const std::string& name) {
+  return new_value({Kind::I64, 64, Cls::I}, name);
+}
+V Builder::ptr(const std::string& name) {
+  return new_value({Kind::Ptr, 64, Cls::I}, name);
+}
+V Builder::vec(int bits, Cls cls, const std::string& name) {
+  if (bits != 128 && bits != 256 && bits != 512) throw std::logic_error("kir: vector width");
+  return new_value({Kind::Vec, uint16_t(bits), cls}, name);
+}
+V Builder::mask(const std::string& name) {
+  return new_value({Kind::Mask, 64, Cls::I}, name);
+}
+
+V Builder::imm(int64_t value, const std::string& name) {
+  V d = i64(name);
+  movi(d, value);
+  return d;
+}
+void Builder::movi(V d, int64_t imm) {
+  need(d, Kind::I64, "movi");
+  emit(Op::MovI, d).imm = imm;
+}
+void Builder::mov(V d, V a) {
+  if (type(d).kind != type(a).kind || type(d).kind == Kind::Vec || type(d).kind == Kind::Mask)
+    throw std::logic_error("kir: mov of different or non-scalar kinds");
+  emit(Op::Mov, d, a);
+}
+#define KIR_BIN(fn, OP)          \
+  void Builder::fn(V d, V a, V b) { \
+    need(d, Kind::I64, #fn);     \
+    need(a, Kind::I64, #fn);     \
+    need(b, Kind::I64, #fn);     \
+    emit(Op::OP, d, a, b);       \
+  }
+KIR_BIN(add, Add)
+KIR_BIN(sub, Sub)
+KIR_BIN(mul, Mul)
+KIR_BIN(div, Div)
+KIR_BIN(min, Min)
+#undef KIR_BIN
+#define KIR_BINI(fn, OP)                  \
+  void Builder::fn(V d, V a, int64_t imm) { \
+    need(d, Kind::I64, #fn);              \
+    need(a, Kind::I64, #fn);              \
+    emit(Op::OP, d, a).imm = imm;         \
+  }
+KIR_BINI(muli, MulI)
+KIR_BINI(sari, SarI)
+KIR_BINI(andi, AndI)
+#undef KIR_BINI
+
+// addi also moves a pointer by a constant number of bytes.
+void Builder::addi(V d, V a, int64_t imm) {
+  if (type(d).kind != type(a).kind || (type(d).kind != Kind::I64 && type(d).kind != Kind::Ptr))
+    throw std::logic_error("kir: addi of different or non-scalar kinds");
+  emit(Op::AddI, d, a).imm = imm;
+}
+
+void Builder::ptr_add(V d, V base, V index, int64_t scale) {
+  need(d, Kind::Ptr, "ptr_add");
+  need(base, Kind::Ptr, "ptr_add");
+  need(index, Kind::I64, "ptr_add");
+  emit(Op::PtrAdd, d, base, index).imm = scale;
+}
+V Builder::stack(int64_t bytes, const std::string& name) {
+  V d = ptr(name);
+  emit(Op::Stack, d).imm = bytes;
+  return d;
+}
+
+void Builder::for_(V var, V begin, V end, V step) {
+  need(var, Kind::I64, "for");
+  need(begin, Kind::I64, "for");
+  need(end, Kind::I64, "for");
+  need(step, Kind::I64, "for");
+  emit(Op::For, var, begin, end, step);
+  ++open_;
+}
+void Builder::end_for() {
+  if (open_-- <= 0) throw std::logic_error("kir: end_for without for");
+  emit(Op::EndFor);
+}
+void Builder::if_(V a, Cmp c, V b) {
+  need(a, Kind::I64, "if");
+  need(b, Kind::I64, "if");
+  emit(Op::If, {}, a, b).cmp = c;
+  ++open_;
+}
+void Builder::if_(V a, Cmp c, int64_t imm) {
+  need(a, Kind::I64, "if");
+  Inst& i = emit(Op::IfI, {}, a);
+  i.cmp = c;
+  i.imm = imm;
+  ++open_;
+}
+void Builder::end_if() {
+  if (open_-- <= 0) throw std::logic_error("kir: end_if without if");
+  emit(Op::EndIf);
+}
+void Builder::ret() {
+  emit(Op::Ret);
+}
+void Builder::call(int callee, std::vector<V> args) {
+  if (callee <= index_ || callee >= int(m_.funcs.size()))
+    throw std::logic_error(
+        "kir: a call must target an inner function built before it, with a higher index");
+  const Func& g = m_.funcs[size_t(callee)];
+  if (g.params.size() != args.size()) throw std::logic_error("kir: call arity of " + g.name);
+  for (size_t i = 0; i < args.size(); ++i) need(args[i], g.params[i].kind, "call argument");
+  Inst& i = emit(Op::Call);
+  i.callee = callee;
+  i.args = std::move(args);
+}
+void Builder::call(const std::string& helper, std::vector<V> args) {
+  const Helper* h = m_.helper(helper);
+  if (!h) throw std::logic_error("kir: unknown C helper " + helper);
+  if (h->params.size() != args.size()) throw std::logic_error("kir: call arity of " + helper);
+  for (size_t i = 0; i < args.size(); ++i) need(args[i], h->params[i], "helper argument");
+  Inst& i = emit(Op::Call);
+  i.sym = helper;
+  i.args = std::move(args);
+}
+
+void Builder::vzero(V d) {
+  need_vec(d, 0, "vzero");
+  emit(Op::VZero, d);
+}
+void Builder::vsplat32(V d, uint32_t imm) {
+  need_vec(d, 0, "vsplat32");
+  emit(Op::VSplat32, d).imm = imm;
+}
+#define KIR_VMEM(fn, OP, BITS)   \
+  void Builder::fn(V d, Mem m) { \
+    need_vec(d, BITS, #fn);      \
+    need_mem(m);                 \
+    emit(Op::OP, d).mem = m;     \
+  }
+KIR_VMEM(vload, VLoad, 0)
+KIR_VMEM(vload_ss, VLoadSS, 128)
+KIR_VMEM(vbcast_f32, VBcastF32, 0)
+KIR_VMEM(vbcast_i16, VBcastI16, 0)
+#undef KIR_VMEM
+void Builder::vbcast128(V d, Mem m) {
+  need_vec(d, 0, "vbcast128");
+  if (type(d).bits < 256) throw std::logic_error("kir: vbcast128 into 128 bits");
+  need_mem(m);
+  emit(Op::VBcast128, d).mem = m;
+}
+void Builder::vbcast256(V d, Mem m) {
+  need_vec(d, 512, "vbcast256");
+  need_mem(m);
+  emit(Op::VBcast256, d).mem = m;
+}
+void Builder::vstore(Mem m, V a) {
+  need_vec(a, 0, "vstore");
+  need_mem(m);
+  emit(Op::VStore, {}, a).mem = m;
+}
+void Builder::vstore_ss(Mem m, V a) {
+  need_vec(a, 128, "vstore_ss");
+  need_mem(m);
+  emit(Op::VStoreSS, {}, a).mem = m;
+}
+void Builder::vinsert_u16(V d, V a, Mem m, int lane) {
+  need_vec(d, 128, "vinsert_u16");
+  need_vec(a, 128, "vinsert_u16");
+  need_mem(m);
+  if (lane < 0 || lane > 7) throw std::logic_error("kir: vinsert_u16 lane");
+  Inst& i = emit(Op::VInsertU16, d, a);
+  i.mem = m;
+  i.imm = lane;
+}
+void Builder::vinsert(V d, V a, V b, int block) {
+  need_vec(d, 0, "vinsert");
+  need_vec(a, type(d).bits, "vinsert");
+  need_vec(b, 0, "vinsert");
+  const int bb = type(b).bits, db = type(d).bits;
+  if (bb >= db || block < 0 || block >= db / bb) throw std::logic_error("kir: vinsert block");
+  emit(Op::VInsert, d, a, b).imm = block;
+}
+void Builder::vextract(V d, V a, int block) {
+  need_vec(d, 0, "vextract");
+  need_vec(a, 0, "vextract");
+  const int db = type(d).bits, ab = type(a).bits;
+  if (db >= ab || block < 0 || block >= ab / db) throw std::logic_error("kir: vextract block");
+  emit(Op::VExtract, d, a).imm = block;
+}
+V Builder::view(V a, int bits, Cls cls) {
+  need_vec(a, 0, "view");
+  if (bits > type(a).bits) throw std::logic_error("kir: a view is not wider than its value");
+  V d = new_value({Kind::Vec, uint16_t(bits), cls}, f().values[a.id].name + "_v", true);
+  f().code.push_back(Inst{Op::VView, d, a, {}, {}});
+  return d;
+}
+void Builder::vcopy(V d, V a) {
+  need_vec(d, 0, "vcopy");
+  need_vec(a, type(d).bits, "vcopy");
+  emit(Op::VCopy, d, a);
+}
+
+#define KIR_V2(fn, OP)                 \
+  void Builder::fn(V d, V a, V b) {    \
+    need_vec(d, 0, #fn);               \
+    need_vec(a, type(d).bits, #fn);    \
+    need_vec(b, type(d).bits, #fn);    \
+    emit(Op::OP, d, a, b);             \
+  }
+KIR_V2(vand, VAnd)
+KIR_V2(vsub_i8, VSubI8)
+KIR_V2(vadd_i32, VAddI32)
+KIR_V2(vsign_i8, VSignI8)
+KIR_V2(vmaddubs_w, VMaddUbsW)
+KIR_V2(vmadd_wd, VMaddWd)
+KIR_V2(vhadd_i32, VHaddI32)
+KIR_V2(vdpbusd, VDpBusd)
+KIR_V2(vunpack_lo32, VUnpackLo32)
+KIR_V2(vunpack_hi32, VUnpackHi32)
+KIR_V2(vunpack_lo64, VUnpackLo64)
+KIR_V2(vunpack_hi64, VUnpackHi64)
+KIR_V2(vadd_f, VAddF)
+KIR_V2(vmul_f, VMulF)
+KIR_V2(vfma, VFma)
+KIR_V2(vadd_ss, VAddSS)
+KIR_V2(vmul_ss, VMulSS)
+KIR_V2(vfma_ss, VFmaSS)
+#undef KIR_V2
+#define KIR_V1(fn, OP)              \
+  void Builder::fn(V d, V a) {      \
+    need_vec(d, 0, #fn);            \
+    need_vec(a, type(d).bits, #fn); \
+    emit(Op::OP, d, a);             \
+  }
+KIR_V1(vabs_i8, VAbsI8)
+KIR_V1(vcvt_i32_f32, VCvtI32F32)
+KIR_V1(vmovshdup, VMovShdup)
+#undef KIR_V1
+
+void Builder::vsrl_i16(V d, V a, int imm) {
+  need_vec(d, 0, "vsrl_i16");
+  need_vec(a, type(d).bits, "vsrl_i16");
+  emit(Op::VSrlI16, d, a).imm = imm;
+}
+void Builder::vsrl_i16_mk(V d, V k, V a, int imm) {
+  need_vec(d, 512, "vsrl_i16_mk");
+  need_vec(a, 512, "vsrl_i16_mk");
+  need(k, Kind::Mask, "vsrl_i16_mk");
+  emit(Op::VSrlI16Mk, d, a, {}, k).imm = imm;
+}
+void Builder::vsub_i8_mk(V d, V k, V a, V b) {
+  need_vec(d, 512, "vsub_i8_mk");
+  need_vec(a, 512, "vsub_i8_mk");
+  need_vec(b, 512, "vsub_i8_mk");
+  need(k, Kind::Mask, "vsub_i8_mk");
+  emit(Op::VSubI8Mk, d, a, b, k);
+}
+void Builder::vshuf128(V d, V a, V b, int imm) {
+  need_vec(d, 512, "vshuf128");
+  need_vec(a, 512, "vshuf128");
+  need_vec(b, 512, "vshuf128");
+  emit(Op::VShuf128, d, a, b).imm = imm;
+}
+void Builder::vcvt_f16_f32(V d, V a) {
+  need_vec(d, 0, "vcvt_f16_f32");
+  need_vec(a, type(d).bits == 512 ? 256 : 128, "vcvt_f16_f32");
+  emit(Op::VCvtF16F32, d, a);
+}
+void Builder::vfma_m(V d, V a, Mem m) {
+  need_vec(d, 0, "vfma_m");
+  need_vec(a, type(d).bits, "vfma_m");
+  need_mem(m);
+  emit(Op::VFmaM, d, a).mem = m;
+}
+void Builder::vpermil_f(V d, V a, int imm) {
+  need_vec(d, 0, "vpermil_f");
+  need_vec(a, type(d).bits, "vpermil_f");
+  emit(Op::VPermilF, d, a).imm = imm;
+}
+void Builder::kimm(V d, uint64_t imm) {
+  need(d, Kind::Mask, "kimm");
+  emit(Op::KImm, d).imm = int64_t(imm);
+}
+void Builder::kfirst_n(V d, V n) {
+  need(d, Kind::Mask, "kfirst_n");
+  need(n, Kind::I64, "kfirst_n");
+  emit(Op::KFirstN, d, n);
+}
+void Builder::kfrom_bytes(V d, V a) {
+  need(d, Kind::Mask, "kfrom_bytes");
+  need_vec(a, 512, "kfrom_bytes");
+  emit(Op::KFromBytes, d, a);
+}
+void Builder::vstore_mk(Mem m, V a, V k) {
+  need_vec(a, 0, "vstore_mk");
+  need(k, Kind::Mask, "vstore_mk");
+  need_mem(m);
+  emit(Op::VStoreMk, {}, a, {}, k).mem = m;
+}
+
+std::string validate(const Module& m) {
+  if (m.funcs.empty()) return m.name + ": no functions";
+  for (const Func& f : m.funcs) {
+    int depth = 0;
+    for (const Inst& i : f.code) {
+      if (i.op == Op::For || i.op == Op::If || i.op == Op::IfI) ++depth;
+      if (i.op == Op::EndFor || i.op == Op::EndIf) --depth;
+      if (depth < 0) return f.name + ": unbalanced blocks";
+    }
+    if (depth != 0) return f.name + ": a for/if block is not closed";
+  }
+  return "";
+}
+
+}  // namespace cke::jit::kir

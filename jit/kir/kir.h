@@ -1,0 +1,270 @@
+// KIR: the kernel description every generator writes, once, and two sinks render —
+// machine code (kir_asmjit.cpp, asmjit's x86::Compiler, at load) and C with <immintrin.h>
+// intrinsics (kir_c.cpp, for --emit-c). One description, two renderings: the C that
+// --emit-c writes computes the same bits as the machine code the JIT runs.
+//
+// Why that holds: every operation here is defined lane by lane (integer ops, IEEE-754
+// single ops in round-to-nearest, FMA with one rounding, fp16<->f32 conversions); each sink
+// renders it with an instruction or intrinsic of exactly that definition, and the C is
+// compiled with -ffp-contract=off and without -ffast-math, so the compiler may move
+// instructions but not change a rounding. Registers are virtual (the sinks allocate).
+//
+// A KIR module is a list of functions; function 0 is the entry (a kernel with the ABI of
+// its map's call_abi), the others are inner functions it calls. Values are typed: i64,
+// pointer, vector (width 128/256/512 bits; float or integer class, which only decides the
+// C type — the bits are the bits), or an AVX-512 mask. Control flow is structured (for,
+// if, return), so the C reads as loops, not as gotos.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace cke::jit::kir {
+
+enum class Kind : uint8_t { I64, Ptr, Vec, Mask };
+enum class Cls : uint8_t { F, I };  // float (__m512) or integer (__m512i) C type
+
+struct Type {
+  Kind kind = Kind::I64;
+  uint16_t bits = 64;  // Vec: 128, 256 or 512
+  Cls cls = Cls::I;
+};
+
+// A value of a function (index into Func::values).
+struct V {
+  uint32_t id = UINT32_MAX;
+  bool valid() const { return id != UINT32_MAX; }
+};
+
+// A memory operand: base + index * scale + disp (index optional, an i64 value).
+struct Mem {
+  V base;
+  V index;
+  uint8_t scale = 1;
+  int32_t disp = 0;
+};
+
+enum class Cmp : uint8_t { LT, LE, GT, GE, EQ, NE };
+
+enum class Op : uint8_t {
+  // scalars (i64 / ptr)
+  MovI,    // d = imm
+  Mov,     // d = a
+  Add,     // d = a + b
+  Sub,     // d = a - b
+  Mul,     // d = a * b
+  Div,     // d = a / b (signed, truncating; b > 0)
+  AddI,    // d = a + imm
+  MulI,    // d = a * imm
+  SarI,    // d = a >> imm (arithmetic)
+  AndI,    // d = a & imm
+  Min,     // d = min(a, b) (signed)
+  PtrAdd,  // d(ptr) = a(ptr) + b(i64) * imm
+  Stack,   // d(ptr) = a frame buffer of imm bytes, 64-byte aligned
+  // structured control flow
+  For,     // for (d = a; d < b; d += c) {     (c an i64 value)
+  EndFor,  // }
+  If,      // if (a cmp b) {
+  IfI,     // if (a cmp imm) {
+  EndIf,   // }
+  Ret,     // return;
+  Call,    // callee(args...): an inner function (callee >= 0) or a C helper (sym)
+  // vectors: data movement
+  VZero,      // d = 0
+  VSplat32,   // every dword of d = imm
+  VLoad,      // d = mem (full width, unaligned)
+  VStore,     // mem = a
+  VLoadSS,    // d = [mem f32, 0, 0, 0]
+  VStoreSS,   // mem f32 = lane 0 of a
+  VBcastF32,  // every f32 lane of d = mem
+  VBcastI16,  // every 16-bit lane of d = mem
+  VBcast128,  // every 128-bit block of d = mem
+  VBcast256,  // both 256-bit halves of d (512) = mem
+  VInsertU16, // d = a with 16-bit lane imm = mem (128-bit)
+  VInsert,    // d = a with block imm (of b's width) = b
+  VExtract,   // d = block imm (of d's width) of a
+  VView,      // d = the low bits(d) of a, read-only alias (class may differ)
+  VCopy,      // d = a
+  // vectors: integer arithmetic (lane sizes in the name)
+  VAnd,        // d = a & b
+  VSubI8,      // d = a - b (wrapping bytes)
+  VAddI32,     // d = a + b
+  VAbsI8,      // d = |a| (-128 stays 0x80)
+  VSignI8,     // d = vpsignb(a, b): a negated where b < 0, zeroed where b == 0 (<= 256 bits)
+  VSrlI16,     // d = a >> imm (logical, per 16 bits)
+  VSrlI16Mk,   // d = k ? a >> imm : a   (per 16-bit lane; mask k = c)
+  VSubI8Mk,    // d = k ? a - b : d      (per byte; mask k = c; d is read)
+  VMaddUbsW,   // d = vpmaddubsw(a unsigned, b signed) -> saturated i16 pair sums
+  VMaddWd,     // d = vpmaddwd(a, b) -> i32 pair sums
+  VHaddI32,    // d = vphaddd(a, b) (<= 256 bits)
+  VDpBusd,     // d += vpdpbusd(a unsigned, b signed) (4-byte groups into i32; d is read)
+  VUnpackLo32, VUnpackHi32, VUnpackLo64, VUnpackHi64,  // per 128-bit block
+  VShuf128,    // d = vshuf{f,i}32x4(a, b, imm) (512) / vperm2 style not used
+  // vectors: float arithmetic (f32 lanes)
+  VCvtI32F32,  // d = float(a) (round to nearest even)
+  VCvtF16F32,  // d = f32 of the low fp16 lanes of a (a has half d's bits, >= 128)
+  VAddF, VMulF,
+  VFma,       // d = fma(a, b, d)        (one rounding; d is read)
+  VFmaM,      // d = fma(a, mem, d)
+  VPermilF,   // d = vpermilps(a, imm) (per 128-bit block)
+  VMovShdup,  // d = [a1, a1, a3, a3, ...]
+  VAddSS, VMulSS,  // lane 0: d = a op b, lanes 1-3 from a
+  VFmaSS,     // lane 0: d = fma(a, b, d), lanes 1-3 from d
+  // AVX-512 masks
+  KImm,         // d = imm
+  KFirstN,      // d = (1 << a) - 1   (a in [0, 16])
+  KFromBytes,   // d = the sign bits of a's bytes (vpmovb2m)
+  VStoreMk,     // mem f32 lanes where mask c is set = a
+};
+
+struct Inst {
+  Op op;
+  V d, a, b, c;
+  int64_t imm = 0;
+  Cmp cmp = Cmp::LT;
+  Mem mem;
+  int callee = -1;          // Call: inner function index, or -1 for a C helper
+  std::string sym;          // Call to a C helper: its name
+  std::vector<V> args;      // Call
+};
+
+struct Value {
+  Type type;
+  std::string name;  // for the C source and asmjit's annotations
+  bool view = false; // VView results are read-only
+};
+
+struct Func {
+  std::string name;
+  std::vector<Type> params;  // values 0 .. params.size() - 1
+  std::vector<Value> values;
+  std::vector<Inst> code;
+};
+
+// A C helper a kernel may call: its name (the C symbol) and, for the machine code, its
+// address. Signature: void(i64 or pointer arguments...).
+struct Helper {
+  std::string name;
+  const void* address;
+  std::vector<Kind> params;
+};
+
+struct Module {
+  std::string name;                    // the provider id (= the entry's symbol)
+  std::string comment;                 // generator, parameters, contract (C header comment)
+  std::vector<std::string> isa;        // CPU features the code uses (requires.isa names)
+  std::vector<Func> funcs;             // funcs[0] is the entry
+  std::vector<Helper> helpers;         // C helpers called by name
+  const Helper* helper(const std::string& name) const;
+};
+
+// Writes one function. Every emitter method appends one instruction and, where it
+// produces a value, returns it. Misuse (a type that does not fit the op) throws
+// std::logic_error: generator bugs surface when the generator runs, at compile time.
+class Builder {
+ public:
+  // Starts function `name` in `m` (entry first); param kinds are I64 or Ptr.
+  Builder(Module& m, std::string name, std::vector<Kind> params);
+  int index() const { return index_; }
+  V arg(int i) const { return V{uint32_t(i)}; }
+
+  // declarations
+  V i64(const std::string& name);
+  V ptr(const std::string& name);
+  V vec(int bits, Cls cls, const std::string& name);
+  V mask(const std::string& name);
+  const Type& type(V v) const;
+
+  // scalars
+  V imm(int64_t value, const std::string& name);  // new i64 = value
+  void movi(V d, int64_t imm);
+  void mov(V d, V a);
+  void add(V d, V a, V b);
+  void sub(V d, V a, V b);
+  void mul(V d, V a, V b);
+  void div(V d, V a, V b);
+  void addi(V d, V a, int64_t imm);
+  void muli(V d, V a, int64_t imm);
+  void sari(V d, V a, int64_t imm);
+  void andi(V d, V a, int64_t imm);
+  void min(V d, V a, V b);
+  void ptr_add(V d, V base, V index, int64_t scale);
+  V stack(int64_t bytes, const std::string& name);
+
+  // control flow
+  void for_(V var, V begin, V end, V step);
+  void end_for();
+  void if_(V a, Cmp c, V b);
+  void if_(V a, Cmp c, int64_t imm);
+  void end_if();
+  void ret();
+  void call(int callee, std::vector<V> args);
+  void call(const std::string& helper, std::vector<V> args);
+
+  // vectors (see Op for the semantics of each)
+  void vzero(V d);
+  void vsplat32(V d, uint32_t imm);
+  void vload(V d, Mem m);
+  void vstore(Mem m, V a);
+  void vload_ss(V d, Mem m);
+  void vstore_ss(Mem m, V a);
+  void vbcast_f32(V d, Mem m);
+  void vbcast_i16(V d, Mem m);
+  void vbcast128(V d, Mem m);
+  void vbcast256(V d, Mem m);
+  void vinsert_u16(V d, V a, Mem m, int lane);
+  void vinsert(V d, V a, V b, int block);
+  void vextract(V d, V a, int block);
+  V view(V a, int bits, Cls cls);
+  void vcopy(V d, V a);
+  void vand(V d, V a, V b);
+  void vsub_i8(V d, V a, V b);
+  void vadd_i32(V d, V a, V b);
+  void vabs_i8(V d, V a);
+  void vsign_i8(V d, V a, V b);
+  void vsrl_i16(V d, V a, int imm);
+  void vsrl_i16_mk(V d, V k, V a, int imm);
+  void vsub_i8_mk(V d, V k, V a, V b);
+  void vmaddubs_w(V d, V a, V b);
+  void vmadd_wd(V d, V a, V b);
+  void vhadd_i32(V d, V a, V b);
+  void vdpbusd(V d, V a, V b);
+  void vunpack_lo32(V d, V a, V b);
+  void vunpack_hi32(V d, V a, V b);
+  void vunpack_lo64(V d, V a, V b);
+  void vunpack_hi64(V d, V a, V b);
+  void vshuf128(V d, V a, V b, int imm);
+  void vcvt_i32_f32(V d, V a);
+  void vcvt_f16_f32(V d, V a);
+  void vadd_f(V d, V a, V b);
+  void vmul_f(V d, V a, V b);
+  void vfma(V d, V a, V b);
+  void vfma_m(V d, V a, Mem m);
+  void vpermil_f(V d, V a, int imm);
+  void vmovshdup(V d, V a);
+  void vadd_ss(V d, V a, V b);
+  void vmul_ss(V d, V a, V b);
+  void vfma_ss(V d, V a, V b);
+  void kimm(V d, uint64_t imm);
+  void kfirst_n(V d, V n);
+  void kfrom_bytes(V d, V a);
+  void vstore_mk(Mem m, V a, V k);
+
+ private:
+  Func& f();
+  V new_value(Type t, const std::string& name, bool view = false);
+  Inst& emit(Op op, V d = {}, V a = {}, V b = {}, V c = {});
+  void need(V v, Kind k, const char* what) const;
+  void need_vec(V v, int bits, const char* what) const;  // bits 0 = any width
+  void need_writable(V v) const;
+  void need_mem(const Mem& m) const;
+  Module& m_;
+  int index_;
+  int open_ = 0;  // open for/if blocks
+};
+
+// Checks a finished module (every function's blocks closed, calls resolvable); "" if ok.
+std::string validate(const Module& m);
+
+}  // namespace cke::jit::kir

@@ -1,0 +1,63 @@
+// The generated linear providers of the real kernel maps, with the oracle of each one's
+// contract: the one list the kernel tests (tests/jit_kernels) and the kernel benchmarks
+// (bench/bench_jit_linear.cpp) iterate. A map added to kernel_maps/ is tested and
+// benchmarked without editing either.
+#pragma once
+
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "jit/generators.h"
+#include "kernels/registry.h"
+#include "resolver/data_dirs.h"
+#include "resolver/registry.h"
+
+namespace cke::test {
+
+struct GeneratedLinear {
+  const KernelMap* map;
+  DType wtype;
+  jit::LinearFn reference;  // the contract's reference provider
+  bool decode_only;         // phases: [decode] (always T = 1)
+};
+
+// The build's kernel maps (CKE_KERNEL_MAPS or the compiled-in tree); throws if they do not
+// load.
+inline const Registry& real_registry() {
+  static const Registry reg = [] {
+    std::vector<LoadError> errors;
+    std::optional<Registry> r = Registry::load(default_data_dirs().kernel_maps, linked_symbols(), &errors);
+    if (!r) {
+      std::string s;
+      for (const LoadError& e : errors) s += e.str() + "\n";
+      throw std::runtime_error("kernel maps do not load:\n" + s);
+    }
+    return std::move(*r);
+  }();
+  return reg;
+}
+
+inline std::vector<GeneratedLinear> generated_linear_providers() {
+  std::vector<GeneratedLinear> out;
+  const Registry& reg = real_registry();
+  for (const KernelMap& m : reg.maps()) {
+    if (m.impl.generator.empty() || m.op != "linear") continue;
+    const Contract* c = reg.find_contract(m.contract);
+    const KernelSymbol* ref = c ? find_kernel_symbol(c->reference) : nullptr;
+    const PortSpec* w = m.port("w");
+    if (!ref || !w) throw std::runtime_error(m.id + ": no reference kernel or no weight port");
+    out.push_back({&m, w->dtype, reinterpret_cast<jit::LinearFn>(ref->fn),
+                   m.selection.supports(Phase::Decode) && !m.selection.supports(Phase::Prefill)});
+  }
+  return out;
+}
+
+inline std::optional<GeneratedLinear> find_generated_linear(const std::string& id) {
+  for (const GeneratedLinear& g : generated_linear_providers())
+    if (g.map->id == id) return g;
+  return std::nullopt;
+}
+
+}  // namespace cke::test
