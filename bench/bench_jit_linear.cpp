@@ -1,5 +1,7 @@
-// Generated (JIT) linear kernels against the reference kernel of their contract, K = N =
-// 4096, T = 1 (decode GEMV) and T = 32 (a prefill chunk), one thread, all rows.
+// Generated linear providers (every one in kernel_maps/, machine code) against the reference
+// kernel of their contract, K = N = 4096 (N = 4095 for the q4_0 vec_dot providers, which
+// need N % 8 != 0), T = 1 for decode providers and T = 32 (a prefill chunk) for prefill
+// ones, one thread, all rows.
 // Weights: random normal rows quantized by the reference quantizers. Each reference runs
 // first; each JIT benchmark then reports `x_ref`, the reference's time / its own (the
 // speed-up at identical output bits). Generators whose ISA this host lacks are skipped.
@@ -17,6 +19,7 @@
 #include "kernels/formats/quant.h"
 #include "kernels/ref/linear.h"
 #include "resolver/host_caps.h"
+#include "tests/common/generated_linear.h"
 
 namespace {
 
@@ -45,17 +48,17 @@ std::map<std::string, double>& ref_seconds() {
   return m;
 }
 
-void run(benchmark::State& st, cke::DType t, LinearFn fn, int64_t T, const std::string& ref_key,
-         bool is_ref) {
+void run(benchmark::State& st, cke::DType t, LinearFn fn, int64_t T, int64_t N,
+         const std::string& ref_key, bool is_ref) {
   const std::vector<uint8_t>& w = weights(t);
   std::vector<float> x(kK * T);
   std::mt19937 rng(2);
   std::normal_distribution<float> d(0.0f, 1.0f);
   for (float& v : x) v = d(rng);
-  std::vector<float> y(kN * T);
+  std::vector<float> y(N * T);
   const auto t0 = std::chrono::steady_clock::now();
   for (auto _ : st) {
-    fn(x.data(), w.data(), y.data(), kK, kN, T, 0, kN);
+    fn(x.data(), w.data(), y.data(), kK, N, T, 0, N);
     benchmark::DoNotOptimize(y.data());
     benchmark::ClobberMemory();
   }
@@ -63,8 +66,8 @@ void run(benchmark::State& st, cke::DType t, LinearFn fn, int64_t T, const std::
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() /
       double(st.iterations());
   st.counters["MAC/s"] =
-      benchmark::Counter(double(kK * kN * T), benchmark::Counter::kIsIterationInvariantRate);
-  const std::string key = ref_key + "/" + std::to_string(T);
+      benchmark::Counter(double(kK * N * T), benchmark::Counter::kIsIterationInvariantRate);
+  const std::string& key = ref_key;
   if (is_ref) {
     ref_seconds()[key] = per_call;
   } else if (auto it = ref_seconds().find(key); it != ref_seconds().end()) {
@@ -72,53 +75,40 @@ void run(benchmark::State& st, cke::DType t, LinearFn fn, int64_t T, const std::
   }
 }
 
-struct Entry {
-  std::string id;
-  cke::DType t;
-  LinearFn ref;
-};
-
-// Registers, per T, each reference once and then every runnable generator of its format.
+// Registers, per provider of kernel_maps/ (the list the kernel tests use), the reference of
+// its contract once per (format, T, N) and then the provider; T = 1 for decode providers,
+// 32 for prefill ones. N is 4096, or 4095 where the map's shape predicate needs N % 8 != 0.
 const bool registered = [] {
   static std::vector<std::unique_ptr<cke::jit::KernelModule>> modules;
   const cke::HostCaps host = cke::HostCaps::probe();
-  const std::vector<Entry> entries = {
-      {"linear_q8_0_f32__avx512vnni", cke::DType::Q8_0, &linear_q8_0_f32__ref},
-      {"linear_q8_0_f32__avx2", cke::DType::Q8_0, &linear_q8_0_f32__ref},
-      {"linear_q4_0_f32__avx512vnni", cke::DType::Q4_0, &linear_q4_0_f32__ref},
-      {"linear_q4_0_f32__avx2", cke::DType::Q4_0, &linear_q4_0_f32__ref},
-      {"linear_f32_f32__avx512", cke::DType::F32, &linear_f32_f32__ref},
-  };
-  for (int64_t T : {1, 32}) {
-    std::map<cke::DType, bool> ref_done;
-    for (const Entry& e : entries) {
-      const cke::jit::Generator* g = cke::jit::find_generator(e.id);
-      if (!g) continue;
-      bool ok = true;
-      for (int i = 0; i < g->n_isa; ++i) {
-        auto f = cke::feature_from_name(g->isa[i]);
-        ok = ok && f && host.has(*f);
-      }
-      if (!ok) continue;
-      const std::string ref_id = e.id.substr(0, e.id.find("__")) + "__ref";
-      const std::string suffix = "/K=4096/N=4096/T=" + std::to_string(T);
-      if (!ref_done[e.t]) {
-        ref_done[e.t] = true;
-        benchmark::RegisterBenchmark((ref_id + suffix).c_str(), [e, T,
-                                                                 ref_id](benchmark::State& st) {
-          run(st, e.t, e.ref, T, ref_id, true);
-        })->Unit(benchmark::kMillisecond);
-      }
-      std::string err;
-      auto m = g->generate({}, &err);
-      if (!m) continue;
-      const LinearFn fn = m->entry_as<LinearFn>();
-      modules.push_back(std::move(m));
-      benchmark::RegisterBenchmark((e.id + suffix).c_str(), [e, T, fn,
-                                                             ref_id](benchmark::State& st) {
-        run(st, e.t, fn, T, ref_id, false);
+  std::map<std::string, bool> ref_done;
+  for (const cke::test::GeneratedLinear& e : cke::test::generated_linear_providers()) {
+    const cke::KernelMap& m = *e.map;
+    bool ok = true;
+    for (cke::Feature f : m.isa) ok = ok && host.has(f);
+    if (!ok) continue;
+    int64_t N = kN;
+    if (!m.admits({{"K", kK}, {"N", N}})) N = kN - 1;
+    if (!m.admits({{"K", kK}, {"N", N}})) continue;
+    const int64_t T = e.decode_only ? 1 : 32;
+    const std::string ref_id = m.contract + ":" + std::string(cke::dtype_name(e.wtype)) + "_ref";
+    const std::string suffix =
+        "/K=" + std::to_string(kK) + "/N=" + std::to_string(N) + "/T=" + std::to_string(T);
+    const std::string key = ref_id + suffix;
+    if (!ref_done[key]) {
+      ref_done[key] = true;
+      benchmark::RegisterBenchmark(key.c_str(), [e, T, N, key](benchmark::State& st) {
+        run(st, e.wtype, e.reference, T, N, key, true);
       })->Unit(benchmark::kMillisecond);
     }
+    std::string err;
+    auto mod = cke::jit::generate_kernel(m.impl.generator, m.impl.generator_params, m.id, &err);
+    if (!mod) continue;
+    const LinearFn fn = mod->entry_as<LinearFn>();
+    modules.push_back(std::move(mod));
+    benchmark::RegisterBenchmark((m.id + suffix).c_str(), [e, T, N, fn, key](benchmark::State& st) {
+      run(st, e.wtype, fn, T, N, key, false);
+    })->Unit(benchmark::kMillisecond);
   }
   return true;
 }();

@@ -189,23 +189,27 @@ std::optional<RatchetState> load_ratchet(const std::filesystem::path& path,
   };
   ids("parity_tested", &r.parity_tested);
   ids("production", &r.production);
-  if (YAML::Node n = f.get("ops_without_production", true); n.IsDefined()) {
-    detail::Fields lf(n, "ops_without_production", &sink);
+  auto per_level = [&](const char* key, std::map<std::string, std::vector<std::string>>* out) {
+    YAML::Node n = f.get(key, true);
+    if (!n.IsDefined()) return;
+    detail::Fields lf(n, key, &sink);
     for (std::string_view level : isa_level_names()) {
-      std::string key(level);
-      YAML::Node l = lf.get(key, true);
-      std::vector<std::string>& out = r.ops_without_production[key];
+      std::string lk(level);
+      YAML::Node l = lf.get(lk, true);
+      std::vector<std::string>& v = (*out)[lk];
       if (!l.IsDefined() || l.IsNull()) continue;
       if (!l.IsSequence()) {
-        sink.error(lf.sub(key), "expected a list of ops", l);
+        sink.error(lf.sub(lk), "expected a list", l);
         continue;
       }
       for (size_t i = 0; i < l.size(); ++i)
-        if (auto s = detail::to_str(l[i], fmt::format("{}[{}]", lf.sub(key), i), &sink))
-          out.push_back(*s);
+        if (auto s = detail::to_str(l[i], fmt::format("{}[{}]", lf.sub(lk), i), &sink))
+          v.push_back(*s);
     }
     lf.finish();
-  }
+  };
+  per_level("ops_without_production", &r.ops_without_production);
+  per_level("reference_only", &r.reference_only);
   f.finish();
   if (sink.failed()) return std::nullopt;
   return r;
@@ -220,17 +224,21 @@ std::string format_ratchet(const RatchetState& r) {
   };
   std::string s =
       "# The ratchet: what may only improve. Checked by cke-audit (ctest `audit`).\n"
-      "# parity_tested and production may only grow; ops_without_production (per ISA level)\n"
-      "# may only shrink. Tighten it after an improvement with: cke-audit --update-ratchet\n"
+      "# parity_tested and production may only grow; ops_without_production and\n"
+      "# reference_only (contracts whose only production provider on that ISA level is the\n"
+      "# scalar reference kernel) may only shrink, per ISA level.\n"
+      "# Tighten it after an improvement with: cke-audit --update-ratchet\n"
       "schema: cke.ratchet/1\n";
   s += "parity_tested:" + list(r.parity_tested, "  ");
   s += "production:" + list(r.production, "  ");
-  s += "ops_without_production:\n";
-  for (std::string_view level : isa_level_names()) {
-    auto it = r.ops_without_production.find(std::string(level));
-    s += fmt::format("  {}:", level) +
-         list(it == r.ops_without_production.end() ? std::vector<std::string>{} : it->second,
-              "    ");
+  for (auto [key, m] : {std::pair{"ops_without_production", &r.ops_without_production},
+                        std::pair{"reference_only", &r.reference_only}}) {
+    s += std::string(key) + ":\n";
+    for (std::string_view level : isa_level_names()) {
+      auto it = m->find(std::string(level));
+      s += fmt::format("  {}:", level) +
+           list(it == m->end() ? std::vector<std::string>{} : it->second, "    ");
+    }
   }
   return s;
 }
@@ -285,6 +293,19 @@ AuditReport run_audit(const AuditOptions& o) {
       if (!have) without.insert(op);
     }
     r.current.ops_without_production[std::string(level)] = sorted(without);
+    std::set<std::string> ref_only;
+    for (const Contract& c : reg->contracts()) {
+      bool reference = false, other = false;
+      for (const KernelMap& m : reg->maps()) {
+        if (m.contract != c.id || m.selection.status != Status::Production) continue;
+        FeatureSet need;
+        for (Feature f : m.isa) need.add(f);
+        if (!caps.contains(need)) continue;
+        (m.id == c.reference ? reference : other) = true;
+      }
+      if (reference && !other) ref_only.insert(c.id);
+    }
+    r.current.reference_only[std::string(level)] = sorted(ref_only);
   }
 
   const std::filesystem::path ratchet_path = maps_dir / "ratchet.yaml";
@@ -325,6 +346,16 @@ AuditReport run_audit(const AuditOptions& o) {
       violation(fmt::format("op {} has no production provider on {} hosts", op, l));
     for (const std::string& op : minus(was, now))
       improvement(fmt::format("op {} gained a production provider on {} hosts", op, l));
+    const auto& was_ref = ratchet->reference_only[l];
+    const auto& now_ref = r.current.reference_only[l];
+    for (const std::string& c : minus(now_ref, was_ref)) {
+      // An op that had no production provider at all and now has its reference improved.
+      const Contract* k = reg->find_contract(c);
+      if (k && std::find(was.begin(), was.end(), op_key(k->op, k->variant)) != was.end()) continue;
+      violation(fmt::format("contract {} runs only on its reference kernel on {} hosts", c, l));
+    }
+    for (const std::string& c : minus(was_ref, now_ref))
+      improvement(fmt::format("contract {} gained a generated provider on {} hosts", c, l));
   }
   return r;
 }
@@ -332,6 +363,8 @@ AuditReport run_audit(const AuditOptions& o) {
 nlohmann::json AuditReport::to_json() const {
   nlohmann::json ops = nlohmann::json::object();
   for (const auto& [level, v] : current.ops_without_production) ops[level] = v;
+  nlohmann::json ref_only = nlohmann::json::object();
+  for (const auto& [level, v] : current.reference_only) ref_only[level] = v;
   return {
       {"schema", "cke.audit/1"},
       {"ok", ok()},
@@ -343,6 +376,7 @@ nlohmann::json AuditReport::to_json() const {
       {"missing_parity", missing_parity},
       {"production", current.production},
       {"ops_without_production", ops},
+      {"reference_only", ref_only},
       {"ratchet", {{"violations", ratchet_violations}, {"improvements", ratchet_improvements}}}};
 }
 

@@ -33,6 +33,9 @@ struct RatchetState {
   std::vector<std::string> parity_tested;                                  // may only grow
   std::vector<std::string> production;                                     // may only grow
   std::map<std::string, std::vector<std::string>> ops_without_production;  // may only shrink
+  // Per ISA level, the contracts whose only production provider runnable there is the
+  // scalar reference kernel (the contract's `reference`): may only shrink.
+  std::map<std::string, std::vector<std::string>> reference_only;
 };
 
 struct AuditReport {

@@ -123,6 +123,32 @@ TEST_F(AuditTree, IsaLevelsCountOpsWithoutProduction) {
                        "op glu.swiglu gained a production provider on scalar hosts"));
 }
 
+TEST_F(AuditTree, ReferenceOnlyContractsMayOnlyShrink) {
+  ASSERT_TRUE(audit(true).ok());
+  // The generated q8_0 providers are production: on AVX2 and AVX-512 hosts linear.q8_0.ggml
+  // does not run on its reference alone; on scalar hosts it does.
+  AuditReport a = audit();
+  auto has = [&](const char* level, const char* c) {
+    return contains(a.current.reference_only[level], c);
+  };
+  EXPECT_TRUE(has("scalar", "linear.q8_0.ggml"));
+  EXPECT_FALSE(has("avx2", "linear.q8_0.ggml"));
+  EXPECT_FALSE(has("avx512_vnni", "linear.q8_0.ggml"));
+  EXPECT_TRUE(has("avx2", "linear.q6_K.ggml"));
+  // Demoting the AVX2 ones makes avx2 hosts reference-only for q8_0: a ratchet violation.
+  for (const char* id : {"linear_q8_0_f32_4x2__avx2", "linear_q8_0_f32_4x1__avx2"}) {
+    const std::string f = std::string("kernel_maps/") + id + ".yaml";
+    std::string m = read(f);
+    m.replace(m.find("status: production"), 18, "status: candidate ");
+    write(f, m);
+  }
+  AuditReport b = audit();
+  EXPECT_FALSE(b.ok());
+  EXPECT_TRUE(contains(b.ratchet_violations,
+                       "contract linear.q8_0.ggml runs only on its reference kernel on avx2 hosts"))
+      << b.to_text();
+}
+
 TEST_F(AuditTree, DataErrorsFail) {
   ASSERT_TRUE(audit(true).ok());
   // A circuit that names a provider.

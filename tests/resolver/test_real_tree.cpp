@@ -106,7 +106,9 @@ TEST(RealTree, LlamaResolvesStories260KBothPhases) {
     for (const Decision& d : r.decisions)
       EXPECT_FALSE(d.winner.empty()) << g->nodes[d.query.node].label();
   }
-  Resolution r = resolve(*g, *reg, HostCaps::probe());
+  // Capped at scalar: the reference providers (every generated one needs AVX2); the
+  // generated linears of the default plan are checked in QuantizedWeightsPickTheirContracts.
+  Resolution r = resolve(*g, *reg, *HostCaps::for_level("scalar"));
   std::map<std::string, std::string> chosen;  // decode winners by node label
   std::map<std::string, const Step*> steps;
   for (const Step* s : r.steps_for(Phase::Decode)) {
@@ -179,9 +181,15 @@ TEST(RealTree, QuantizedWeightsPickTheirContracts) {
   for (const Step& s : r.steps) {
     const std::string label = g->nodes[s.node].label();
     if (label == "blk.1.wk") {
-      EXPECT_EQ(s.provider->id, "linear_q4_0_f32__ref");
+      // N = 32, a multiple of 8: ggml's repacked arithmetic, generated, AVX2 tile 4x4 in
+      // prefill and 4x1 in decode.
+      EXPECT_EQ(s.provider->id, s.phase == Phase::Decode ? "linear_q4_0x8_f32_4x1__avx2"
+                                                         : "linear_q4_0x8_f32_4x4__avx2");
       EXPECT_EQ(s.contract->activation_quant, DType::Q8_0);
     }
+    if (label == "blk.1.ffn_gate")  // N = 172: the vec_dot lanes
+      EXPECT_EQ(s.provider->id, s.phase == Phase::Decode ? "linear_q4_0_f32_4x1__avx2"
+                                                         : "linear_q4_0_f32_4x2__avx2");
     if (label == "blk.1.ffn_down") {
       EXPECT_EQ(s.provider->id, "linear_f16_f32__ref");
       EXPECT_EQ(s.contract->activation_quant, DType::F16);

@@ -1,6 +1,7 @@
 // A provider whose map says `impl.generator` gets its kernel generated at compile time and
 // runs in the plan like any other; its logits equal the reference provider's bit for bit
-// (same contract, bit_exact). The map is added the way a user would: --kernel-maps DIR.
+// (same contract, bit_exact), and --emit-c renders its C. The map is added the way a user
+// would: --kernel-maps DIR, with a tile of its own choosing in impl.params.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -18,8 +19,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// kernel_maps/ plus one map: the reference q8_0 map turned into a generated provider.
-std::string maps_with_generated_q8_0(const std::string& gen, const std::string& isa) {
+// kernel_maps/ plus one map: the reference q8_0 map turned into a generated provider `id`
+// of generator `gen` with impl.params `params`, outranking the default maps.
+std::string maps_with_generated_q8_0(const std::string& id, const std::string& gen,
+                                     const std::string& params, const std::string& isa) {
   const fs::path dir = fs::temp_directory_path() / ("cke_genmaps_" + std::to_string(getpid()));
   fs::remove_all(dir);
   fs::copy(test::source_path("kernel_maps"), dir, fs::copy_options::recursive);
@@ -27,18 +30,20 @@ std::string maps_with_generated_q8_0(const std::string& gen, const std::string& 
   std::stringstream ss;
   ss << in.rdbuf();
   std::string m = ss.str();
-  m = std::regex_replace(m, std::regex("id: linear_q8_0_f32__ref"), "id: " + gen);
-  m = std::regex_replace(m, std::regex("priority: 100"), "priority: 200");
+  m = std::regex_replace(m, std::regex("id: linear_q8_0_f32__ref"), "id: " + id);
+  m = std::regex_replace(m, std::regex("priority: 100"), "priority: 900");
   m = std::regex_replace(m, std::regex("isa: \\[\\]"), "isa: [" + isa + "]");
   m = std::regex_replace(m, std::regex("impl: \\{function: linear_q8_0_f32__ref\\}"),
-                         "impl: {generator: " + gen + "}");
-  std::ofstream(dir / (gen + ".yaml")) << m;
+                         "impl: {generator: " + gen + ", params: {" + params + "}}");
+  std::ofstream(dir / (id + ".yaml")) << m;
   return dir.string();
 }
 
-std::vector<float> logits(const std::string& model, const std::string& maps, std::string* plan) {
+std::vector<float> logits(const std::string& model, const std::string& maps, const std::string& isa,
+                          std::string* plan) {
   EngineOptions o;
   o.model_path = model;
+  o.isa = isa;
   o.n_ctx = 64;
   o.n_threads = 2;
   if (!maps.empty()) o.kernel_map_dirs = {maps};
@@ -57,44 +62,56 @@ std::vector<float> logits(const std::string& model, const std::string& maps, std
   return out;
 }
 
-TEST(GeneratedProvider, JitQ8_0KernelRunsInThePlanAndMatchesTheReferenceBitForBit) {
+TEST(GeneratedProvider, UserMapWithItsOwnTileRunsInThePlanAndRendersAsC) {
   CKE_REQUIRE_SHARED(model, "models/synthetic/synth-llama-Q8_0.gguf");
   const HostCaps caps = HostCaps::probe();
   for (Feature f : {Feature::avx512f, Feature::avx512bw, Feature::avx512vl, Feature::avx512vnni})
     if (!caps.has(f)) GTEST_SKIP() << "host lacks AVX-512 VNNI";
-  const std::string maps = maps_with_generated_q8_0("linear_q8_0_f32__avx512vnni",
-                                                    "avx512f, avx512bw, avx512vl, avx512vnni");
+  const std::string id = "linear_q8_0_f32_2x3__avx512vnni_user";
+  const std::string maps = maps_with_generated_q8_0(
+      id, "linear_q8_0__avx512vnni", "rows: 2, tokens: 3",
+      "avx2, fma, f16c, avx512f, avx512bw, avx512vl, avx512vnni");
   std::string plan_ref, plan_jit;
-  const auto ref = logits(model, "", &plan_ref);
-  const auto jit = logits(model, maps, &plan_jit);
+  const auto ref = logits(model, "", "scalar", &plan_ref);  // reference providers only
+  const auto jit = logits(model, maps, "", &plan_jit);
   EXPECT_EQ(plan_ref.find("__avx512vnni"), std::string::npos);
-  EXPECT_NE(plan_jit.find("linear_q8_0_f32__avx512vnni"), std::string::npos);
+  EXPECT_NE(plan_jit.find(id), std::string::npos);
   ASSERT_EQ(ref.size(), jit.size());
   ASSERT_FALSE(ref.empty());
   EXPECT_EQ(0, std::memcmp(ref.data(), jit.data(), ref.size() * sizeof(float)));
 
-  // --emit-c fails closed on a generated provider, naming it (it cannot render itself as C
-  // yet, and another kernel is never substituted).
+  // --emit-c renders the user's kernel from the same description: its C function is in
+  // cke_kernels.c, defined, not declared extern.
   EngineOptions o;
   o.model_path = model;
   o.kernel_map_dirs = {maps};
   std::string err;
   auto e = Engine::load(o, &err);
   ASSERT_TRUE(e) << err;
-  EXPECT_FALSE(e->emit_c((fs::temp_directory_path() / "cke_emit_gen").string(), &err));
-  EXPECT_NE(err.find("linear_q8_0_f32__avx512vnni"), std::string::npos) << err;
+  const fs::path out = fs::temp_directory_path() / ("cke_emit_gen_" + std::to_string(getpid()));
+  ASSERT_TRUE(e->emit_c(out.string(), &err)) << err;
+  std::ifstream kin(out / "cke_kernels.c"), pin(out / "cke_plan.c");
+  std::stringstream ks, ps;
+  ks << kin.rdbuf();
+  ps << pin.rdbuf();
+  EXPECT_NE(ks.str().find("\nvoid " + id + "(void* p0"), std::string::npos);
+  EXPECT_NE(ks.str().find("generator linear_q8_0__avx512vnni, rows 2, tokens 3"),
+            std::string::npos);
+  EXPECT_EQ(ps.str().find("extern void " + id), std::string::npos);
+  fs::remove_all(out);
   fs::remove_all(maps);
 }
 
 TEST(GeneratedProvider, UnknownGeneratorFailsTheCompileNamingIt) {
   CKE_REQUIRE_SHARED(model, "models/synthetic/synth-llama-Q8_0.gguf");
-  const std::string maps = maps_with_generated_q8_0("linear_q8_0_f32__nosuchgen", "");
+  const std::string maps =
+      maps_with_generated_q8_0("linear_q8_0_f32__mine", "linear_q8_0__nosuchgen", "", "");
   EngineOptions o;
   o.model_path = model;
   o.kernel_map_dirs = {maps};
   std::string err;
   EXPECT_FALSE(Engine::load(o, &err));
-  EXPECT_NE(err.find("linear_q8_0_f32__nosuchgen"), std::string::npos) << err;
+  EXPECT_NE(err.find("linear_q8_0__nosuchgen"), std::string::npos) << err;
   fs::remove_all(maps);
 }
 
