@@ -97,7 +97,9 @@ void emit_grid(Builder& e, const Grid& g, V w_n0, V rb, V n0, V n1, V act, V as,
   V at = e.ptr("at"), yt = e.ptr("yt"), tmp = e.i64("tmp");
   e.div(full, ntok, gs);  // whole groups (G need not be a power of two)
   e.mul(full, full, gs);
-  e.sub(rem, ntok, full);
+  bool any_rem = false;
+  for (int r = 1; r < g.G; ++r) any_rem |= g.rem_fn[r] >= 0;
+  if (any_rem) e.sub(rem, ntok, full);
   e.mov(wn, w_n0);
   e.mov(yn, y_n0);
   e.for_(n, n0, n1, step);
@@ -113,8 +115,6 @@ void emit_grid(Builder& e, const Grid& g, V w_n0, V rb, V n0, V n1, V act, V as,
       e.call(g.full_fn, {wn, rb, rows, at, as, yt, ys, extent});
     }
     e.end_for();
-    bool any_rem = false;
-    for (int r = 1; r < g.G; ++r) any_rem |= g.rem_fn[r] >= 0;
     if (any_rem) {
       e.mul(tmp, full, as);
       e.ptr_add(at, act, tmp, 1);

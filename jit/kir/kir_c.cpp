@@ -29,8 +29,16 @@ class FuncRender {
                          entry_ ? fmt::format("p{}", i) : name(V{uint32_t(i)}));
     }
     out_ = fmt::format("{}void {}({}) {{\n", entry_ ? "" : "static ", cname(), sig);
-    // Declarations: parameters of the entry, then every value (views are expressions).
+    // Declarations: parameters of the entry, then every value an instruction names (views
+    // are expressions).
+    std::vector<bool> used(f_.values.size(), false);
+    for (const Inst& in : f_.code) {
+      for (V v : {in.d, in.a, in.b, in.c, in.mem.base, in.mem.index})
+        if (v.valid()) used[v.id] = true;
+      for (V v : in.args) used[v.id] = true;
+    }
     for (size_t i = 0; i < f_.values.size(); ++i) {
+      if (i >= f_.params.size() && !used[i]) continue;
       const Value& v = f_.values[i];
       const V id{uint32_t(i)};
       if (i < f_.params.size()) {
@@ -41,6 +49,9 @@ class FuncRender {
       if (v.view) continue;
       out_ += fmt::format("  {} {};\n", ctype(v.type), name(id));
     }
+    if (!entry_)  // a tile need not read every argument of the shared tile ABI
+      for (size_t i = 0; i < f_.params.size(); ++i)
+        out_ += fmt::format("  (void){};\n", name(V{uint32_t(i)}));
     for (const Inst& in : f_.code)
       if (in.op == Op::Stack)
         out_ += fmt::format("  _Alignas(64) uint8_t {}_buf[{}];\n", name(in.d), in.imm);

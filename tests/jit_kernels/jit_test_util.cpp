@@ -204,7 +204,7 @@ CompiledC::CompiledC(const std::string& c_source, const std::string& id,
   const fs::path src = dir / (id + ".c"), so = dir / (id + ".so");
   std::ofstream(src) << "#include <immintrin.h>\n#include <stdint.h>\n" << c_source;
   const char* cc = std::getenv("CC");
-  const std::string cmd = std::string(cc && *cc ? cc : "cc") + " -std=c11 -fPIC -shared -Werror " +
+  const std::string cmd = std::string(cc && *cc ? cc : "cc") + " -std=c11 -fPIC -shared -Wall -Wextra -Werror " +
                           jit::kir::kCNumericsFlags + " " + isa_flags + " -o '" + so.string() +
                           "' '" + src.string() + "'";
   if (std::system(cmd.c_str()) != 0) {

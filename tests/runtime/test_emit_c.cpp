@@ -1,6 +1,8 @@
-// --emit-c: the emitted C, compiled by the system C compiler, computes the same bits as the
-// JIT glue (memcmp of every logit, prefill and decode, 1 and 2 threads); the emission is
-// deterministic; a plan for a capped ISA emits and compiles; a mismatched plan is refused.
+// --emit-c: the emitted C (the plan and the C of every generated kernel in it), compiled by
+// the system C compiler, computes the same bits as the JIT (memcmp of every logit, prefill
+// and decode, 1 and 2 threads) at the probed ISA and at --isa avx2, with the generated
+// providers in the plan; the emission is deterministic; a plan for a capped ISA emits and
+// compiles; a mismatched plan is refused.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -64,27 +66,54 @@ std::vector<float> all_logits(Engine& e, const test::RefModel& ref) {
 
 class EmitC : public ::testing::TestWithParam<std::string> {};
 
+// Generated providers of the plan (ids without "__ref" in `plan`), each checked to be
+// defined in cke_kernels.c and never declared extern in cke_plan.c.
+int check_generated_kernels_are_emitted(const std::string& plan, const std::string& dir) {
+  const std::string kernels = slurp(dir + "/cke_kernels.c"), c = slurp(dir + "/cke_plan.c");
+  int n = 0;
+  std::istringstream in(plan);
+  for (std::string line; std::getline(in, line);) {
+    const size_t open = line.find('(');
+    if (open == std::string::npos || line.find("__avx") == std::string::npos) continue;
+    const size_t start = line.rfind(' ', open) + 1;
+    const std::string id = line.substr(start, open - start);
+    EXPECT_NE(kernels.find("\nvoid " + id + "(void* p0"), std::string::npos) << id;
+    EXPECT_EQ(c.find("extern void " + id + "("), std::string::npos) << id;
+    ++n;
+  }
+  return n;
+}
+
 TEST_P(EmitC, EmittedCIsBitIdenticalToTheJit) {
   const std::string stem = GetParam();
   CKE_REQUIRE_SHARED(json, "reference/" + stem + ".json");
   std::string err;
   auto ref = test::load_reference(stem, &err);
   ASSERT_TRUE(ref) << err;
-  const std::string dir = temp_dir(stem);
-  auto jit = load(ref->model_path, 1);
-  ASSERT_TRUE(jit);
-  ASSERT_TRUE(jit->emit_c(dir, &err)) << err;
-  const std::vector<float> want = all_logits(*jit, *ref);
-  for (int threads : {1, 2}) {
-    auto c = load(ref->model_path, threads, dir);
-    ASSERT_TRUE(c);
-    ASSERT_TRUE(c->runs_emitted_c());
-    const std::vector<float> got = all_logits(*c, *ref);
-    ASSERT_EQ(got.size(), want.size());
-    EXPECT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
-        << stem << " at " << threads << " threads";
+  for (const std::string isa : {"", "avx2"}) {
+    SCOPED_TRACE("isa " + (isa.empty() ? std::string("probed") : isa));
+    const std::string dir = temp_dir(stem);
+    auto jit = load(ref->model_path, 1, "", isa);
+    ASSERT_TRUE(jit);
+    ASSERT_TRUE(jit->emit_c(dir, &err)) << err;
+    // Models whose matrices have a generated format run generated providers, and the C of
+    // each is in the emitted files.
+    const std::string plan = jit->plan_text();
+    const int generated = check_generated_kernels_are_emitted(plan, dir);
+    for (const char* w : {"-Q8_0", "-Q4_0", "-F32"})
+      if (stem.find(w) != std::string::npos) EXPECT_GT(generated, 0) << plan;
+    const std::vector<float> want = all_logits(*jit, *ref);
+    for (int threads : {1, 2}) {
+      auto c = load(ref->model_path, threads, dir, isa);
+      ASSERT_TRUE(c);
+      ASSERT_TRUE(c->runs_emitted_c());
+      const std::vector<float> got = all_logits(*c, *ref);
+      ASSERT_EQ(got.size(), want.size());
+      EXPECT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
+          << stem << " at " << threads << " threads";
+    }
+    fs::remove_all(dir);
   }
-  fs::remove_all(dir);
 }
 
 std::string param_name(const ::testing::TestParamInfo<std::string>& info) {
@@ -108,7 +137,7 @@ TEST(EmitCDeterminism, SameModelCapsAndFlagsGiveIdenticalBytes) {
   std::string err;
   ASSERT_TRUE(load(model, 1)->emit_c(a, &err)) << err;
   ASSERT_TRUE(load(model, 2)->emit_c(b, &err)) << err;  // thread count is not part of the plan
-  for (const char* f : {"cke_plan.c", "cke_plan.h"}) {
+  for (const char* f : {"cke_plan.c", "cke_plan.h", "cke_kernels.c", "cke_kernels.h"}) {
     const std::string x = slurp(a + "/" + f), y = slurp(b + "/" + f);
     EXPECT_FALSE(x.empty());
     EXPECT_EQ(x, y) << f;
@@ -117,6 +146,8 @@ TEST(EmitCDeterminism, SameModelCapsAndFlagsGiveIdenticalBytes) {
   fs::remove_all(b);
 }
 
+// The AVX2 plan's C compiles warning-free with the AVX2 flags only (no AVX-512 intrinsic
+// slipped into an AVX2 kernel); the header comment names the flags.
 TEST(EmitCIsa, CappedPlanEmitsAndCompiles) {
   CKE_REQUIRE_SHARED(model, "models/stories260K.gguf");
   const std::string dir = temp_dir("avx2");
@@ -124,9 +155,14 @@ TEST(EmitCIsa, CappedPlanEmitsAndCompiles) {
   auto e = load(model, 1, "", "avx2");
   ASSERT_TRUE(e);
   ASSERT_TRUE(e->emit_c(dir, &err)) << err;
-  const std::string cmd =
-      "cc -std=c11 -Wall -Werror -c -o " + dir + "/plan.o " + dir + "/cke_plan.c";
-  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  EXPECT_NE(slurp(dir + "/cke_kernels.c").find("-mavx2 -mfma -mf16c\n"), std::string::npos);
+  EXPECT_GT(check_generated_kernels_are_emitted(e->plan_text(), dir), 0);
+  for (const char* f : {"cke_plan", "cke_kernels"}) {
+    const std::string extra = std::string(f) == "cke_kernels" ? "-Wextra " : "";
+    const std::string cmd = "cc -std=c11 -Wall " + extra + "-Werror -mavx2 -mfma -mf16c -c -o " +
+                            dir + "/" + f + ".o " + dir + "/" + f + ".c";
+    EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  }
   fs::remove_all(dir);
 }
 
