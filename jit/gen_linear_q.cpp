@@ -48,10 +48,10 @@ bool build_q(const QSpec& s, const GeneratorParams& params, kir::Module* m, std:
   const std::string& name = m->name;
   m->isa = isa_features(s.isa);
   m->comment = fmt::format(
-      "generator {}, rows {}, tokens {}: {} arithmetic of contract linear.{}.ggml\n"
+      "generator {}, rows {}, tokens {}: {} arithmetic of contract linear.{}{}.ggml\n"
       "(activations quantized by cke_act_q8_0f_rows: ggml's x86 Q8_0 quantizer)",
       s.generator, rows, tokens, s.repacked ? "repacked 8x8 gemm/gemv" : "ggml_vec_dot lanes",
-      s.format == QFormat::Q8_0 ? "q8_0" : "q4_0");
+      s.format == QFormat::Q8_0 ? "q8_0" : "q4_0", s.repacked ? "x8" : "");
   m->helpers.push_back({"cke_act_q8_0f_rows", reinterpret_cast<const void*>(&cke_act_q8_0f_rows),
                         {Kind::Ptr, Kind::I64, Kind::I64, Kind::Ptr}});
 

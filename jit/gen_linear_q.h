@@ -6,11 +6,11 @@
 // block scales) into a frame buffer, then walks the grid of row tiles x token groups
 // (gen_tile.h). Every dot product and float accumulation is generated code.
 //
-// Which arithmetic a provider computes is fixed by its generator (its map selects it by a
-// shape predicate on N; no kernel looks at N):
-//   Arith::Plain    ggml_vec_dot_{q8_0,q4_0}_q8_0: 8 float lanes of 4-element int32 dots,
-//                   one FMA per block, hsum8 — q8_0, and q4_0 with N % 8 != 0.
-//   Arith::Repacked ggml's repacked q4_0_8x8 (q4_0 with N % 8 == 0): one float accumulator
+// Which arithmetic a provider computes is fixed by its generator, i.e. by its contract (the
+// resolver picks the contract from the matrix shape; no kernel looks at N):
+//   Arith::Plain    ggml_vec_dot_{q8_0,q4_0}_q8_0 (linear.q8_0.ggml, linear.q4_0.ggml): 8
+//                   float lanes of 4-element int32 dots, one FMA per block, hsum8.
+//   Arith::Repacked ggml's repacked q4_0_8x8 (linear.q4_0x8.ggml): one float accumulator
 //                   per output, one FMA per block of the full 32-element int32 dot; tokens
 //                   in groups of 4 as the gemm (exact products: a = activation), the
 //                   T % 4 rest as the gemv (vpsignb products: a = weight).

@@ -141,6 +141,20 @@ std::optional<Contract> parse_contract(std::string_view yaml, const std::string&
                              "integer, or rel:x with 0 < x < 1)",
                              *s));
   }
+  if (YAML::Node w = f.get("when", false); w.IsDefined()) {
+    if (std::optional<Expr> e = detail::to_expr(w, "when", &sink)) {
+      // Names are <port>_ne<i>: dimension i (ggml order) of a port of the contract.
+      for (const std::string& ref : e->names()) {
+        const size_t at = ref.rfind("_ne");
+        const bool dim = at != std::string::npos && at + 3 < ref.size() &&
+                         ref.find_first_not_of("0123456789", at + 3) == std::string::npos;
+        if (!dim || !c.port(ref.substr(0, at)))
+          sink.error("when",
+                     fmt::format("'{}' is not <port>_ne<i> of a port of the contract", ref), w);
+      }
+      c.when = std::move(*e);
+    }
+  }
   if (auto s = f.str("notes", false)) c.notes = *s;
   f.finish();
   if (sink.failed()) return std::nullopt;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "kernels/formats/dtype.h"
+#include "resolver/expr.h"
 #include "resolver/load_error.h"
 #include "resolver/types.h"
 
@@ -53,6 +54,11 @@ struct Contract {
   bool thread_count_changes_arithmetic = false;
   std::string reference;  // provider id of the scalar oracle
   Comparison comparison;
+  // Optional: the shapes the contract covers, over <port>_ne<i> (dimension i of a port, ggml
+  // order). Where ggml picks another arithmetic by shape (its repacked kernels when a
+  // matrix has a multiple of 8 rows), that arithmetic is its own contract, and `when`
+  // says which one a query gets: "w_ne1 % 8 == 0".
+  std::optional<Expr> when;
   std::string notes;
 
   const ContractPort* port(std::string_view name) const;

@@ -1,5 +1,7 @@
 #include "resolver/resolve.h"
 
+#include <cstdlib>
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -69,6 +71,32 @@ std::string contract_misfit(const Contract& c, const Query& q) {
   }
   for (const QueryPort& p : q.ports)
     if (!c.port(p.name)) return fmt::format("no port '{}'", p.name);
+  if (c.when) {
+    // <port>_ne<i> from the query's shapes; a dim that depends on T cannot decide.
+    std::string why;
+    Expr::Lookup look = [&](std::string_view n) -> std::optional<Value> {
+      const size_t at = n.rfind("_ne");
+      if (at == std::string_view::npos) return std::nullopt;
+      const QueryPort* p = qport(q, n.substr(0, at));
+      const size_t i = size_t(std::strtoul(std::string(n.substr(at + 3)).c_str(), nullptr, 10));
+      if (!p || i >= p->shape.size()) return Value::integer(1);  // ggml: missing dims are 1
+      if (!p->shape[i].is_int()) {
+        why = fmt::format("'{}' depends on the token count", n);
+        return std::nullopt;
+      }
+      return p->shape[i];
+    };
+    Expr::Result r = c.when->eval(look);
+    std::string err;
+    std::optional<bool> t = r.value ? truthy(*r.value, &err) : std::nullopt;
+    if (!t) return fmt::format("when '{}': {}", c.when->text(), why.empty() ? r.error + err : why);
+    if (!*t) {
+      std::string vals;
+      for (const std::string& n : c.when->names())
+        if (auto x = look(n)) vals += fmt::format("{}{} = {}", vals.empty() ? "" : ", ", n, x->str());
+      return fmt::format("when '{}' is false ({})", c.when->text(), vals);
+    }
+  }
   return "";
 }
 

@@ -1,19 +1,21 @@
 // The 13 reference linear kernels: convert each token's activation column once, then one
 // ggml-exact dot product (kernels/ref/linear_dot.h) per output row in [n0, n1).
 //
-// Dispatch (GGML-NUMERICS.md §0): llama.cpp's CPU backend stores Q4_0, Q4_K and Q2_K
-// matrices whose row count N is a multiple of 8 in the CPU_REPACK buffer (Q2_K only on
-// AVX-512 CPUs, which the references were made on), and those run ggml's repacked
-// kernels instead of vec_dot. Their forward_mul_mat quantizes tokens 0 .. 4*floor(T/4)-1
-// four at a time (ggml_quantize_mat_*_4x8) and multiplies them with the gemm; the last
-// T % 4 tokens are quantized by the plain quantizer and go through the gemv (T = 1, i.e.
-// decode, is always gemv). So for these three formats:
-//   N % 8 != 0                   -> plain vec_dot for every token (as every other format);
-//   N % 8 == 0, t <  4*floor(T/4) -> 4x8 quantizer + gemm arithmetic;
-//   N % 8 == 0, t >= 4*floor(T/4) -> plain quantizer + gemv arithmetic.
+// Repacked arithmetic (GGML-NUMERICS.md §0): llama.cpp's CPU backend stores Q4_0, Q4_K
+// and Q2_K matrices whose row count N is a multiple of 8 in the CPU_REPACK buffer (Q2_K
+// only on AVX-512 CPUs, which the references were made on), and those run ggml's repacked
+// kernels instead of vec_dot. That is another arithmetic, so it is another contract
+// (linear.q4_0x8.ggml, ...; `when: "w_ne1 % 8 == 0"`) with its own reference here
+// (linear_q4_0x8_f32__ref, ...): the resolver decides which one a matrix gets, no kernel
+// looks at N. Their forward_mul_mat quantizes tokens 0 .. 4*floor(T/4)-1 four at a time
+// (ggml_quantize_mat_*_4x8) and multiplies them with the gemm; the last T % 4 tokens are
+// quantized by the plain quantizer and go through the gemv (T = 1, i.e. decode, is always
+// gemv):
+//   t <  4*floor(T/4) -> 4x8 quantizer + gemm arithmetic;
+//   t >= 4*floor(T/4) -> plain quantizer + gemv arithmetic.
 // The 8-row interleave is a memory layout only: each output keeps its own accumulator and
-// ggml aligns its thread chunks to 8 rows, so the bits of y[t][n] depend on N, T and t,
-// never on n's place in a group of 8 or on the [n0, n1) split (linear_dot_repack.cpp).
+// ggml aligns its thread chunks to 8 rows, so the bits of y[t][n] depend on T and t, never
+// on n's place in a group of 8 or on the [n0, n1) split (linear_dot_repack.cpp).
 #include "kernels/ref/linear.h"
 
 #include <vector>
@@ -77,11 +79,6 @@ void run_repacked(DType wtype, int64_t act_per, const float* x, const void* w, f
   }
 }
 
-// ggml repacks a matrix for the gemm/gemv kernels iff its row count is a multiple of 8.
-bool repacked(int64_t N) {
-  return N % 8 == 0;
-}
-
 void copy_f32(const float* x, float* a, int64_t n) {
   for (int64_t i = 0; i < n; ++i) a[i] = x[i];
 }
@@ -106,14 +103,14 @@ CKE_REF_LINEAR(linear_q8_0_f32__ref) {
                                         cke::act_quantize_q8_0, cke::ref::vec_dot_q8_0_q8_0);
 }
 CKE_REF_LINEAR(linear_q4_0_f32__ref) {
+  run<cke::block_q4_0, cke::block_q8_0>(DType::Q4_0, cke::kQK8_0, x, w, y, K, N, T, n0, n1,
+                                        cke::act_quantize_q8_0, cke::ref::vec_dot_q4_0_q8_0);
+}
+CKE_REF_LINEAR(linear_q4_0x8_f32__ref) {
   // ggml_quantize_mat_q8_0_4x8 runs quantize_row_q8_0's instructions: same values.
-  if (repacked(N))
-    run_repacked<cke::block_q4_0, cke::block_q8_0>(
-        DType::Q4_0, cke::kQK8_0, x, w, y, K, N, T, n0, n1, cke::act_quantize_q8_0,
-        cke::ref::gemm_q4_0_8x8_q8_0, cke::act_quantize_q8_0, cke::ref::gemv_q4_0_8x8_q8_0);
-  else
-    run<cke::block_q4_0, cke::block_q8_0>(DType::Q4_0, cke::kQK8_0, x, w, y, K, N, T, n0, n1,
-                                          cke::act_quantize_q8_0, cke::ref::vec_dot_q4_0_q8_0);
+  run_repacked<cke::block_q4_0, cke::block_q8_0>(
+      DType::Q4_0, cke::kQK8_0, x, w, y, K, N, T, n0, n1, cke::act_quantize_q8_0,
+      cke::ref::gemm_q4_0_8x8_q8_0, cke::act_quantize_q8_0, cke::ref::gemv_q4_0_8x8_q8_0);
 }
 CKE_REF_LINEAR(linear_q4_1_f32__ref) {
   run<cke::block_q4_1, cke::block_q8_1>(DType::Q4_1, cke::kQK8_1, x, w, y, K, N, T, n0, n1,
@@ -128,26 +125,26 @@ CKE_REF_LINEAR(linear_q5_1_f32__ref) {
                                         cke::act_quantize_q8_1, cke::ref::vec_dot_q5_1_q8_1);
 }
 CKE_REF_LINEAR(linear_q2_K_f32__ref) {
-  if (repacked(N))
-    run_repacked<cke::block_q2_K, cke::block_q8_K>(
-        DType::Q2_K, cke::kQK_K, x, w, y, K, N, T, n0, n1, cke::act_quantize_q8_K_4x8,
-        cke::ref::gemm_q2_K_8x8_q8_K, cke::act_quantize_q8_K, cke::ref::gemv_q2_K_8x8_q8_K);
-  else
-    run<cke::block_q2_K, cke::block_q8_K>(DType::Q2_K, cke::kQK_K, x, w, y, K, N, T, n0, n1,
-                                          cke::act_quantize_q8_K, cke::ref::vec_dot_q2_K_q8_K);
+  run<cke::block_q2_K, cke::block_q8_K>(DType::Q2_K, cke::kQK_K, x, w, y, K, N, T, n0, n1,
+                                        cke::act_quantize_q8_K, cke::ref::vec_dot_q2_K_q8_K);
+}
+CKE_REF_LINEAR(linear_q2_Kx8_f32__ref) {
+  run_repacked<cke::block_q2_K, cke::block_q8_K>(
+      DType::Q2_K, cke::kQK_K, x, w, y, K, N, T, n0, n1, cke::act_quantize_q8_K_4x8,
+      cke::ref::gemm_q2_K_8x8_q8_K, cke::act_quantize_q8_K, cke::ref::gemv_q2_K_8x8_q8_K);
 }
 CKE_REF_LINEAR(linear_q3_K_f32__ref) {
   run<cke::block_q3_K, cke::block_q8_K>(DType::Q3_K, cke::kQK_K, x, w, y, K, N, T, n0, n1,
                                         cke::act_quantize_q8_K, cke::ref::vec_dot_q3_K_q8_K);
 }
 CKE_REF_LINEAR(linear_q4_K_f32__ref) {
-  if (repacked(N))
-    run_repacked<cke::block_q4_K, cke::block_q8_K>(
-        DType::Q4_K, cke::kQK_K, x, w, y, K, N, T, n0, n1, cke::act_quantize_q8_K_4x8,
-        cke::ref::gemm_q4_K_8x8_q8_K, cke::act_quantize_q8_K, cke::ref::gemv_q4_K_8x8_q8_K);
-  else
-    run<cke::block_q4_K, cke::block_q8_K>(DType::Q4_K, cke::kQK_K, x, w, y, K, N, T, n0, n1,
-                                          cke::act_quantize_q8_K, cke::ref::vec_dot_q4_K_q8_K);
+  run<cke::block_q4_K, cke::block_q8_K>(DType::Q4_K, cke::kQK_K, x, w, y, K, N, T, n0, n1,
+                                        cke::act_quantize_q8_K, cke::ref::vec_dot_q4_K_q8_K);
+}
+CKE_REF_LINEAR(linear_q4_Kx8_f32__ref) {
+  run_repacked<cke::block_q4_K, cke::block_q8_K>(
+      DType::Q4_K, cke::kQK_K, x, w, y, K, N, T, n0, n1, cke::act_quantize_q8_K_4x8,
+      cke::ref::gemm_q4_K_8x8_q8_K, cke::act_quantize_q8_K, cke::ref::gemv_q4_K_8x8_q8_K);
 }
 CKE_REF_LINEAR(linear_q5_K_f32__ref) {
   run<cke::block_q5_K, cke::block_q8_K>(DType::Q5_K, cke::kQK_K, x, w, y, K, N, T, n0, n1,

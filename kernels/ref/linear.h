@@ -22,12 +22,15 @@ CKE_REF_LINEAR(linear_f16_f32__ref);
 CKE_REF_LINEAR(linear_bf16_f32__ref);
 CKE_REF_LINEAR(linear_q8_0_f32__ref);
 CKE_REF_LINEAR(linear_q4_0_f32__ref);
+CKE_REF_LINEAR(linear_q4_0x8_f32__ref);  // ggml's repacked arithmetic (N % 8 == 0 matrices)
 CKE_REF_LINEAR(linear_q4_1_f32__ref);
 CKE_REF_LINEAR(linear_q5_0_f32__ref);
 CKE_REF_LINEAR(linear_q5_1_f32__ref);
 CKE_REF_LINEAR(linear_q2_K_f32__ref);
+CKE_REF_LINEAR(linear_q2_Kx8_f32__ref);
 CKE_REF_LINEAR(linear_q3_K_f32__ref);
 CKE_REF_LINEAR(linear_q4_K_f32__ref);
+CKE_REF_LINEAR(linear_q4_Kx8_f32__ref);
 CKE_REF_LINEAR(linear_q5_K_f32__ref);
 CKE_REF_LINEAR(linear_q6_K_f32__ref);
 }

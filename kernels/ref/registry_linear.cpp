@@ -12,6 +12,9 @@ std::span<const KernelSymbol> ref_linear_symbols() {
       CKE_KERNEL_SYMBOL(linear_q2_K_f32__ref), CKE_KERNEL_SYMBOL(linear_q3_K_f32__ref),
       CKE_KERNEL_SYMBOL(linear_q4_K_f32__ref), CKE_KERNEL_SYMBOL(linear_q5_K_f32__ref),
       CKE_KERNEL_SYMBOL(linear_q6_K_f32__ref),
+      // ggml's repacked arithmetic (contracts linear.<w>x8.ggml)
+      CKE_KERNEL_SYMBOL(linear_q4_0x8_f32__ref), CKE_KERNEL_SYMBOL(linear_q4_Kx8_f32__ref),
+      CKE_KERNEL_SYMBOL(linear_q2_Kx8_f32__ref),
   };
   return kSymbols;
 }

@@ -49,6 +49,10 @@ const std::vector<Provider>& providers() {
       {"linear_q4_K_f32__ref", DType::Q4_K, ActKind::Q8_K, linear_q4_K_f32__ref},
       {"linear_q5_K_f32__ref", DType::Q5_K, ActKind::Q8_K, linear_q5_K_f32__ref},
       {"linear_q6_K_f32__ref", DType::Q6_K, ActKind::Q8_K, linear_q6_K_f32__ref},
+      // ggml's repacked arithmetic (test_repacked.cpp)
+      {"linear_q4_0x8_f32__ref", DType::Q4_0, ActKind::Q8_0, linear_q4_0x8_f32__ref},
+      {"linear_q4_Kx8_f32__ref", DType::Q4_K, ActKind::Q8_K, linear_q4_Kx8_f32__ref},
+      {"linear_q2_Kx8_f32__ref", DType::Q2_K, ActKind::Q8_K, linear_q2_Kx8_f32__ref},
   };
   return all;
 }

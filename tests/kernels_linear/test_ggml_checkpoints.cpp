@@ -10,7 +10,7 @@
 //  - stories260K ffn_down (K = 172) ran ggml_vec_dot_f32: must be bit-identical.
 //  - q6_K matmuls run the plain ggml_vec_dot_q6_K_q8_K in prefill: must be bit-identical.
 //  - q4_K matmuls with rows % 8 == 0 ran the repacked q4_K_8x8 kernels (tokens 0-3 gemm,
-//    token 4 gemv), which the kernel reproduces for N % 8 == 0: must be bit-identical.
+//    token 4 gemv), which linear_q4_Kx8_f32__ref reproduces: must be bit-identical.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -167,7 +167,7 @@ TEST(RefLinearGgml, linear_q6_K_f32__ref_synth_llama_Q4_K_M) {
   }
 }
 
-TEST(RefLinearGgml, linear_q4_K_f32__ref_synth_llama_Q4_K_M) {
+TEST(RefLinearGgml, linear_q4_Kx8_f32__ref_synth_llama_Q4_K_M) {
   CKE_REQUIRE_SHARED(model, "models/synthetic/synth-llama-Q4_K_M.gguf");
   CKE_REQUIRE_SHARED(dir, "reference/checkpoints/synth-llama-Q4_K_M");
   auto file = open_model(model);
@@ -180,7 +180,7 @@ TEST(RefLinearGgml, linear_q4_K_f32__ref_synth_llama_Q4_K_M) {
     ASSERT_TRUE(file->tensor(c.weight));
     ASSERT_EQ(file->tensor(c.weight)->type, DType::Q4_K) << c.weight;
     ASSERT_EQ(file->tensor(c.weight)->ne[1] % 8, 0) << c.weight << ": not repacked by ggml";
-    const CaseRun r = run_case(*file, dir, c, linear_q4_K_f32__ref);
+    const CaseRun r = run_case(*file, dir, c, linear_q4_Kx8_f32__ref);
     ASSERT_FALSE(r.y.empty());
     const Compare cmp = compare(r.y, r.ref);
     report(c.output + " (repacked q4_K_8x8 gemm + gemv)", cmp);

@@ -1,5 +1,6 @@
-// The repacked path of the q4_0 / q4_K / q2_K reference kernels (ggml's CPU_REPACK
-// gemm/gemv, taken when N % 8 == 0).
+// The repacked-arithmetic reference kernels linear_{q4_0,q4_K,q2_K}x8_f32__ref (ggml's
+// CPU_REPACK gemm/gemv; contracts linear.<w>x8.ggml, which the resolver picks for matrices
+// with a multiple of 8 rows), against an independent model of that arithmetic.
 //
 // The model here is written per token from the block layouts (per-element decode, ggml's
 // get_scale_min_k4 formula, min terms from the quants themselves rather than the bsums
@@ -136,7 +137,8 @@ float plain_k(const uint8_t* row, const float* x, int64_t K) {
 }
 
 struct Format {
-  const char* id;
+  const char* id;        // the repacked reference
+  const char* plain_id;  // the plain (vec_dot) reference of the same weight format
   float (*model)(const uint8_t* row, const float* x, int64_t K, bool gemm);
   float (*plain)(const uint8_t* row, const float* x, int64_t K);
   int64_t K;  // a size where the float orders visibly differ
@@ -144,9 +146,11 @@ struct Format {
 
 const std::vector<Format>& formats() {
   static const std::vector<Format> f = {
-      {"linear_q4_0_f32__ref", model_q4_0, plain_q4_0, 512},
-      {"linear_q4_K_f32__ref", model_q4_K, plain_k<block_q4_K, ref::vec_dot_q4_K_q8_K>, 1024},
-      {"linear_q2_K_f32__ref", model_q2_K, plain_k<block_q2_K, ref::vec_dot_q2_K_q8_K>, 1024},
+      {"linear_q4_0x8_f32__ref", "linear_q4_0_f32__ref", model_q4_0, plain_q4_0, 512},
+      {"linear_q4_Kx8_f32__ref", "linear_q4_K_f32__ref", model_q4_K,
+       plain_k<block_q4_K, ref::vec_dot_q4_K_q8_K>, 1024},
+      {"linear_q2_Kx8_f32__ref", "linear_q2_K_f32__ref", model_q2_K,
+       plain_k<block_q2_K, ref::vec_dot_q2_K_q8_K>, 1024},
   };
   return f;
 }
@@ -162,46 +166,44 @@ bool same_bits(float a, float b) {
   return std::memcmp(&a, &b, sizeof a) == 0;
 }
 
-// N % 8 == 0 selects the repacked arithmetic, anything else the plain vec_dot; the same
-// rows give different bits under the two, so each output tells which path ran.
-TEST(RefLinearRepacked, path_is_repacked_exactly_when_N_is_a_multiple_of_8) {
-  std::mt19937 rng(31);
-  for (const Format& f : formats()) {
-    SCOPED_TRACE(f.id);
-    const Provider& p = provider(f.id);
-    const int64_t K = f.K, rows = 25;
-    const auto w = random_weights(p.wtype, K, rows, rng);
-    const size_t rb = row_bytes(p.wtype, K);
-    int64_t told_apart = 0;
-    for (int64_t T : {1, 5}) {
-      const auto x = random_acts(K * T, rng);
-      for (int64_t N : {8, 9, 12, 16, 20, 24, 25}) {
-        std::vector<float> y(N * T);
-        p.fn(x.data(), w.data(), y.data(), K, N, T, 0, N);
-        const bool rep = N % 8 == 0;
-        for (int64_t t = 0; t < T; ++t)
-          for (int64_t n = 0; n < N; ++n) {
-            const float* xt = x.data() + t * K;
-            const float m = f.model(w.data() + n * rb, xt, K, t < T - T % 4);
-            const float pl = f.plain(w.data() + n * rb, xt, K);
-            told_apart += !same_bits(m, pl);
-            ASSERT_TRUE(same_bits(y[t * N + n], rep ? m : pl))
-                << "N=" << N << " T=" << T << " t=" << t << " n=" << n << " y=" << y[t * N + n]
-                << (rep ? " repacked model=" : " plain=") << (rep ? m : pl);
-          }
-      }
+// Each reference computes its own contract's arithmetic whatever N is (the choice between
+// them is the resolver's, by the contracts' `when`): the repacked one the model, the plain
+// one ggml's vec_dot; the same rows give different bits under the two.
+void each_reference_has_one_arithmetic_for_every_N(const Format& f, std::mt19937& rng) {
+  const Provider& p = provider(f.id);
+  const Provider& plain = provider(f.plain_id);
+  const int64_t K = f.K, rows = 25;
+  const auto w = random_weights(p.wtype, K, rows, rng);
+  const size_t rb = row_bytes(p.wtype, K);
+  int64_t told_apart = 0;
+  for (int64_t T : {1, 5}) {
+    const auto x = random_acts(K * T, rng);
+    for (int64_t N : {8, 9, 12, 16, 20, 24, 25}) {
+      std::vector<float> y(N * T), yp(N * T);
+      p.fn(x.data(), w.data(), y.data(), K, N, T, 0, N);
+      plain.fn(x.data(), w.data(), yp.data(), K, N, T, 0, N);
+      for (int64_t t = 0; t < T; ++t)
+        for (int64_t n = 0; n < N; ++n) {
+          const float* xt = x.data() + t * K;
+          const float m = f.model(w.data() + n * rb, xt, K, t < T - T % 4);
+          const float pl = f.plain(w.data() + n * rb, xt, K);
+          told_apart += !same_bits(m, pl);
+          ASSERT_TRUE(same_bits(y[t * N + n], m))
+              << "N=" << N << " T=" << T << " t=" << t << " n=" << n << " y=" << y[t * N + n]
+              << " model=" << m;
+          ASSERT_TRUE(same_bits(yp[t * N + n], pl))
+              << f.plain_id << ": N=" << N << " T=" << T << " t=" << t << " n=" << n;
+        }
     }
-    EXPECT_GT(told_apart, 0) << "plain and repacked arithmetic never differ on this data";
   }
+  EXPECT_GT(told_apart, 0) << "plain and repacked arithmetic never differ on this data";
 }
 
 // Prefill of T tokens: tokens 0 .. 4*floor(T/4)-1 take the gemm, the rest the gemv.
 // q4_0's gemm and gemv differ only for an activation of -128, so its tokens carry a NaN
 // (not at element 27 of a block: that one would turn the whole block NaN).
-TEST(RefLinearRepacked, tokens_split_into_gemm_groups_of_4_and_gemv_rest) {
-  std::mt19937 rng(47);
-  for (const Format& f : formats()) {
-    SCOPED_TRACE(f.id);
+void tokens_split_into_gemm_groups_of_4_and_gemv_rest(const Format& f, std::mt19937& rng) {
+  {
     const Provider& p = provider(f.id);
     const int64_t K = f.K, N = 16;
     const auto w = random_weights(p.wtype, K, N, rng);
@@ -239,11 +241,10 @@ TEST(RefLinearRepacked, tokens_split_into_gemm_groups_of_4_and_gemv_rest) {
 // The gemm tokens really go through the 4x8 Q8_K quantizer: a NaN at element 251 of a
 // block survives its amax tree (d = NaN, every output NaN), while the plain quantizer of
 // a gemv token rounds that NaN to 0 (output = the one with 0 there).
-TEST(RefLinearRepacked, gemm_tokens_use_the_4x8_quantizer) {
-  std::mt19937 rng(53);
-  for (const char* id : {"linear_q4_K_f32__ref", "linear_q2_K_f32__ref"}) {
-    SCOPED_TRACE(id);
-    const Provider& p = provider(id);
+void gemm_tokens_use_the_4x8_quantizer(const Format& f, std::mt19937& rng) {
+  if (provider(f.id).act != ActKind::Q8_K) return;  // (q4_0's gemm quantizer is the plain one)
+  {
+    const Provider& p = provider(f.id);
     const int64_t K = 512, N = 8, T = 5;
     const auto w = random_weights(p.wtype, K, N, rng);
     auto x = random_acts(K * T, rng);
@@ -263,10 +264,8 @@ TEST(RefLinearRepacked, gemm_tokens_use_the_4x8_quantizer) {
 }
 
 // Any split of the rows gives the same bits; rows outside [n0, n1) are not written.
-TEST(RefLinearRepacked, row_split_gives_same_bits) {
-  std::mt19937 rng(59);
-  for (const Format& f : formats()) {
-    SCOPED_TRACE(f.id);
+void row_split_gives_same_bits(const Format& f, std::mt19937& rng) {
+  {
     const Provider& p = provider(f.id);
     const int64_t K = f.K, N = 24, T = 6;
     const auto w = random_weights(p.wtype, K, N, rng);
@@ -291,9 +290,8 @@ TEST(RefLinearRepacked, row_split_gives_same_bits) {
 // Against the exact oracle (linear_oracle.h) with the float-accumulation bound of the
 // repacked arithmetic: gamma_h * sum|terms|, h = rounding_steps_repacked (gemm for the
 // first 4 tokens, gemv for the 5th).
-TEST(RefLinearRepacked, within_float_bound_of_exact_dot) {
-  std::mt19937 rng(61);
-  for (const Format& f : formats()) {
+void within_float_bound_of_exact_dot(const Format& f, std::mt19937& rng) {
+  {
     const Provider& p = provider(f.id);
     const std::vector<int64_t> ks = p.wtype == DType::Q4_0
                                         ? std::vector<int64_t>{32, 256, 4096 + 32}
@@ -320,5 +318,45 @@ TEST(RefLinearRepacked, within_float_bound_of_exact_dot) {
   }
 }
 
+void check_repacked(const char* id) {
+  for (const Format& f : formats()) {
+    if (std::string(f.id) != id) continue;
+    std::mt19937 rng(31);
+    {
+      SCOPED_TRACE("one arithmetic for every N");
+      each_reference_has_one_arithmetic_for_every_N(f, rng);
+    }
+    {
+      SCOPED_TRACE("gemm groups of 4, gemv rest");
+      tokens_split_into_gemm_groups_of_4_and_gemv_rest(f, rng);
+    }
+    {
+      SCOPED_TRACE("4x8 quantizer for gemm tokens");
+      gemm_tokens_use_the_4x8_quantizer(f, rng);
+    }
+    {
+      SCOPED_TRACE("row split");
+      row_split_gives_same_bits(f, rng);
+    }
+    {
+      SCOPED_TRACE("float bound");
+      within_float_bound_of_exact_dot(f, rng);
+    }
+    return;
+  }
+  FAIL() << "no format " << id;
+}
+
 }  // namespace
+
+TEST(RefLinearRepacked, linear_q4_0x8_f32__ref) {
+  check_repacked("linear_q4_0x8_f32__ref");
+}
+TEST(RefLinearRepacked, linear_q4_Kx8_f32__ref) {
+  check_repacked("linear_q4_Kx8_f32__ref");
+}
+TEST(RefLinearRepacked, linear_q2_Kx8_f32__ref) {
+  check_repacked("linear_q2_Kx8_f32__ref");
+}
+
 }  // namespace cke::test

@@ -232,6 +232,23 @@ TEST(ContractLoading, StrictFields) {
   EXPECT_FALSE(any.port("w")->dtype.has_value());
 }
 
+// `when`: the shapes a contract covers, over <port>_ne<i>; anything else is a load error.
+TEST(ContractLoading, WhenNamesPortDims) {
+  const std::string good = linear_contract("linear.q4_0.t", "q4_0", "lin_a");
+  Contract c = test::parse_contract_ok(good + "when: \"w_ne1 % 8 == 0\"\n");
+  ASSERT_TRUE(c.when);
+  EXPECT_EQ(c.when->text(), "w_ne1 % 8 == 0");
+  EXPECT_FALSE(test::parse_contract_ok(good).when);
+  for (auto [when, why] : {std::pair{"z_ne1 > 0", "'z_ne1' is not <port>_ne<i>"},
+                           {"w_rows > 0", "'w_rows' is not <port>_ne<i>"},
+                           {"w_ne > 0", "'w_ne' is not <port>_ne<i>"},
+                           {"w_ne1 %", "bad expression"}}) {
+    std::vector<LoadError> e;
+    EXPECT_FALSE(parse_contract(good + "when: \"" + when + "\"\n", "c.yaml", &e)) << when;
+    EXPECT_TRUE(has_error(e, "c.yaml", "when", why)) << when << ": " << format_errors(e);
+  }
+}
+
 // ---- cross-file rules (Registry::build)
 
 std::vector<LoadError> build_errors(const std::vector<std::string>& maps,

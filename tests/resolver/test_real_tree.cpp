@@ -185,11 +185,14 @@ TEST(RealTree, QuantizedWeightsPickTheirContracts) {
       // prefill and 4x1 in decode.
       EXPECT_EQ(s.provider->id, s.phase == Phase::Decode ? "linear_q4_0x8_f32_4x1__avx2"
                                                          : "linear_q4_0x8_f32_4x4__avx2");
+      EXPECT_EQ(s.contract->id, "linear.q4_0x8.ggml");
       EXPECT_EQ(s.contract->activation_quant, DType::Q8_0);
     }
-    if (label == "blk.1.ffn_gate")  // N = 172: the vec_dot lanes
+    if (label == "blk.1.ffn_gate") {  // N = 172: the vec_dot lanes
       EXPECT_EQ(s.provider->id, s.phase == Phase::Decode ? "linear_q4_0_f32_4x1__avx2"
                                                          : "linear_q4_0_f32_4x2__avx2");
+      EXPECT_EQ(s.contract->id, "linear.q4_0.ggml");
+    }
     if (label == "blk.1.ffn_down") {
       EXPECT_EQ(s.provider->id, "linear_f16_f32__ref");
       EXPECT_EQ(s.contract->activation_quant, DType::F16);
