@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
+
 #include <algorithm>
 #include <fstream>
 #include <regex>
@@ -147,20 +149,59 @@ std::vector<std::string> find_architecture_names(const std::filesystem::path& ro
   return hits;
 }
 
+// Source text with comments and string/char literals blanked (newlines kept), so a
+// commented-out TEST or one inside a string does not count.
+std::string strip_comments_and_strings(const std::string& t) {
+  std::string o = t;
+  for (size_t i = 0; i < o.size();) {
+    if (o.compare(i, 2, "//") == 0) {
+      while (i < o.size() && o[i] != '\n') o[i++] = ' ';
+    } else if (o.compare(i, 2, "/*") == 0) {
+      const size_t e = o.find("*/", i + 2);
+      const size_t end = e == std::string::npos ? o.size() : e + 2;
+      for (; i < end; ++i)
+        if (o[i] != '\n') o[i] = ' ';
+    } else if (o[i] == '"' || o[i] == '\'') {
+      const char q = o[i++];
+      while (i < o.size() && o[i] != q && o[i] != '\n') {
+        if (o[i] == '\\' && i + 1 < o.size()) o[i++] = ' ';
+        o[i++] = ' ';
+      }
+      ++i;
+    } else {
+      ++i;
+    }
+  }
+  return o;
+}
+
+// TEST names whose test can fail: not commented out, not DISABLED_, with a non-empty body.
 std::vector<std::string> scan_test_names(const std::filesystem::path& dir) {
   std::set<std::string> names;
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec)) return {};
-  static const std::regex kTest(R"(\bTEST(?:_F|_P)?\s*\(\s*(\w+)\s*,\s*(\w+)\s*\))");
+  static const std::regex kTest(R"(\bTEST(?:_F|_P)?\s*\(\s*(\w+)\s*,\s*(\w+)\s*\)\s*\{)");
   for (auto it = std::filesystem::recursive_directory_iterator(dir, ec);
        it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
     if (ec) break;
     if (!it->is_regular_file() || it->path().extension() != ".cpp") continue;
     std::vector<LoadError> ignore;
-    std::optional<std::string> text = read_data_file(it->path(), &ignore);
-    if (!text) continue;
-    for (std::sregex_iterator m(text->begin(), text->end(), kTest), end; m != end; ++m)
-      names.insert((*m)[2].str());
+    std::optional<std::string> raw = read_data_file(it->path(), &ignore);
+    if (!raw) continue;
+    const std::string text = strip_comments_and_strings(*raw);
+    for (std::sregex_iterator m(text.begin(), text.end(), kTest), end; m != end; ++m) {
+      const std::string suite = (*m)[1].str(), name = (*m)[2].str();
+      if (suite.rfind("DISABLED_", 0) == 0 || name.rfind("DISABLED_", 0) == 0) continue;
+      // The body up to its matching brace must hold a statement.
+      size_t i = size_t(m->position(0) + m->length(0)), depth = 1;
+      bool content = false;
+      for (; i < text.size() && depth > 0; ++i) {
+        if (text[i] == '{') ++depth;
+        if (text[i] == '}') --depth;
+        if (depth > 0 && !std::isspace(static_cast<unsigned char>(text[i]))) content = true;
+      }
+      if (content) names.insert(name);
+    }
   }
   return sorted(names);
 }

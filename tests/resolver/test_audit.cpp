@@ -50,21 +50,27 @@ bool contains(const std::vector<std::string>& v, const std::string& needle) {
 }
 
 TEST_F(AuditTree, ScansTestNames) {
+  // Only a TEST that can fail counts: a body with a statement, not commented out, not in
+  // a string, not DISABLED_.
   write("tests/a/t.cpp",
-        "TEST(RefLinear, linear_f32_f32__ref) {}\n"
-        "TEST_F(Fixture,  rmsnorm_f32__ref ) {}\n"
-        "TEST_P(P, add_f32__ref) {}\n"
-        "TESTX(NotATest, scale_f32__ref)\n"
-        "// TEST(Commented, swiglu_f32__ref) counts too: the scan is textual\n");
-  write("tests/a/t.h", "TEST(Header, geglu_f32__ref) {}\n");  // headers are not scanned
+        "TEST(RefLinear, linear_f32_f32__ref) { run(\"x\"); }\n"
+        "TEST_F(Fixture,  rmsnorm_f32__ref ) {\n  check(1);\n}\n"
+        "TEST_P(P, add_f32__ref) { if (a) { b(); } }\n"
+        "TESTX(NotATest, scale_f32__ref) { x(); }\n"
+        "// TEST(Commented, swiglu_f32__ref) { x(); }\n"
+        "/* TEST(Block, geglu_f32__ref) { x(); } */\n"
+        "TEST(Empty, kv_store_f32__ref) {\n  // nothing yet\n}\n"
+        "TEST(Disabled, DISABLED_embed_f32__ref) { x(); }\n"
+        "const char* s = \"TEST(InString, rope_neox_f32__ref) { x(); }\";\n");
+  write("tests/a/t.h", "TEST(Header, rope_normal_f32__ref) { x(); }\n");  // not scanned
   std::vector<std::string> names = scan_test_names(root_ / "tests");
   EXPECT_EQ(names, (std::vector<std::string>{"add_f32__ref", "linear_f32_f32__ref",
-                                             "rmsnorm_f32__ref", "swiglu_f32__ref"}));
+                                             "rmsnorm_f32__ref"}));
 }
 
 TEST_F(AuditTree, UpdateThenPassThenRegressionsFail) {
   write("tests/kernels/t.cpp",
-        "TEST(RefOps, add_f32__ref) {}\nTEST(RefOps, rmsnorm_f32__ref) {}\n");
+        "TEST(RefOps, add_f32__ref) { a(); }\nTEST(RefOps, rmsnorm_f32__ref) { b(); }\n");
   AuditReport u = audit(true);
   ASSERT_TRUE(u.ok()) << u.to_text();
   EXPECT_NE(read("kernel_maps/ratchet.yaml").find("  - add_f32__ref"), std::string::npos);
@@ -75,7 +81,7 @@ TEST_F(AuditTree, UpdateThenPassThenRegressionsFail) {
   EXPECT_TRUE(contains(a.warnings, "without a parity test"));
 
   // A lost parity test is a regression.
-  write("tests/kernels/t.cpp", "TEST(RefOps, add_f32__ref) {}\n");
+  write("tests/kernels/t.cpp", "TEST(RefOps, add_f32__ref) { a(); }\n");
   AuditReport lost = audit();
   EXPECT_FALSE(lost.ok());
   EXPECT_TRUE(contains(lost.ratchet_violations, "provider rmsnorm_f32__ref lost its parity test"))
@@ -83,8 +89,8 @@ TEST_F(AuditTree, UpdateThenPassThenRegressionsFail) {
 
   // A gained one is an improvement: passes, with a note.
   write("tests/kernels/t.cpp",
-        "TEST(RefOps, add_f32__ref) {}\nTEST(RefOps, rmsnorm_f32__ref) {}\n"
-        "TEST(RefOps, scale_f32__ref) {}\n");
+        "TEST(RefOps, add_f32__ref) { a(); }\nTEST(RefOps, rmsnorm_f32__ref) { b(); }\n"
+        "TEST(RefOps, scale_f32__ref) { c(); }\n");
   AuditReport gained = audit();
   EXPECT_TRUE(gained.ok()) << gained.to_text();
   EXPECT_TRUE(contains(gained.ratchet_improvements, "scale_f32__ref gained a parity test"));
