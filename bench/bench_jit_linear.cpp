@@ -48,13 +48,17 @@ std::map<std::string, double>& ref_seconds() {
   return m;
 }
 
-void run(benchmark::State& st, cke::DType t, LinearFn fn, int64_t T, int64_t N,
-         const std::string& ref_key, bool is_ref) {
+// Times fn on activations already converted by the contract's act_quant step (not timed:
+// in the plan it is its own step, shared by the linears reading the same input).
+void run(benchmark::State& st, const cke::test::GeneratedLinear& g, LinearFn fn, int64_t T,
+         int64_t N, const std::string& ref_key, bool is_ref) {
+  const cke::DType t = g.wtype;
   const std::vector<uint8_t>& w = weights(t);
-  std::vector<float> x(kK * T);
+  std::vector<float> xf(kK * T);
   std::mt19937 rng(2);
   std::normal_distribution<float> d(0.0f, 1.0f);
-  for (float& v : x) v = d(rng);
+  for (float& v : xf) v = d(rng);
+  const std::vector<uint8_t> x = g.convert(xf, kK, T);
   std::vector<float> y(N * T);
   const auto t0 = std::chrono::steady_clock::now();
   for (auto _ : st) {
@@ -98,7 +102,7 @@ const bool registered = [] {
     if (!ref_done[key]) {
       ref_done[key] = true;
       benchmark::RegisterBenchmark(key.c_str(), [e, T, N, key](benchmark::State& st) {
-        run(st, e.wtype, e.reference, T, N, key, true);
+        run(st, e, e.reference, T, N, key, true);
       })->Unit(benchmark::kMillisecond);
     }
     std::string err;
@@ -107,7 +111,7 @@ const bool registered = [] {
     const LinearFn fn = mod->entry_as<LinearFn>();
     modules.push_back(std::move(mod));
     benchmark::RegisterBenchmark((m.id + suffix).c_str(), [e, T, N, fn, key](benchmark::State& st) {
-      run(st, e.wtype, fn, T, N, key, false);
+      run(st, e, fn, T, N, key, false);
     })->Unit(benchmark::kMillisecond);
   }
   return true;

@@ -5,7 +5,7 @@
 
 #include <tuple>
 
-#include "kernels/ref/act_rows.h"
+#include "kernels/formats/blocks.h"
 
 namespace cke::jit::gen {
 namespace {
@@ -14,14 +14,6 @@ using kir::Builder;
 using kir::Cmp;
 using kir::Kind;
 using kir::V;
-
-// The frame buffer of quantized activation rows. A chunk holds as many tokens as fit
-// (a multiple of 4, so a repacked gemm group never straddles two chunks; at most 64, so a
-// chunk stays in L2 while every row tile streams past it). K <= kMaxK (the maps' shape
-// predicate) guarantees 4 tokens fit.
-constexpr int64_t kScratchBytes = 288 * 1024;
-constexpr int64_t kMaxChunk = 64;
-constexpr int64_t kMaxK = kScratchBytes / 4 / kQ8_0fBlockBytes * 32;  // 65536
 
 struct QSpec {
   const char* generator;
@@ -49,11 +41,9 @@ bool build_q(const QSpec& s, const GeneratorParams& params, kir::Module* m, std:
   m->isa = isa_features(s.isa);
   m->comment = fmt::format(
       "generator {}, rows {}, tokens {}: {} arithmetic of contract linear.{}{}.ggml\n"
-      "(activations quantized by cke_act_q8_0f_rows: ggml's x86 Q8_0 quantizer)",
+      "(activations: Q8_0 rows from the plan's act_quant step)",
       s.generator, rows, tokens, s.repacked ? "repacked 8x8 gemm/gemv" : "ggml_vec_dot lanes",
       s.format == QFormat::Q8_0 ? "q8_0" : "q4_0", s.repacked ? "x8" : "");
-  m->helpers.push_back({"cke_act_q8_0f_rows", reinterpret_cast<const void*>(&cke_act_q8_0f_rows),
-                        {Kind::Ptr, Kind::I64, Kind::I64, Kind::Ptr}});
 
   Builder e(*m, name, {Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::I64, Kind::I64, Kind::I64,
                        Kind::I64, Kind::I64});
@@ -81,7 +71,7 @@ bool build_q(const QSpec& s, const GeneratorParams& params, kir::Module* m, std:
   const V x = e.arg(0), w = e.arg(1), y = e.arg(2), K = e.arg(3), N = e.arg(4), T = e.arg(5),
           n0 = e.arg(6), n1 = e.arg(7);
   // A call outside the contract computes nothing (the plan never makes one).
-  V nb = e.i64("nb"), rb = e.i64("row_bytes"), as = e.i64("act_stride"), chunk = e.i64("chunk");
+  V nb = e.i64("nb"), rb = e.i64("row_bytes"), as = e.i64("act_stride");
   V k_tail = e.i64("k_tail");
   e.andi(k_tail, K, 31);
   for (auto [a, c, b] : {std::tuple{T, Cmp::LE, int64_t(0)}, {K, Cmp::LE, 0}, {k_tail, Cmp::NE, 0},
@@ -97,32 +87,13 @@ bool build_q(const QSpec& s, const GeneratorParams& params, kir::Module* m, std:
   }
   e.sari(nb, K, 5);
   e.muli(rb, nb, q_block_bytes(s.format));
-  e.muli(as, nb, kQ8_0fBlockBytes);
-  e.div(chunk, e.imm(kScratchBytes, "scratch_bytes"), as);
-  e.andi(chunk, chunk, ~int64_t(3));
-  e.min(chunk, chunk, e.imm(kMaxChunk, "max_chunk"));
-  e.if_(chunk, Cmp::LE, 0);  // K > kMaxK: outside the maps' shape predicate
-  e.ret();
-  e.end_if();
-  V act = e.stack(kScratchBytes, "act");
-  V c0 = e.i64("c0"), ct = e.i64("ct"), left = e.i64("left"), tmp = e.i64("tmp");
-  V xc = e.ptr("xc"), w0 = e.ptr("w_n0"), y0 = e.ptr("y_n0"), ys = e.i64("y_stride");
+  e.muli(as, nb, int64_t(sizeof(block_q8_0)));
+  V w0 = e.ptr("w_n0"), y0 = e.ptr("y_n0"), ys = e.i64("y_stride"), tmp = e.i64("tmp");
   e.muli(ys, N, 4);
   e.mul(tmp, n0, rb);
   e.ptr_add(w0, w, tmp, 1);
-  e.for_(c0, e.imm(0, "zero"), T, chunk);
-  {
-    e.sub(left, T, c0);
-    e.min(ct, chunk, left);
-    e.mul(tmp, c0, K);
-    e.ptr_add(xc, x, tmp, 4);
-    e.call("cke_act_q8_0f_rows", {xc, K, ct, act});
-    e.mul(tmp, c0, N);
-    e.add(tmp, tmp, n0);
-    e.ptr_add(y0, y, tmp, 4);
-    emit_grid(e, g, w0, rb, n0, n1, act, as, ct, y0, ys, nb);
-  }
-  e.end_for();
+  e.ptr_add(y0, y, n0, 4);
+  emit_grid(e, g, w0, rb, n0, n1, x, as, T, y0, ys, nb);
   return true;
 }
 
@@ -131,14 +102,22 @@ bool build_q(const QSpec& s, const GeneratorParams& params, kir::Module* m, std:
 // Loop over the blocks: off = byte offset of the block in a weight row; the activation
 // rows advance by one 36-byte block.
 BlockLoop open_block_loop(kir::Builder& b, const TileArgs& a, QFormat f, TokenRows& tr) {
+  (void)tr;
   BlockLoop l{b.i64("off")};
   V end = b.i64("end");
   b.muli(end, a.n, q_block_bytes(f));
   b.for_(l.off, b.imm(0, "zero"), end, b.imm(q_block_bytes(f), "block_bytes"));
   return l;
 }
+kir::V act_scale(kir::Builder& b, const TokenRows& tr, int t, int bits) {
+  V h = b.vec(bits == 512 ? 256 : 128, kir::Cls::I, "dah"), d = b.vec(bits, kir::Cls::F, "da");
+  b.vbcast_i16(h, tr.at(t, 0));
+  b.vcvt_f16_f32(d, h);
+  return d;
+}
+
 void close_block_loop(kir::Builder& b, TokenRows& tr) {
-  b.addi(tr.base, tr.base, 36);
+  b.addi(tr.base, tr.base, int64_t(sizeof(block_q8_0)));
   b.end_for();
 }
 

@@ -1,10 +1,11 @@
 // Generated linear kernels for Q8_0 and Q4_0 weights (contracts linear.q8_0.ggml and
 // linear.q4_0.ggml), written once in KIR (jit/kir/kir.h).
 //
-// The entry (linear ABI of kernels/ref/linear.h) quantizes a chunk of activation rows
-// with the C helper cke_act_q8_0f_rows (ggml's x86 Q8_0 quantizer, the contract's; f32
-// block scales) into a frame buffer, then walks the grid of row tiles x token groups
-// (gen_tile.h). Every dot product and float accumulation is generated code.
+// The entry (linear ABI of kernels/ref/linear.h) reads activations already quantized to
+// Q8_0 rows by the plan's act_quant step (contract act_quant.q8_0.ggml: ggml's x86
+// quantizer; shared by every linear reading the same input) and walks the grid of row
+// tiles x token groups (gen_tile.h). No scratch, no helper calls: every dot product and
+// float accumulation is generated code.
 //
 // Which arithmetic a provider computes is fixed by its generator, i.e. by its contract (the
 // resolver picks the contract from the matrix shape; no kernel looks at N):
@@ -32,15 +33,20 @@ inline int q_block_bytes(QFormat f) {
 }
 
 // The loop over a tile's blocks: `off` is the byte offset of the block in a weight row;
-// the token rows advance by one 36-byte activation block per iteration.
+// the token rows advance by one block_q8_0 (34 bytes: fp16 scale, 32 quants) per iteration.
 struct BlockLoop {
   kir::V off;
 };
 BlockLoop open_block_loop(kir::Builder& b, const TileArgs& a, QFormat f, TokenRows& tr);
 void close_block_loop(kir::Builder& b, TokenRows& tr);
+// Token t's block: its 32 quants at byte 2, its fp16 scale (broadcast to `bits` of f32
+// lanes, exact) at byte 0.
+inline kir::Mem act_quants(const TokenRows& tr, int t) {
+  return tr.at(t, 2);
+}
+kir::V act_scale(kir::Builder& b, const TokenRows& tr, int t, int bits);
 
-// One tile function (gen_tile.h ABI; n = blocks of K). Activations: rows of 36-byte
-// blocks (32 int8 quants, f32 scale), kernels/ref/act_rows.h.
+// One tile function (gen_tile.h ABI; n = blocks of K). Activations: rows of block_q8_0.
 //   AVX-512 VNNI: Plain tiles of 2 or 4 rows (two rows per zmm), Gemv/Gemm tiles of 8.
 //   AVX2: Plain tiles of 1..4 rows, Gemv/Gemm tiles of 4.
 int build_q_tile_avx512(kir::Module& m, const std::string& name, QFormat f, QArith a, int rows,

@@ -101,8 +101,7 @@ int emit_plain(kir::Module& m, const std::string& name, QFormat f, int rows, int
   const BlockLoop l = open_block_loop(b, a, f, tr);
   V da[4];
   for (int t = 0; t < tokens; ++t) {
-    da[t] = b.vec(256, Cls::F, "da");
-    b.vbcast_f32(da[t], tr.at(t, 32));
+    da[t] = act_scale(b, tr, t, 256);
   }
   for (int i = 0; i < rows; ++i) {
     V q = load_weights(b, f, c, r[i], l.off);
@@ -111,7 +110,7 @@ int emit_plain(kir::Module& m, const std::string& name, QFormat f, int rows, int
     b.vcvt_f16_f32(dw, h);
     for (int t = 0; t < tokens; ++t) {
       V act = b.vec(256, Cls::I, "act");
-      b.vload(act, tr.at(t, 0));
+      b.vload(act, act_quants(tr, t));
       V isum = dot_lanes(b, c, q, act);
       V fsum = b.vec(256, Cls::F, "fsum"), d = b.vec(256, Cls::F, "d");
       b.vcvt_i32_f32(fsum, isum);
@@ -158,7 +157,7 @@ int emit_repacked(kir::Module& m, const std::string& name, QFormat f, QArith ari
   b.vcvt_f16_f32(dw, h);
   for (int t = 0; t < tokens; ++t) {
     V act = b.vec(256, Cls::I, "act");
-    b.vload(act, tr.at(t, 0));
+    b.vload(act, act_quants(tr, t));
     V isum[kRows];
     for (int i = 0; i < kRows; ++i)
       isum[i] = arith == QArith::Gemv ? dot_lanes(b, c, q[i], act) : dot_lanes(b, c, act, q[i]);
@@ -171,9 +170,9 @@ int emit_repacked(kir::Module& m, const std::string& name, QFormat f, QArith ari
     b.vhadd_i32(h01, h01, h23);
     b.vextract(hi, h01, 1);
     b.vadd_i32(s, b.view(h01, 128, Cls::I), hi);
-    V fsum = b.vec(128, Cls::F, "fsum"), da = b.vec(128, Cls::F, "da"), d = b.vec(128, Cls::F, "d");
+    V fsum = b.vec(128, Cls::F, "fsum"), d = b.vec(128, Cls::F, "d");
     b.vcvt_i32_f32(fsum, s);
-    b.vbcast_f32(da, tr.at(t, 32));
+    const V da = act_scale(b, tr, t, 128);
     b.vmul_f(d, dw, da);        // fl(dw * da)
     b.vfma(acc[t], fsum, d);    // fma(float(isum), d, acc)
   }

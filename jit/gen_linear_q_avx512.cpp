@@ -132,9 +132,9 @@ int emit_plain(kir::Module& m, const std::string& name, QFormat f, int rows, int
     dw[p] = load_scales_pair(b, r[2 * p], r[2 * p + 1], l.off);
   }
   for (int t = 0; t < tokens; ++t) {
-    V act = b.vec(512, Cls::I, "act"), da = b.vec(512, Cls::F, "da");
-    b.vbcast256(act, tr.at(t, 0));
-    b.vbcast_f32(da, tr.at(t, 32));
+    V act = b.vec(512, Cls::I, "act");
+    b.vbcast256(act, act_quants(tr, t));
+    const V da = act_scale(b, tr, t, 512);
     for (int p = 0; p < pairs; ++p) {
       V sy = sign_move(b, neg[p], act, c.zero);
       V isum = b.vec(512, Cls::I, "isum");
@@ -221,7 +221,7 @@ int emit_repacked(kir::Module& m, const std::string& name, QFormat f, QArith ari
   b.vcvt_f16_f32(dw, h);
   for (int t = 0; t < tokens; ++t) {
     V act = b.vec(512, Cls::I, "act");
-    b.vbcast256(act, tr.at(t, 0));
+    b.vbcast256(act, act_quants(tr, t));
     V aax, aneg;
     if (arith == QArith::Gemm) {
       aax = b.vec(512, Cls::I, "aax");
@@ -240,9 +240,9 @@ int emit_repacked(kir::Module& m, const std::string& name, QFormat f, QArith ari
       }
     }
     V rows = reduce_rows(b, isum);
-    V fsum = b.vec(256, Cls::F, "fsum"), da = b.vec(256, Cls::F, "da"), d = b.vec(256, Cls::F, "d");
+    V fsum = b.vec(256, Cls::F, "fsum"), d = b.vec(256, Cls::F, "d");
     b.vcvt_i32_f32(fsum, rows);
-    b.vbcast_f32(da, tr.at(t, 32));
+    const V da = act_scale(b, tr, t, 256);
     b.vmul_f(d, dw, da);        // fl(dw * da)
     b.vfma(acc[t], fsum, d);    // fma(float(isum), d, acc)
   }

@@ -79,8 +79,9 @@ struct Generator {
   BuildFn build;
 };
 
-// The linear ABI of kernels/ref/linear.h, which every linear generator emits.
-using LinearFn = void (*)(const float* x, const void* w, float* y, int64_t K, int64_t N, int64_t T,
+// The linear ABI of kernels/ref/linear.h, which every linear generator emits (x: the
+// activations in the contract's converted type).
+using LinearFn = void (*)(const void* x, const void* w, float* y, int64_t K, int64_t N, int64_t T,
                           int64_t n0, int64_t n1);
 
 std::span<const Generator> generators();

@@ -141,6 +141,42 @@ std::optional<Contract> parse_contract(std::string_view yaml, const std::string&
                              "integer, or rel:x with 0 < x < 1)",
                              *s));
   }
+  if (YAML::Node cv = f.get("convert", false); cv.IsDefined()) {
+    Fields cf(cv, "convert", &sink);
+    for (const std::string& port : cf.keys()) {
+      const ContractPort* cp = c.port(port);
+      if (!cp || !cp->dtype) {
+        sink.error(cf.sub(port), fmt::format("'{}' is not a port of the contract with a dtype", port));
+        continue;
+      }
+      Fields pf(cf.get(port, true), cf.sub(port), &sink);
+      ContractConvert k{port, DType::F32, ""};
+      bool ok = true;
+      if (auto d = pf.str("from", true)) {
+        std::optional<DType> t = dtype_from_name(*d);
+        if (!t || dtype_name(*t) != *d) {
+          sink.error(pf.sub("from"), fmt::format("unknown dtype '{}'", *d));
+          ok = false;
+        } else {
+          k.from = *t;
+        }
+      } else {
+        ok = false;
+      }
+      if (auto v = pf.str("via", true)) {
+        if (!is_data_id(*v)) {
+          sink.error(pf.sub("via"), fmt::format("'{}' is not a contract id", *v));
+          ok = false;
+        }
+        k.via = *v;
+      } else {
+        ok = false;
+      }
+      pf.finish();
+      if (ok) c.converts.push_back(std::move(k));
+    }
+    cf.finish();
+  }
   if (YAML::Node w = f.get("when", false); w.IsDefined()) {
     if (std::optional<Expr> e = detail::to_expr(w, "when", &sink)) {
       // Names are <port>_ne<i>: dimension i (ggml order) of a port of the contract.

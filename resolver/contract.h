@@ -33,6 +33,15 @@ struct ContractPort {
   std::optional<DType> dtype;  // nullopt: `any` (a dtype-generic port, e.g. a byte copy)
 };
 
+// A port whose values reach the provider converted: a circuit edge of dtype `from` feeds it
+// through a conversion step of contract `via` (ggml's conversion of a matmul's activations
+// to the weight's vec_dot type). See resolver/conversions.h.
+struct ContractConvert {
+  std::string port;
+  DType from;
+  std::string via;  // contract id of the conversion (ports x: from, y: this port's dtype)
+};
+
 struct ContractParam {
   std::string name;
   ParamType type;
@@ -59,6 +68,7 @@ struct Contract {
   // matrix has a multiple of 8 rows), that arithmetic is its own contract, and `when`
   // says which one a query gets: "w_ne1 % 8 == 0".
   std::optional<Expr> when;
+  std::vector<ContractConvert> converts;
   std::string notes;
 
   const ContractPort* port(std::string_view name) const;

@@ -158,6 +158,21 @@ std::optional<Registry> Registry::build(std::vector<KernelMap> maps,
                       fmt::format("reference provider '{}' implements contract '{}', not this one",
                                   c.reference, ref->contract)});
   }
+  // A conversion names a loaded contract with ports x: from and y: the converted dtype.
+  for (const Contract& c : r.contracts_)
+    for (const ContractConvert& k : c.converts) {
+      const Contract* v = r.find_contract(k.via);
+      const ContractPort* vx = v ? v->port("x") : nullptr;
+      const ContractPort* vy = v ? v->port("y") : nullptr;
+      if (!v)
+        out->push_back({c.file, "convert." + k.port + ".via",
+                        fmt::format("unknown contract '{}'", k.via)});
+      else if (v->ports.size() != 2 || !vx || !vy || vx->dtype != k.from ||
+               vy->dtype != c.port(k.port)->dtype)
+        out->push_back({c.file, "convert." + k.port + ".via",
+                        fmt::format("contract '{}' does not convert {} to {} (ports x -> y)", k.via,
+                                    dtype_name(k.from), dtype_name(*c.port(k.port)->dtype))});
+    }
   if (out->size() != before) return std::nullopt;
   return r;
 }

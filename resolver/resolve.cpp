@@ -30,74 +30,19 @@ std::string Resolution::fault_report() const {
 
 namespace {
 
-using Env = std::map<std::string, Value>;
-
-std::string shape_str(const std::vector<Value>& s) {
-  std::string out = "[";
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + s[i].str();
-  return out + "]";
-}
-
-Query make_query(const Graph& g, size_t node, Phase phase) {
-  const GraphNode& n = g.nodes[node];
-  Query q{node, phase, n.op, n.variant, n.profile, {}, n.params};
-  for (const GraphPort& p : n.ports) {
-    const GraphBuffer& b = g.buffers[p.buffer];
-    QueryPort qp{p.port, p.buffer, b.dtype, p.shape, b.layout};
-    if (phase == Phase::Decode)
-      for (Value& v : qp.shape) v = v.at_tokens(1);
-    q.ports.push_back(std::move(qp));
-  }
-  return q;
-}
-
 const QueryPort* qport(const Query& q, std::string_view name) {
   for (const QueryPort& p : q.ports)
     if (p.name == name) return &p;
   return nullptr;
 }
 
-// Why contract `c` does not fit the query; empty if it does.
-std::string contract_misfit(const Contract& c, const Query& q) {
-  if (c.op != q.op) return "other op";
-  if (c.variant != q.variant) return fmt::format("variant '{}' (query '{}')", c.variant, q.variant);
-  if (c.profile != q.profile) return fmt::format("profile '{}' (query '{}')", c.profile, q.profile);
-  for (const ContractPort& cp : c.ports) {
-    const QueryPort* p = qport(q, cp.name);
-    if (!p) return fmt::format("port '{}' not bound by the circuit", cp.name);
-    if (cp.dtype && *cp.dtype != p->dtype)
-      return fmt::format("port {}: {} (query {})", cp.name, dtype_name(*cp.dtype),
-                         dtype_name(p->dtype));
-  }
-  for (const QueryPort& p : q.ports)
-    if (!c.port(p.name)) return fmt::format("no port '{}'", p.name);
-  if (c.when) {
-    // <port>_ne<i> from the query's shapes; a dim that depends on T cannot decide.
-    std::string why;
-    Expr::Lookup look = [&](std::string_view n) -> std::optional<Value> {
-      const size_t at = n.rfind("_ne");
-      if (at == std::string_view::npos) return std::nullopt;
-      const QueryPort* p = qport(q, n.substr(0, at));
-      const size_t i = size_t(std::strtoul(std::string(n.substr(at + 3)).c_str(), nullptr, 10));
-      if (!p || i >= p->shape.size()) return Value::integer(1);  // ggml: missing dims are 1
-      if (!p->shape[i].is_int()) {
-        why = fmt::format("'{}' depends on the token count", n);
-        return std::nullopt;
-      }
-      return p->shape[i];
-    };
-    Expr::Result r = c.when->eval(look);
-    std::string err;
-    std::optional<bool> t = r.value ? truthy(*r.value, &err) : std::nullopt;
-    if (!t) return fmt::format("when '{}': {}", c.when->text(), why.empty() ? r.error + err : why);
-    if (!*t) {
-      std::string vals;
-      for (const std::string& n : c.when->names())
-        if (auto x = look(n)) vals += fmt::format("{}{} = {}", vals.empty() ? "" : ", ", n, x->str());
-      return fmt::format("when '{}' is false ({})", c.when->text(), vals);
-    }
-  }
-  return "";
+
+using Env = std::map<std::string, Value>;
+
+std::string shape_str(const std::vector<Value>& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + s[i].str();
+  return out + "]";
 }
 
 // Node params against the contract's typed params; converts them. Error text or "".
@@ -484,6 +429,62 @@ Step bind_step(const KernelMap& m, const Contract& c, const Query& q, const Env&
 }
 
 }  // namespace
+
+Query make_query(const Graph& g, size_t node, Phase phase) {
+  const GraphNode& n = g.nodes[node];
+  Query q{node, phase, n.op, n.variant, n.profile, {}, n.params};
+  for (const GraphPort& p : n.ports) {
+    const GraphBuffer& b = g.buffers[p.buffer];
+    QueryPort qp{p.port, p.buffer, b.dtype, p.shape, b.layout};
+    if (phase == Phase::Decode)
+      for (Value& v : qp.shape) v = v.at_tokens(1);
+    q.ports.push_back(std::move(qp));
+  }
+  return q;
+}
+
+// Why contract `c` does not fit the query; empty if it does.
+std::string contract_misfit(const Contract& c, const Query& q) {
+  if (c.op != q.op) return "other op";
+  if (c.variant != q.variant) return fmt::format("variant '{}' (query '{}')", c.variant, q.variant);
+  if (c.profile != q.profile) return fmt::format("profile '{}' (query '{}')", c.profile, q.profile);
+  for (const ContractPort& cp : c.ports) {
+    const QueryPort* p = qport(q, cp.name);
+    if (!p) return fmt::format("port '{}' not bound by the circuit", cp.name);
+    if (cp.dtype && *cp.dtype != p->dtype)
+      return fmt::format("port {}: {} (query {})", cp.name, dtype_name(*cp.dtype),
+                         dtype_name(p->dtype));
+  }
+  for (const QueryPort& p : q.ports)
+    if (!c.port(p.name)) return fmt::format("no port '{}'", p.name);
+  if (c.when) {
+    // <port>_ne<i> from the query's shapes; a dim that depends on T cannot decide.
+    std::string why;
+    Expr::Lookup look = [&](std::string_view n) -> std::optional<Value> {
+      const size_t at = n.rfind("_ne");
+      if (at == std::string_view::npos) return std::nullopt;
+      const QueryPort* p = qport(q, n.substr(0, at));
+      const size_t i = size_t(std::strtoul(std::string(n.substr(at + 3)).c_str(), nullptr, 10));
+      if (!p || i >= p->shape.size()) return Value::integer(1);  // ggml: missing dims are 1
+      if (!p->shape[i].is_int()) {
+        why = fmt::format("'{}' depends on the token count", n);
+        return std::nullopt;
+      }
+      return p->shape[i];
+    };
+    Expr::Result r = c.when->eval(look);
+    std::string err;
+    std::optional<bool> t = r.value ? truthy(*r.value, &err) : std::nullopt;
+    if (!t) return fmt::format("when '{}': {}", c.when->text(), why.empty() ? r.error + err : why);
+    if (!*t) {
+      std::string vals;
+      for (const std::string& n : c.when->names())
+        if (auto x = look(n)) vals += fmt::format("{}{} = {}", vals.empty() ? "" : ", ", n, x->str());
+      return fmt::format("when '{}' is false ({})", c.when->text(), vals);
+    }
+  }
+  return "";
+}
 
 Resolution resolve(const Graph& graph, const Registry& registry, const HostCaps& caps,
                    const ResolveOptions& options) {

@@ -124,4 +124,10 @@ struct Resolution {
 Resolution resolve(const Graph& graph, const Registry& registry, const HostCaps& caps,
                    const ResolveOptions& options = {});
 
+// The query of one node in one phase (decode: T = 1 in every shape).
+Query make_query(const Graph& g, size_t node, Phase phase);
+// Why contract `c` does not fit the query (op, variant, profile, port dtypes, `when`); empty
+// if it does.
+std::string contract_misfit(const Contract& c, const Query& q);
+
 }  // namespace cke

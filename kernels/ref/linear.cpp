@@ -1,5 +1,6 @@
-// The 13 reference linear kernels: convert each token's activation column once, then one
-// ggml-exact dot product (kernels/ref/linear_dot.h) per output row in [n0, n1).
+// The reference linear kernels: one ggml-exact dot product (kernels/ref/linear_dot.h) per
+// output row in [n0, n1) and token, on activations already converted to the weight's
+// vec_dot type by an act_quant step (act_steps.h).
 //
 // Repacked arithmetic (GGML-NUMERICS.md §0): llama.cpp's CPU backend stores Q4_0, Q4_K
 // and Q2_K matrices whose row count N is a multiple of 8 in the CPU_REPACK buffer (Q2_K
@@ -22,7 +23,6 @@
 
 #include "kernels/formats/blocks.h"
 #include "kernels/formats/dtype.h"
-#include "kernels/ref/act_quant.h"
 #include "kernels/ref/linear_dot.h"
 
 namespace {
@@ -37,122 +37,93 @@ bool valid_call(const void* x, const void* w, const void* y, int64_t K, int64_t 
          n1 <= N;
 }
 
-// W: weight block (or element) type; A: activation element/block type; `act_per` elements
-// per A. `convert(x, a, K)` fills the activation row; `dot(K, w_row, a)` returns y[t][n].
-template <class W, class A, class Convert, class Dot>
-void run(DType wtype, int64_t act_per, const float* x, const void* w, float* y, int64_t K,
-         int64_t N, int64_t T, int64_t n0, int64_t n1, Convert convert, Dot dot) {
+// W: weight block (or element) type; A: activation element/block type, `act_per` elements
+// per A; `dot(K, w_row, a_row)` returns y[t][n].
+template <class W, class A, class Dot>
+void run(DType wtype, int64_t act_per, const void* x, const void* w, float* y, int64_t K,
+         int64_t N, int64_t T, int64_t n0, int64_t n1, Dot dot) {
   const int64_t block = cke::dtype_info(wtype).block_size;
   const int64_t needed = block > act_per ? block : act_per;
   if (!valid_call(x, w, y, K, N, T, n0, n1, needed)) return;
   const size_t row_bytes = cke::row_bytes(wtype, K);
   const auto* wb = static_cast<const uint8_t*>(w);
-  std::vector<A> act(static_cast<size_t>(K / act_per));
-  for (int64_t t = 0; t < T; ++t) {
-    convert(x + t * K, act.data(), K);
+  const A* act = static_cast<const A*>(x);
+  for (int64_t t = 0; t < T; ++t)
     for (int64_t n = n0; n < n1; ++n)
-      y[t * N + n] = dot(K, reinterpret_cast<const W*>(wb + n * row_bytes), act.data());
-  }
+      y[t * N + n] = dot(K, reinterpret_cast<const W*>(wb + n * row_bytes), act + t * (K / act_per));
 }
 
-// The repacked path: as run(), but token t < 4*floor(T/4) is converted by `convert4` and
-// dotted by `gemm`, the remaining T % 4 tokens by `convert1` and `gemv`.
-template <class W, class A, class Convert4, class Gemm, class Convert1, class Gemv>
-void run_repacked(DType wtype, int64_t act_per, const float* x, const void* w, float* y, int64_t K,
-                  int64_t N, int64_t T, int64_t n0, int64_t n1, Convert4 convert4, Gemm gemm,
-                  Convert1 convert1, Gemv gemv) {
+// The repacked arithmetic: tokens t < 4*floor(T/4) by `gemm`, the remaining T % 4 by `gemv`.
+template <class W, class A, class Gemm, class Gemv>
+void run_repacked(DType wtype, int64_t act_per, const void* x, const void* w, float* y, int64_t K,
+                  int64_t N, int64_t T, int64_t n0, int64_t n1, Gemm gemm, Gemv gemv) {
   if (!valid_call(x, w, y, K, N, T, n0, n1, act_per)) return;
   const size_t row_bytes = cke::row_bytes(wtype, K);
   const auto* wb = static_cast<const uint8_t*>(w);
-  std::vector<A> act(static_cast<size_t>(K / act_per));
+  const A* act = static_cast<const A*>(x);
   const int64_t t_gemm = T - T % 4;
-  for (int64_t t = 0; t < T; ++t) {
-    const bool grouped = t < t_gemm;
-    if (grouped)
-      convert4(x + t * K, act.data(), K);
-    else
-      convert1(x + t * K, act.data(), K);
+  for (int64_t t = 0; t < T; ++t)
     for (int64_t n = n0; n < n1; ++n) {
       const W* wr = reinterpret_cast<const W*>(wb + n * row_bytes);
-      y[t * N + n] = grouped ? gemm(K, wr, act.data()) : gemv(K, wr, act.data());
+      const A* a = act + t * (K / act_per);
+      y[t * N + n] = t < t_gemm ? gemm(K, wr, a) : gemv(K, wr, a);
     }
-  }
-}
-
-void copy_f32(const float* x, float* a, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) a[i] = x[i];
 }
 
 }  // namespace
-
 extern "C" {
 
 CKE_REF_LINEAR(linear_f32_f32__ref) {
-  run<float, float>(DType::F32, 1, x, w, y, K, N, T, n0, n1, copy_f32, cke::ref::vec_dot_f32);
+  run<float, float>(DType::F32, 1, x, w, y, K, N, T, n0, n1, cke::ref::vec_dot_f32);
 }
 CKE_REF_LINEAR(linear_f16_f32__ref) {
-  run<uint16_t, uint16_t>(DType::F16, 1, x, w, y, K, N, T, n0, n1, cke::act_convert_f16,
-                          cke::ref::vec_dot_f16);
+  run<uint16_t, uint16_t>(DType::F16, 1, x, w, y, K, N, T, n0, n1, cke::ref::vec_dot_f16);
 }
 CKE_REF_LINEAR(linear_bf16_f32__ref) {
-  run<uint16_t, uint16_t>(DType::BF16, 1, x, w, y, K, N, T, n0, n1, cke::act_convert_bf16,
-                          cke::ref::vec_dot_bf16);
+  run<uint16_t, uint16_t>(DType::BF16, 1, x, w, y, K, N, T, n0, n1, cke::ref::vec_dot_bf16);
 }
 CKE_REF_LINEAR(linear_q8_0_f32__ref) {
-  run<cke::block_q8_0, cke::block_q8_0>(DType::Q8_0, cke::kQK8_0, x, w, y, K, N, T, n0, n1,
-                                        cke::act_quantize_q8_0, cke::ref::vec_dot_q8_0_q8_0);
+  run<cke::block_q8_0, cke::block_q8_0>(DType::Q8_0, cke::kQK8_0, x, w, y, K, N, T, n0, n1, cke::ref::vec_dot_q8_0_q8_0);
 }
 CKE_REF_LINEAR(linear_q4_0_f32__ref) {
-  run<cke::block_q4_0, cke::block_q8_0>(DType::Q4_0, cke::kQK8_0, x, w, y, K, N, T, n0, n1,
-                                        cke::act_quantize_q8_0, cke::ref::vec_dot_q4_0_q8_0);
+  run<cke::block_q4_0, cke::block_q8_0>(DType::Q4_0, cke::kQK8_0, x, w, y, K, N, T, n0, n1, cke::ref::vec_dot_q4_0_q8_0);
 }
 CKE_REF_LINEAR(linear_q4_0x8_f32__ref) {
   // ggml_quantize_mat_q8_0_4x8 runs quantize_row_q8_0's instructions: same values.
   run_repacked<cke::block_q4_0, cke::block_q8_0>(
-      DType::Q4_0, cke::kQK8_0, x, w, y, K, N, T, n0, n1, cke::act_quantize_q8_0,
-      cke::ref::gemm_q4_0_8x8_q8_0, cke::act_quantize_q8_0, cke::ref::gemv_q4_0_8x8_q8_0);
+      DType::Q4_0, cke::kQK8_0, x, w, y, K, N, T, n0, n1, cke::ref::gemm_q4_0_8x8_q8_0, cke::ref::gemv_q4_0_8x8_q8_0);
 }
 CKE_REF_LINEAR(linear_q4_1_f32__ref) {
-  run<cke::block_q4_1, cke::block_q8_1>(DType::Q4_1, cke::kQK8_1, x, w, y, K, N, T, n0, n1,
-                                        cke::act_quantize_q8_1, cke::ref::vec_dot_q4_1_q8_1);
+  run<cke::block_q4_1, cke::block_q8_1>(DType::Q4_1, cke::kQK8_1, x, w, y, K, N, T, n0, n1, cke::ref::vec_dot_q4_1_q8_1);
 }
 CKE_REF_LINEAR(linear_q5_0_f32__ref) {
-  run<cke::block_q5_0, cke::block_q8_0>(DType::Q5_0, cke::kQK8_0, x, w, y, K, N, T, n0, n1,
-                                        cke::act_quantize_q8_0, cke::ref::vec_dot_q5_0_q8_0);
+  run<cke::block_q5_0, cke::block_q8_0>(DType::Q5_0, cke::kQK8_0, x, w, y, K, N, T, n0, n1, cke::ref::vec_dot_q5_0_q8_0);
 }
 CKE_REF_LINEAR(linear_q5_1_f32__ref) {
-  run<cke::block_q5_1, cke::block_q8_1>(DType::Q5_1, cke::kQK8_1, x, w, y, K, N, T, n0, n1,
-                                        cke::act_quantize_q8_1, cke::ref::vec_dot_q5_1_q8_1);
+  run<cke::block_q5_1, cke::block_q8_1>(DType::Q5_1, cke::kQK8_1, x, w, y, K, N, T, n0, n1, cke::ref::vec_dot_q5_1_q8_1);
 }
 CKE_REF_LINEAR(linear_q2_K_f32__ref) {
-  run<cke::block_q2_K, cke::block_q8_K>(DType::Q2_K, cke::kQK_K, x, w, y, K, N, T, n0, n1,
-                                        cke::act_quantize_q8_K, cke::ref::vec_dot_q2_K_q8_K);
+  run<cke::block_q2_K, cke::block_q8_K>(DType::Q2_K, cke::kQK_K, x, w, y, K, N, T, n0, n1, cke::ref::vec_dot_q2_K_q8_K);
 }
 CKE_REF_LINEAR(linear_q2_Kx8_f32__ref) {
   run_repacked<cke::block_q2_K, cke::block_q8_K>(
-      DType::Q2_K, cke::kQK_K, x, w, y, K, N, T, n0, n1, cke::act_quantize_q8_K_4x8,
-      cke::ref::gemm_q2_K_8x8_q8_K, cke::act_quantize_q8_K, cke::ref::gemv_q2_K_8x8_q8_K);
+      DType::Q2_K, cke::kQK_K, x, w, y, K, N, T, n0, n1, cke::ref::gemm_q2_K_8x8_q8_K, cke::ref::gemv_q2_K_8x8_q8_K);
 }
 CKE_REF_LINEAR(linear_q3_K_f32__ref) {
-  run<cke::block_q3_K, cke::block_q8_K>(DType::Q3_K, cke::kQK_K, x, w, y, K, N, T, n0, n1,
-                                        cke::act_quantize_q8_K, cke::ref::vec_dot_q3_K_q8_K);
+  run<cke::block_q3_K, cke::block_q8_K>(DType::Q3_K, cke::kQK_K, x, w, y, K, N, T, n0, n1, cke::ref::vec_dot_q3_K_q8_K);
 }
 CKE_REF_LINEAR(linear_q4_K_f32__ref) {
-  run<cke::block_q4_K, cke::block_q8_K>(DType::Q4_K, cke::kQK_K, x, w, y, K, N, T, n0, n1,
-                                        cke::act_quantize_q8_K, cke::ref::vec_dot_q4_K_q8_K);
+  run<cke::block_q4_K, cke::block_q8_K>(DType::Q4_K, cke::kQK_K, x, w, y, K, N, T, n0, n1, cke::ref::vec_dot_q4_K_q8_K);
 }
 CKE_REF_LINEAR(linear_q4_Kx8_f32__ref) {
   run_repacked<cke::block_q4_K, cke::block_q8_K>(
-      DType::Q4_K, cke::kQK_K, x, w, y, K, N, T, n0, n1, cke::act_quantize_q8_K_4x8,
-      cke::ref::gemm_q4_K_8x8_q8_K, cke::act_quantize_q8_K, cke::ref::gemv_q4_K_8x8_q8_K);
+      DType::Q4_K, cke::kQK_K, x, w, y, K, N, T, n0, n1, cke::ref::gemm_q4_K_8x8_q8_K, cke::ref::gemv_q4_K_8x8_q8_K);
 }
 CKE_REF_LINEAR(linear_q5_K_f32__ref) {
-  run<cke::block_q5_K, cke::block_q8_K>(DType::Q5_K, cke::kQK_K, x, w, y, K, N, T, n0, n1,
-                                        cke::act_quantize_q8_K, cke::ref::vec_dot_q5_K_q8_K);
+  run<cke::block_q5_K, cke::block_q8_K>(DType::Q5_K, cke::kQK_K, x, w, y, K, N, T, n0, n1, cke::ref::vec_dot_q5_K_q8_K);
 }
 CKE_REF_LINEAR(linear_q6_K_f32__ref) {
-  run<cke::block_q6_K, cke::block_q8_K>(DType::Q6_K, cke::kQK_K, x, w, y, K, N, T, n0, n1,
-                                        cke::act_quantize_q8_K, cke::ref::vec_dot_q6_K_q8_K);
+  run<cke::block_q6_K, cke::block_q8_K>(DType::Q6_K, cke::kQK_K, x, w, y, K, N, T, n0, n1, cke::ref::vec_dot_q6_K_q8_K);
 }
 
 }  // extern "C"

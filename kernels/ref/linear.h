@@ -1,19 +1,20 @@
 // Reference linear (matrix x activations) kernels: one per weight format.
 //
 // y[t][n] = sum_k W[n][k] * x[t][k] for tokens t in [0, T) and output rows n in [n0, n1).
-//   x: [K, T] f32 (token t at x + t*K)      w: N rows of row_bytes(wtype, K) bytes
-//   y: [N, T] f32 (token t at y + t*N)
-// Arithmetic is ggml's CPU arithmetic for that weight type (GGML-NUMERICS.md §3): the
-// activation row is converted to the weight's vec_dot type (f16, bf16, Q8_0, Q8_1 or Q8_K,
-// quantized exactly as ggml does) and dotted block by block in integers, accumulated in
-// float lanes in ggml's order. Rows are independent, so any split of [0, N) gives the same
-// bits: the kernel may be called on disjoint row ranges from several threads.
+//   x: [K, T] activations already in the weight's vec_dot type (f32 for f32 weights; f16,
+//      bf16, Q8_0, Q8_1 or Q8_K rows otherwise: token t at x + t * row_bytes(act, K)),
+//      converted by an act_quant plan step exactly as ggml converts them (act_steps.h)
+//   w: N rows of row_bytes(wtype, K) bytes          y: [N, T] f32 (token t at y + t*N)
+// Arithmetic is ggml's CPU arithmetic for that weight type (GGML-NUMERICS.md §3): dotted
+// block by block in integers, accumulated in float lanes in ggml's order. Rows are
+// independent, so any split of [0, N) gives the same bits: the kernel may be called on
+// disjoint row ranges from several threads.
 #pragma once
 
 #include <cstdint>
 
 #define CKE_REF_LINEAR(name)                                                             \
-  void name(const float* x, const void* w, float* y, int64_t K, int64_t N, int64_t T,   \
+  void name(const void* x, const void* w, float* y, int64_t K, int64_t N, int64_t T,    \
             int64_t n0, int64_t n1)
 
 extern "C" {

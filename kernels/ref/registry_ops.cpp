@@ -1,3 +1,4 @@
+#include "kernels/ref/act_steps.h"
 #include "kernels/ref/ops.h"
 #include "kernels/registry.h"
 
@@ -19,6 +20,9 @@ std::span<const KernelSymbol> ref_op_symbols() {
       CKE_KERNEL_SYMBOL(add_f32__ref),         CKE_KERNEL_SYMBOL(add_bias_f32__ref),
       CKE_KERNEL_SYMBOL(scale_f32__ref),       CKE_KERNEL_SYMBOL(swiglu_f32__ref),
       CKE_KERNEL_SYMBOL(geglu_f32__ref),
+      CKE_KERNEL_SYMBOL(act_quant_f16__ref),   CKE_KERNEL_SYMBOL(act_quant_bf16__ref),
+      CKE_KERNEL_SYMBOL(act_quant_q8_0__ref),  CKE_KERNEL_SYMBOL(act_quant_q8_1__ref),
+      CKE_KERNEL_SYMBOL(act_quant_q8_K__ref),  CKE_KERNEL_SYMBOL(act_quant_q8_K_4x8__ref),
   };
   return kRefOps;
 }

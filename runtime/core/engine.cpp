@@ -15,6 +15,7 @@
 #include "jit/glue.h"
 #include "jit/parallel.h"
 #include "resolver/circuit.h"
+#include "resolver/conversions.h"
 #include "resolver/data_dirs.h"
 #include "resolver/host_caps.h"
 #include "resolver/registry.h"
@@ -273,7 +274,7 @@ bool Engine::Impl::compile(std::string* err) {
   n_ctx = int32_t(n);
   const int64_t max_tokens = std::max<int64_t>(1, std::min<int64_t>(opt.n_batch, n_ctx));
   graph = instantiate(*circuit, facts, {n_ctx, max_tokens}, &errors);
-  if (!graph) {
+  if (!graph || !insert_conversions(&*graph, *registry, &errors)) {
     *err = path + ": " + format_errors(errors);
     return false;
   }

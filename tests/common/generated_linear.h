@@ -13,6 +13,7 @@
 #include "kernels/registry.h"
 #include "resolver/data_dirs.h"
 #include "resolver/registry.h"
+#include "tests/common/linear_call.h"
 
 namespace cke::test {
 
@@ -21,6 +22,13 @@ struct GeneratedLinear {
   DType wtype;
   jit::LinearFn reference;  // the contract's reference provider
   bool decode_only;         // phases: [decode] (always T = 1)
+  // The contract's conversion of f32 activations (its `convert.x.via` contract's
+  // reference kernel; null when x is f32) and the converted type.
+  ActStepFn act_step = nullptr;
+  DType act_type = DType::F32;
+  std::vector<uint8_t> convert(const std::vector<float>& x, int64_t K, int64_t T) const {
+    return convert_activations(act_step, act_type, x.data(), K, T);
+  }
 };
 
 // The build's kernel maps (CKE_KERNEL_MAPS or the compiled-in tree); throws if they do not
@@ -48,8 +56,16 @@ inline std::vector<GeneratedLinear> generated_linear_providers() {
     const KernelSymbol* ref = c ? find_kernel_symbol(c->reference) : nullptr;
     const PortSpec* w = m.port("w");
     if (!ref || !w) throw std::runtime_error(m.id + ": no reference kernel or no weight port");
-    out.push_back({&m, w->dtype, reinterpret_cast<jit::LinearFn>(ref->fn),
-                   m.selection.supports(Phase::Decode) && !m.selection.supports(Phase::Prefill)});
+    GeneratedLinear g{&m, w->dtype, reinterpret_cast<jit::LinearFn>(ref->fn),
+                      m.selection.supports(Phase::Decode) && !m.selection.supports(Phase::Prefill)};
+    g.act_type = *c->port("x")->dtype;
+    for (const ContractConvert& k : c->converts) {
+      const Contract* via = reg.find_contract(k.via);
+      const KernelSymbol* step = via ? find_kernel_symbol(via->reference) : nullptr;
+      if (!step) throw std::runtime_error(m.id + ": conversion " + k.via + " has no reference kernel");
+      g.act_step = reinterpret_cast<ActStepFn>(step->fn);
+    }
+    out.push_back(std::move(g));
   }
   return out;
 }

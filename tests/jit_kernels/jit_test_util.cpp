@@ -136,7 +136,7 @@ std::vector<float> make_acts(int64_t K, int64_t T, ActStyle s, std::mt19937& rng
 }
 
 std::string compare_kernels(jit::LinearFn jit, jit::LinearFn ref, const std::vector<uint8_t>& w,
-                            const std::vector<float>& x, int64_t K, int64_t N, int64_t T,
+                            const std::vector<uint8_t>& x, int64_t K, int64_t N, int64_t T,
                             int64_t n0, int64_t n1, jit::LinearFn c) {
   constexpr float kSentinel = -7777.25f;
   std::vector<float> yr(size_t(N * T), kSentinel), yj(size_t(N * T), kSentinel);

@@ -38,8 +38,9 @@ std::vector<float> make_acts(int64_t K, int64_t T, ActStyle s, std::mt19937& rng
 // of the JIT is bit-identical to the reference (a NaN matches any NaN: see the .cpp) and
 // the C's to the JIT's (memcmp; NaNs match NaNs), else a description of the first
 // difference.
+// `a` holds the activations as the kernels read them (converted as their contract says).
 std::string compare_kernels(jit::LinearFn jit, jit::LinearFn ref, const std::vector<uint8_t>& w,
-                            const std::vector<float>& x, int64_t K, int64_t N, int64_t T,
+                            const std::vector<uint8_t>& a, int64_t K, int64_t N, int64_t T,
                             int64_t n0, int64_t n1, jit::LinearFn c = nullptr);
 
 // A kernel's emitted C (jit::kernel_c_source) compiled by the system C compiler with the

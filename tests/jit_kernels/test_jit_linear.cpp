@@ -28,7 +28,12 @@ struct Loaded {
   jit::LinearFn fn = nullptr, cfn = nullptr, ref = nullptr;
   DType wtype = DType::F32;
   bool decode_only = false;
+  std::optional<GeneratedLinear> g;
   bool admits(int64_t K, int64_t N) const { return map->admits({{"K", K}, {"N", N}}); }
+  // f32 activations as the kernels read them (the contract's conversion).
+  std::vector<uint8_t> act(const std::vector<float>& x, int64_t K, int64_t T) const {
+    return g->convert(x, K, T);
+  }
   int64_t max_t(int64_t t) const { return decode_only ? 1 : t; }
 };
 
@@ -72,6 +77,7 @@ Loaded load(const std::string& id, std::string* skip) {
   l.ref = g->reference;
   l.wtype = g->wtype;
   l.decode_only = g->decode_only;
+  l.g = g;
   return l;
 }
 
@@ -90,7 +96,7 @@ void sweep(const Loaded& l) {
       const auto w = make_weights(l.wtype, K, N, WeightStyle::Random, rng);
       for (int64_t T = 1; T <= l.max_t(9); ++T) {
         const auto x = make_acts(K, T, ActStyle::Random, rng);
-        const std::string d = compare_kernels(l.fn, l.ref, w, x, K, N, T, 0, N, l.cfn);
+        const std::string d = compare_kernels(l.fn, l.ref, w, l.act(x, K, T), K, N, T, 0, N, l.cfn);
         ASSERT_EQ(d, "");
       }
     }
@@ -105,7 +111,7 @@ void big_shapes(const Loaded& l) {
     T = l.max_t(T);
     const auto w = make_weights(l.wtype, K, N, WeightStyle::Random, rng);
     const auto x = make_acts(K, T, ActStyle::Random, rng);
-    ASSERT_EQ(compare_kernels(l.fn, l.ref, w, x, K, N, T, 0, N, l.cfn), "");
+    ASSERT_EQ(compare_kernels(l.fn, l.ref, w, l.act(x, K, T), K, N, T, 0, N, l.cfn), "");
   }
 }
 
@@ -129,7 +135,7 @@ void row_splits(const Loaded& l) {
                             {N - 1, N},
                             {0, N - 3},
                             {4, 4}})
-        ASSERT_EQ(compare_kernels(l.fn, l.ref, w, x, K, N, T, n0, n1, l.cfn), "");
+        ASSERT_EQ(compare_kernels(l.fn, l.ref, w, l.act(x, K, T), K, N, T, n0, n1, l.cfn), "");
     }
   }
 }
@@ -149,7 +155,7 @@ void edge_data(const Loaded& l) {
         for (int64_t T : {1, 5}) {
           if (T > l.max_t(T)) continue;
           const auto x = make_acts(K, T, as, rng);
-          ASSERT_EQ(compare_kernels(l.fn, l.ref, w, x, K, N, T, 0, N, l.cfn), "")
+          ASSERT_EQ(compare_kernels(l.fn, l.ref, w, l.act(x, K, T), K, N, T, 0, N, l.cfn), "")
               << "weights style " << int(ws) << ", activations style " << int(as);
         }
       }
@@ -161,7 +167,7 @@ void bad_calls(const Loaded& l) {
   const int64_t K = 64;
   std::mt19937 rng(3);
   const auto w = make_weights(l.wtype, K, 8, WeightStyle::Random, rng);
-  const auto x = make_acts(K, 2, ActStyle::Random, rng);
+  const auto x = l.act(make_acts(K, 2, ActStyle::Random, rng), K, 2);
   for (jit::LinearFn fn : {l.fn, l.cfn}) {
     std::vector<float> y(16, 3.0f);
     fn(x.data(), w.data(), y.data(), K, 8, 2, 3, 2);                              // n0 > n1
@@ -180,7 +186,7 @@ void threads(const Loaded& l) {
   const int64_t K = l.wtype == DType::F32 ? 300 : 512, T = l.max_t(7);
   const int64_t N = l.admits(K, 40) ? 40 : 43;
   const auto w = make_weights(l.wtype, K, N, WeightStyle::Random, rng);
-  const auto x = make_acts(K, T, ActStyle::Random, rng);
+  const auto x = l.act(make_acts(K, T, ActStyle::Random, rng), K, T);
   std::vector<float> yr(N * T), yj(N * T);
   l.ref(x.data(), w.data(), yr.data(), K, N, T, 0, N);
   std::thread a([&] { l.fn(x.data(), w.data(), yj.data(), K, N, T, 0, 16); });
@@ -200,19 +206,17 @@ void guard_pages(const Loaded& l) {
       if (!l.admits(K, N)) continue;
       T = l.max_t(T);
       const auto w = make_weights(l.wtype, K, N, WeightStyle::Random, rng);
-      const auto x = make_acts(K, T, ActStyle::Random, rng);
+      const auto x = l.act(make_acts(K, T, ActStyle::Random, rng), K, T);
       std::vector<float> yr(size_t(N * T));
       l.ref(x.data(), w.data(), yr.data(), K, N, T, 0, N);
-      GuardedBuffer gw(w.data(), w.size()), gx(x.data(), x.size() * sizeof(float));
+      GuardedBuffer gw(w.data(), w.size()), gx(x.data(), x.size());
       std::vector<float> zeros(size_t(N * T), 0.0f);
       GuardedBuffer gy(zeros.data(), zeros.size() * sizeof(float));
-      l.fn(static_cast<const float*>(gx.data()), gw.data(), static_cast<float*>(gy.data()), K, N, T,
-           0, N);
+      l.fn(gx.data(), gw.data(), static_cast<float*>(gy.data()), K, N, T, 0, N);
       EXPECT_EQ(std::memcmp(gy.data(), yr.data(), yr.size() * sizeof(float)), 0)
           << "K=" << K << " N=" << N << " T=" << T;
       std::memcpy(gy.data(), zeros.data(), zeros.size() * sizeof(float));
-      l.cfn(static_cast<const float*>(gx.data()), gw.data(), static_cast<float*>(gy.data()), K, N,
-            T, 0, N);
+      l.cfn(gx.data(), gw.data(), static_cast<float*>(gy.data()), K, N, T, 0, N);
       EXPECT_EQ(std::memcmp(gy.data(), yr.data(), yr.size() * sizeof(float)), 0)
           << "emitted C: K=" << K << " N=" << N << " T=" << T;
     }

@@ -12,11 +12,11 @@
 #include "kernels/formats/blocks.h"
 #include "kernels/formats/dtype.h"
 #include "kernels/ref/linear.h"
+#include "tests/common/linear_call.h"
 
 namespace cke::test {
 
-using LinearFn = void (*)(const float*, const void*, float*, int64_t, int64_t, int64_t, int64_t,
-                          int64_t);
+using LinearFn = RawLinearFn;
 
 // The activation format a weight type's dot product consumes.
 enum class ActKind { F32, F16, BF16, Q8_0, Q8_1, Q8_K };
@@ -25,7 +25,13 @@ struct Provider {
   const char* id;
   DType wtype;
   ActKind act;
-  LinearFn fn;
+  LinearFn fn;  // takes converted activations
+  bool repacked() const { return std::string(id).find("x8_") != std::string::npos; }
+  // The kernel on f32 activations, converted as its contract says (linear_call.h).
+  void run(const float* x, const void* w, float* y, int64_t K, int64_t N, int64_t T, int64_t n0,
+           int64_t n1) const {
+    call_linear(fn, wtype, repacked(), x, w, y, K, N, T, n0, n1);
+  }
 };
 
 // The 13 reference providers, in registry order.

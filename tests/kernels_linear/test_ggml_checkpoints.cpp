@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "kernels/ref/linear.h"
+#include "tests/common/linear_call.h"
 #include "runtime/gguf/gguf.h"
 #include "tests/common/shared.h"
 
@@ -67,7 +68,9 @@ struct CaseRun {
   std::vector<float> x;
 };
 
-CaseRun run_case(const gguf::File& file, const std::string& dir, const Case& c, LinearFn fn) {
+// `fn` on the checkpoint's f32 input, converted as its contract says (linear_call.h).
+CaseRun run_case(const gguf::File& file, const std::string& dir, const Case& c, RawLinearFn fn,
+                 bool repacked = false) {
   CaseRun r;
   r.w = file.tensor(c.weight);
   if (!r.w) {
@@ -82,7 +85,7 @@ CaseRun run_case(const gguf::File& file, const std::string& dir, const Case& c, 
     return r;
   }
   r.y.assign(static_cast<size_t>(N * T), 0.0f);
-  fn(r.x.data(), r.w->data, r.y.data(), K, N, T, 0, N);
+  call_linear(fn, r.w->type, repacked, r.x.data(), r.w->data, r.y.data(), K, N, T, 0, N);
   return r;
 }
 
@@ -180,7 +183,7 @@ TEST(RefLinearGgml, linear_q4_Kx8_f32__ref_synth_llama_Q4_K_M) {
     ASSERT_TRUE(file->tensor(c.weight));
     ASSERT_EQ(file->tensor(c.weight)->type, DType::Q4_K) << c.weight;
     ASSERT_EQ(file->tensor(c.weight)->ne[1] % 8, 0) << c.weight << ": not repacked by ggml";
-    const CaseRun r = run_case(*file, dir, c, linear_q4_Kx8_f32__ref);
+    const CaseRun r = run_case(*file, dir, c, linear_q4_Kx8_f32__ref, true);
     ASSERT_FALSE(r.y.empty());
     const Compare cmp = compare(r.y, r.ref);
     report(c.output + " (repacked q4_K_8x8 gemm + gemv)", cmp);

@@ -52,7 +52,7 @@ void check_random(const Provider& p, int64_t K, uint32_t seed) {
   const std::vector<uint8_t> w = random_weights(p.wtype, K, N, rng);
   const std::vector<float> x = random_acts(K * T, rng);
   std::vector<float> y(N * T, -12345.0f);
-  p.fn(x.data(), w.data(), y.data(), K, N, T, 0, N);
+  p.run(x.data(), w.data(), y.data(), K, N, T, 0, N);
   const size_t rb = row_bytes(p.wtype, K);
   const int64_t h = rounding_steps(p, K);
   const double gamma = h * kU / (1 - h * kU);
@@ -73,8 +73,8 @@ void check_row_split(const Provider& p) {
   const auto w = random_weights(p.wtype, K, N, rng);
   const auto x = random_acts(K * T, rng);
   std::vector<float> full(N * T), split(N * T, 99.0f);
-  p.fn(x.data(), w.data(), full.data(), K, N, T, 0, N);
-  p.fn(x.data(), w.data(), split.data(), K, N, T, 2, 5);
+  p.run(x.data(), w.data(), full.data(), K, N, T, 0, N);
+  p.run(x.data(), w.data(), split.data(), K, N, T, 2, 5);
   for (int64_t t = 0; t < T; ++t)
     for (int64_t n = 0; n < N; ++n) {
       if (n >= 2 && n < 5)
@@ -82,8 +82,8 @@ void check_row_split(const Provider& p) {
       else
         EXPECT_EQ(split[t * N + n], 99.0f) << "row outside [n0, n1) written";
     }
-  p.fn(x.data(), w.data(), split.data(), K, N, T, 0, 2);
-  p.fn(x.data(), w.data(), split.data(), K, N, T, 5, N);
+  p.run(x.data(), w.data(), split.data(), K, N, T, 0, 2);
+  p.run(x.data(), w.data(), split.data(), K, N, T, 5, N);
   for (int64_t i = 0; i < N * T; ++i) EXPECT_EQ(split[i], full[i]);
 }
 
@@ -108,7 +108,7 @@ void check_edges(const Provider& p) {
   const size_t rb = row_bytes(p.wtype, K);
   std::vector<float> y(N);
   auto run = [&](const std::vector<float>& x) {
-    p.fn(x.data(), w.data(), y.data(), K, N, 1, 0, N);
+    p.run(x.data(), w.data(), y.data(), K, N, 1, 0, N);
   };
 
   std::vector<float> zero(K, 0.0f);
@@ -151,7 +151,7 @@ void check_edges(const Provider& p) {
     xn[pos] = nan;
     x0[pos] = 0.0f;
     std::vector<float> y0(N);
-    p.fn(x0.data(), w.data(), y0.data(), K, N, 1, 0, N);
+    p.run(x0.data(), w.data(), y0.data(), K, N, 1, 0, N);
     run(xn);
     for (int64_t n = 0; n < N; ++n) {
       SCOPED_TRACE(::testing::Message() << "NaN at " << pos << " n=" << n);
@@ -273,7 +273,7 @@ TEST(RefLinear, linear_q8_0_f32__ref_sign_fixup_wraps_minus_128) {
   x[0] = std::numeric_limits<float>::quiet_NaN();
   x[1] = 127.0f;
   float y = 0;
-  linear_q8_0_f32__ref(x.data(), &w, &y, 32, 1, 1, 0, 1);
+  call_linear(linear_q8_0_f32__ref, DType::Q8_0, false, x.data(), &w, &y, 32, 1, 1, 0, 1);
   EXPECT_EQ(y, -384.0f);
 }
 

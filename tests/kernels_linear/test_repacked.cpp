@@ -180,8 +180,8 @@ void each_reference_has_one_arithmetic_for_every_N(const Format& f, std::mt19937
     const auto x = random_acts(K * T, rng);
     for (int64_t N : {8, 9, 12, 16, 20, 24, 25}) {
       std::vector<float> y(N * T), yp(N * T);
-      p.fn(x.data(), w.data(), y.data(), K, N, T, 0, N);
-      plain.fn(x.data(), w.data(), yp.data(), K, N, T, 0, N);
+      p.run(x.data(), w.data(), y.data(), K, N, T, 0, N);
+      plain.run(x.data(), w.data(), yp.data(), K, N, T, 0, N);
       for (int64_t t = 0; t < T; ++t)
         for (int64_t n = 0; n < N; ++n) {
           const float* xt = x.data() + t * K;
@@ -221,7 +221,7 @@ void tokens_split_into_gemm_groups_of_4_and_gemv_rest(const Format& f, std::mt19
         ASSERT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(block_q8_K)));
       }
       std::vector<float> y(N * T);
-      p.fn(x.data(), w.data(), y.data(), K, N, T, 0, N);
+      p.run(x.data(), w.data(), y.data(), K, N, T, 0, N);
       const int64_t t_gemm = 4 * (T / 4);
       for (int64_t t = 0; t < T; ++t)
         for (int64_t n = 0; n < N; ++n) {
@@ -254,8 +254,8 @@ void gemm_tokens_use_the_4x8_quantizer(const Format& f, std::mt19937& rng) {
       x0[t * K + 256 + 251] = 0.0f;
     }
     std::vector<float> y(N * T), y0(N * T);
-    p.fn(x.data(), w.data(), y.data(), K, N, T, 0, N);
-    p.fn(x0.data(), w.data(), y0.data(), K, N, T, 0, N);
+    p.run(x.data(), w.data(), y.data(), K, N, T, 0, N);
+    p.run(x0.data(), w.data(), y0.data(), K, N, T, 0, N);
     for (int64_t n = 0; n < N; ++n) {
       for (int64_t t = 0; t < 4; ++t) EXPECT_TRUE(std::isnan(y[t * N + n])) << "t=" << t;
       EXPECT_TRUE(same_bits(y[4 * N + n], y0[4 * N + n])) << "gemv token, n=" << n;
@@ -271,8 +271,8 @@ void row_split_gives_same_bits(const Format& f, std::mt19937& rng) {
     const auto w = random_weights(p.wtype, K, N, rng);
     const auto x = random_acts(K * T, rng);
     std::vector<float> full(N * T), split(N * T, 99.0f);
-    p.fn(x.data(), w.data(), full.data(), K, N, T, 0, N);
-    p.fn(x.data(), w.data(), split.data(), K, N, T, 3, 11);
+    p.run(x.data(), w.data(), full.data(), K, N, T, 0, N);
+    p.run(x.data(), w.data(), split.data(), K, N, T, 3, 11);
     for (int64_t t = 0; t < T; ++t)
       for (int64_t n = 0; n < N; ++n) {
         if (n >= 3 && n < 11)
@@ -280,9 +280,9 @@ void row_split_gives_same_bits(const Format& f, std::mt19937& rng) {
         else
           EXPECT_EQ(split[t * N + n], 99.0f) << "row outside [n0, n1) written";
       }
-    p.fn(x.data(), w.data(), split.data(), K, N, T, 0, 3);
-    p.fn(x.data(), w.data(), split.data(), K, N, T, 11, 17);
-    p.fn(x.data(), w.data(), split.data(), K, N, T, 17, N);
+    p.run(x.data(), w.data(), split.data(), K, N, T, 0, 3);
+    p.run(x.data(), w.data(), split.data(), K, N, T, 11, 17);
+    p.run(x.data(), w.data(), split.data(), K, N, T, 17, N);
     for (int64_t i = 0; i < N * T; ++i) EXPECT_TRUE(same_bits(split[i], full[i])) << i;
   }
 }
@@ -302,7 +302,7 @@ void within_float_bound_of_exact_dot(const Format& f, std::mt19937& rng) {
       const auto w = random_weights(p.wtype, K, N, rng);
       const auto x = random_acts(K * T, rng);
       std::vector<float> y(N * T);
-      p.fn(x.data(), w.data(), y.data(), K, N, T, 0, N);
+      p.run(x.data(), w.data(), y.data(), K, N, T, 0, N);
       const size_t rb = row_bytes(p.wtype, K);
       for (int64_t t = 0; t < T; ++t) {
         const int64_t h = rounding_steps_repacked(p, K, t < 4);

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "kernels/registry.h"
+#include "resolver/conversions.h"
 #include "resolver/data_dirs.h"
 #include "resolver/data_file.h"
 #include "resolver/xray.h"
@@ -176,6 +177,7 @@ TEST(RealTree, QuantizedWeightsPickTheirContracts) {
   std::optional<Graph> g =
       instantiate(llama_circuit(), stories_facts(DType::Q4_0, DType::F16), {256, 64}, &errors);
   ASSERT_TRUE(g) << format_errors(errors);
+  ASSERT_TRUE(insert_conversions(&*g, *reg, &errors)) << format_errors(errors);
   Resolution r = resolve(*g, *reg, *HostCaps::for_level("avx2"));
   ASSERT_TRUE(r.ok()) << r.fault_report();
   for (const Step& s : r.steps) {
@@ -198,6 +200,33 @@ TEST(RealTree, QuantizedWeightsPickTheirContracts) {
       EXPECT_EQ(s.contract->activation_quant, DType::F16);
     }
   }
+  // The conversions are steps of their own: one Q8_0 conversion of the attention's normed
+  // input shared by wq/wk/wv, a new one after ffn_norm rewrote xn (gate/up share it), one
+  // of attn for wo, an F16 one for the f16 ffn_down; by their own providers.
+  std::vector<std::string> layer1;
+  for (const GraphNode& n : g->nodes)
+    if (n.layer == 1) layer1.push_back(n.name);
+  EXPECT_EQ(layer1,
+            (std::vector<std::string>{"attn_norm", "wq.x_q8_0", "wq", "wk", "wv", "rope_q",
+                                      "rope_k", "kv_store", "attention", "wo.x_q8_0", "wo",
+                                      "attn_residual", "ffn_norm", "ffn_gate.x_q8_0", "ffn_gate",
+                                      "ffn_up", "swiglu", "ffn_down.x_f16", "ffn_down",
+                                      "ffn_residual"}));
+  std::map<std::string, const Step*> dec;
+  for (const Step* s : r.steps_for(Phase::Decode)) dec[g->nodes[s->node].label()] = s;
+  ASSERT_TRUE(dec.count("blk.1.wq.x_q8_0"));
+  EXPECT_EQ(dec["blk.1.wq.x_q8_0"]->provider->id, "act_quant_q8_0__ref");
+  EXPECT_EQ(dec["blk.1.ffn_down.x_f16"]->provider->id, "act_quant_f16__ref");
+  const int conv_out = dec["blk.1.wq.x_q8_0"]->args[1].buffer;
+  for (const char* l : {"blk.1.wq", "blk.1.wk", "blk.1.wv"})
+    EXPECT_EQ(dec[l]->args[0].buffer, conv_out) << l;  // the one converted buffer
+  EXPECT_EQ(g->buffers[size_t(conv_out)].dtype, DType::Q8_0);
+  EXPECT_EQ(g->buffers[size_t(conv_out)].name, "xn_q8_0");
+  // A second pass changes nothing: every port already has its contract's dtype.
+  const size_t n_nodes = g->nodes.size();
+  ASSERT_TRUE(insert_conversions(&*g, *reg, &errors));
+  EXPECT_EQ(g->nodes.size(), n_nodes);
+
   // q4_0 ffn_down cannot even be instantiated: 172 is not a whole number of blocks.
   errors.clear();
   EXPECT_FALSE(instantiate(llama_circuit(), stories_facts(DType::Q4_0), {256, 64}, &errors));
