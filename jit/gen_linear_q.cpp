@@ -99,10 +99,7 @@ bool build_q(const QSpec& s, const GeneratorParams& params, kir::Module* m, std:
 
 }  // namespace
 
-// Loop over the blocks: off = byte offset of the block in a weight row; the activation
-// rows advance by one 36-byte block.
-BlockLoop open_block_loop(kir::Builder& b, const TileArgs& a, QFormat f, TokenRows& tr) {
-  (void)tr;
+BlockLoop open_block_loop(kir::Builder& b, const TileArgs& a, QFormat f, TokenRows&) {
   BlockLoop l{b.i64("off")};
   V end = b.i64("end");
   b.muli(end, a.n, q_block_bytes(f));
