@@ -10,13 +10,8 @@
 
 namespace cke::jit {
 
-KernelModule::KernelModule(std::string name, void* code, size_t code_size, void* entry,
-                           std::shared_ptr<const void> state)
-    : name_(std::move(name)),
-      code_(code),
-      code_size_(code_size),
-      entry_(entry),
-      state_(std::move(state)) {}
+KernelModule::KernelModule(std::string name, void* code, size_t code_size, void* entry)
+    : name_(std::move(name)), code_(code), code_size_(code_size), entry_(entry) {}
 
 KernelModule::~KernelModule() {
   if (code_) runtime().release(code_);

@@ -34,12 +34,11 @@ namespace cke::jit {
 // impl.params of a kernel map (all values as written in YAML).
 using GeneratorParams = std::map<std::string, std::string>;
 
-// Generated code (one or more functions placed in the JIT runtime as one block) plus the
-// state the entry reads. Releases the code on destruction.
+// Machine code (one or more functions placed in the JIT runtime as one block): a generated
+// kernel or a phase's glue. Releases the code on destruction.
 class KernelModule {
  public:
-  KernelModule(std::string name, void* code, size_t code_size, void* entry,
-               std::shared_ptr<const void> state);
+  KernelModule(std::string name, void* code, size_t code_size, void* entry);
   ~KernelModule();
   KernelModule(const KernelModule&) = delete;
   KernelModule& operator=(const KernelModule&) = delete;
@@ -60,7 +59,6 @@ class KernelModule {
   void* code_ = nullptr;
   size_t code_size_ = 0;
   void* entry_ = nullptr;
-  std::shared_ptr<const void> state_;
 };
 
 // Writes the kernel into m (whose name is already the provider id); false and *err on a

@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "jit/jit_runtime.h"
+#include "jit/code_module.h"
 #include "jit/parallel.h"
 
 namespace cke::jit {
@@ -65,18 +65,6 @@ Error emit_call(x86::Compiler& cc, const GlueStep& s, const x86::Gp& ctx, const 
   return kErrorOk;
 }
 
-// Collects asmjit errors raised while building (the Compiler reports through a handler).
-struct ErrorCollector : ErrorHandler {
-  Error first = kErrorOk;
-  std::string msg;
-  void handleError(Error err, const char* message, BaseEmitter*) override {
-    if (first == kErrorOk) {
-      first = err;
-      msg = message;
-    }
-  }
-};
-
 }  // namespace
 
 GlueArg GlueArg::f32(float v) {
@@ -85,12 +73,8 @@ GlueArg GlueArg::f32(float v) {
   return {ArgKind::F32, Src::Imm, bits, {}};
 }
 
-GlueModule::~GlueModule() {
-  if (code_) runtime().release(code_);
-}
-
-std::unique_ptr<GlueModule> emit_glue(const std::string& name, const std::vector<GlueStep>& steps,
-                                      std::string* err) {
+std::unique_ptr<KernelModule> emit_glue(const std::string& name, const std::vector<GlueStep>& steps,
+                                        std::string* err) {
   for (const GlueStep& s : steps) {
     if (!s.fn) {
       *err = "glue '" + name + "': step '" + s.name + "' has no function address";
@@ -106,11 +90,8 @@ std::unique_ptr<GlueModule> emit_glue(const std::string& name, const std::vector
       return nullptr;
     }
   }
-  CodeHolder code;
-  code.init(runtime().environment());
-  ErrorCollector errors;
-  code.setErrorHandler(&errors);
-  x86::Compiler cc(&code);
+  ModuleBuilder mb("cke_glue_" + name);
+  x86::Compiler& cc = mb.cc();
 
   // Task functions first, one per parallel step: void task(const RunContext*, i64, i64).
   std::vector<Label> task_labels(steps.size());
@@ -155,25 +136,8 @@ std::unique_ptr<GlueModule> emit_glue(const std::string& name, const std::vector
     call->setArg(3, align);
   }
   cc.endFunc();
-  Label entry_label = main->label();
-  cc.finalize();
-  if (errors.first != kErrorOk) {
-    *err = "glue '" + name + "': asmjit: " + errors.msg;
-    return nullptr;
-  }
-  void* base = nullptr;
-  Error e = runtime().add(&base, &code);
-  if (e) {
-    *err = "glue '" + name + "': asmjit: " + error_text(e);
-    return nullptr;
-  }
-  auto m = std::unique_ptr<GlueModule>(new GlueModule());
-  m->code_ = base;
-  m->code_size_ = code.codeSize();
-  m->entry_ =
-      reinterpret_cast<GlueFn>(static_cast<uint8_t*>(base) + code.labelOffsetFromBase(entry_label));
-  register_perf_symbol(base, m->code_size_, "cke_glue_" + name);
-  return m;
+  if (!mb.finish(err)) return nullptr;
+  return mb.make_module(main->label());
 }
 
 }  // namespace cke::jit

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "jit/context.h"
+#include "jit/generators.h"
 #include "kernels/registry.h"
 
 namespace cke::jit {
@@ -47,24 +48,9 @@ struct GlueStep {
 
 using GlueFn = void (*)(const RunContext* ctx);
 
-// Owns the JIT code of one glue function (and its task functions).
-class GlueModule {
- public:
-  ~GlueModule();
-  GlueFn entry() const { return entry_; }
-  size_t code_size() const { return code_size_; }
-
- private:
-  friend std::unique_ptr<GlueModule> emit_glue(const std::string&, const std::vector<GlueStep>&,
-                                               std::string*);
-  GlueModule() = default;
-  GlueFn entry_ = nullptr;
-  size_t code_size_ = 0;
-  void* code_ = nullptr;
-};
-
-// Emits the glue for `steps`. On failure (asmjit error, bad step) returns null and *err.
-std::unique_ptr<GlueModule> emit_glue(const std::string& name, const std::vector<GlueStep>& steps,
-                                      std::string* err);
+// Emits the glue for `steps`: a module whose entry is a GlueFn (entry_as<GlueFn>()). On
+// failure (asmjit error, bad step) returns null and *err.
+std::unique_ptr<KernelModule> emit_glue(const std::string& name, const std::vector<GlueStep>& steps,
+                                        std::string* err);
 
 }  // namespace cke::jit

@@ -4,7 +4,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "jit/gen_common.h"
+#include "jit/code_module.h"
 
 namespace cke::jit::kir {
 namespace {
@@ -456,7 +456,7 @@ std::unique_ptr<KernelModule> lower_to_machine_code(const Module& m, std::string
     return nullptr;
   }
   const bool avx512 = std::find(m.isa.begin(), m.isa.end(), "avx512f") != m.isa.end();
-  gen::ModuleBuilder mb(m.name);
+  ModuleBuilder mb(m.name);
   // Callees first (an entry calls functions with a higher index), so every call targets
   // a function whose label exists.
   std::vector<Label> labels(m.funcs.size());
@@ -468,7 +468,7 @@ std::unique_ptr<KernelModule> lower_to_machine_code(const Module& m, std::string
     return nullptr;
   }
   if (!mb.finish(err)) return nullptr;
-  return mb.make_module(labels[0], nullptr);
+  return mb.make_module(labels[0]);
 }
 
 }  // namespace cke::jit::kir

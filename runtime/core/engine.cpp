@@ -76,7 +76,7 @@ struct Engine::Impl {
   PhasePlan prefill, decode;
   std::vector<std::unique_ptr<AlignedBuf>> state;  // per graph buffer (null if not state)
   std::unique_ptr<AlignedBuf> arena;
-  std::unique_ptr<jit::GlueModule> glue_prefill, glue_decode;  // JIT glue, or
+  std::unique_ptr<jit::KernelModule> glue_prefill, glue_decode;  // JIT glue, or
   void* emitted = nullptr;                                     // the emitted C, dlopen'ed
   jit::GlueFn prefill_fn = nullptr, decode_fn = nullptr;       // what eval calls
   std::unique_ptr<ThreadPool> pool;
@@ -87,7 +87,7 @@ struct Engine::Impl {
 
   bool compile(std::string* err);
   const void* address(const PlanArg& a) const;
-  std::unique_ptr<jit::GlueModule> emit(const PhasePlan& p, std::string* err) const;
+  std::unique_ptr<jit::KernelModule> emit(const PhasePlan& p, std::string* err) const;
   bool run(const PhasePlan& p, jit::GlueFn fn, std::span<const int32_t> toks, float* logits_out,
            bool all_logits);
   EmitInput emit_input() const;
@@ -192,7 +192,7 @@ const void* Engine::Impl::address(const PlanArg& a) const {
   }
 }
 
-std::unique_ptr<jit::GlueModule> Engine::Impl::emit(const PhasePlan& p, std::string* err) const {
+std::unique_ptr<jit::KernelModule> Engine::Impl::emit(const PhasePlan& p, std::string* err) const {
   std::vector<jit::GlueStep> steps;
   for (const PlanStep& s : p.steps) {
     jit::GlueStep g;
@@ -326,8 +326,8 @@ bool Engine::Impl::compile(std::string* err) {
     if (!glue_prefill) return false;
     glue_decode = emit(decode, err);
     if (!glue_decode) return false;
-    prefill_fn = glue_prefill->entry();
-    decode_fn = glue_decode->entry();
+    prefill_fn = glue_prefill->entry_as<jit::GlueFn>();
+    decode_fn = glue_decode->entry_as<jit::GlueFn>();
   }
   int threads = opt.n_threads > 0 ? opt.n_threads : int(std::max<uint32_t>(1, caps.physical_cores));
   pool = std::make_unique<ThreadPool>(threads);

@@ -52,7 +52,7 @@ TEST(Glue, ConstantsFloatsAndRuntimeValuesReachTheKernel) {
   ASSERT_TRUE(m) << err;
   ThreadPool pool(1);
   RunContext ctx{11, 5, 16, &pool};
-  m->entry()(&ctx);
+  m->entry_as<jit::GlueFn>()(&ctx);
   ASSERT_EQ(g_calls.size(), 2u);
   const std::vector<int64_t> want = {-7, 11, 5, 48, int64_t(1) << 40, 3, 9};
   EXPECT_EQ(g_calls[0].ints, want);
@@ -75,7 +75,7 @@ TEST(Glue, ParallelStepCoversEveryRowOnceForAnyThreadCount) {
     ASSERT_TRUE(m) << err;
     ThreadPool pool(threads);
     RunContext ctx{3, 1, 4, &pool};
-    m->entry()(&ctx);
+    m->entry_as<jit::GlueFn>()(&ctx);
     for (int64_t r = 0; r < 37; ++r)
       EXPECT_EQ(y[r], r * 1000 + 3) << "row " << r << " threads " << threads;
   }
@@ -94,7 +94,7 @@ TEST(Glue, ParallelStepSplitByTokens) {
   ASSERT_TRUE(m) << err;
   ThreadPool pool(2);
   RunContext ctx{0, 7, 7, &pool};
-  m->entry()(&ctx);
+  m->entry_as<jit::GlueFn>()(&ctx);
   for (int64_t r = 0; r < 40; ++r) EXPECT_EQ(y[r], r < 28 ? r * 1000 : -1) << "row " << r;
 }
 

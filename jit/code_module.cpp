@@ -1,8 +1,8 @@
-#include "jit/gen_common.h"
+#include "jit/code_module.h"
 
 #include "jit/jit_runtime.h"
 
-namespace cke::jit::gen {
+namespace cke::jit {
 
 using namespace asmjit;
 
@@ -27,12 +27,12 @@ ModuleBuilder::~ModuleBuilder() {
 bool ModuleBuilder::finish(std::string* err) {
   if (errors_.first == kErrorOk) cc_.finalize();
   if (errors_.first != kErrorOk) {
-    *err = "generator '" + name_ + "': asmjit: " + errors_.msg;
+    *err = name_ + ": asmjit: " + errors_.msg;
     return false;
   }
   Error e = runtime().add(&base_, &code_);
   if (e) {
-    *err = "generator '" + name_ + "': asmjit: " + error_text(e);
+    *err = name_ + ": asmjit: " + error_text(e);
     return false;
   }
   code_size_ = code_.codeSize();
@@ -44,12 +44,11 @@ void* ModuleBuilder::address(const Label& label) const {
   return static_cast<uint8_t*>(base_) + code_.labelOffsetFromBase(label);
 }
 
-std::unique_ptr<KernelModule> ModuleBuilder::make_module(const Label& entry,
-                                                         std::shared_ptr<const void> state) {
+std::unique_ptr<KernelModule> ModuleBuilder::make_module(const Label& entry) {
   void* entry_addr = address(entry);
   void* base = base_;
   base_ = nullptr;  // the module owns it now
-  return std::make_unique<KernelModule>(name_, base, code_size_, entry_addr, std::move(state));
+  return std::make_unique<KernelModule>(name_, base, code_size_, entry_addr);
 }
 
-}  // namespace cke::jit::gen
+}  // namespace cke::jit

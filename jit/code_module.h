@@ -1,6 +1,7 @@
-// The code module under construction for the machine-code sink of KIR (kir/kir_asmjit.cpp):
-// one asmjit Compiler per module, error collection, and placing the finished code in the
-// JIT runtime as a KernelModule.
+// Our one way to make machine code: a module under construction (one asmjit Compiler, the
+// first asmjit error kept, the finished code placed in the JIT runtime and registered for
+// perf) and the module that owns the placed code. Used by the KIR sink (kernels) and the
+// glue (one function per phase) alike.
 #pragma once
 
 #include <asmjit/x86.h>
@@ -10,7 +11,7 @@
 
 #include "jit/generators.h"
 
-namespace cke::jit::gen {
+namespace cke::jit {
 
 // Collects the first error asmjit reports while emitting.
 struct ErrorCollector : asmjit::ErrorHandler {
@@ -34,9 +35,8 @@ class ModuleBuilder {
   void* address(const asmjit::Label& label) const;
   size_t code_size() const { return code_size_; }
 
-  // After finish(): a module owning the code and `state`; `entry` names the kernel entry.
-  std::unique_ptr<KernelModule> make_module(const asmjit::Label& entry,
-                                            std::shared_ptr<const void> state);
+  // After finish(): a module owning the code; `entry` names its entry function.
+  std::unique_ptr<KernelModule> make_module(const asmjit::Label& entry);
 
  private:
   std::string name_;
@@ -47,4 +47,4 @@ class ModuleBuilder {
   size_t code_size_ = 0;
 };
 
-}  // namespace cke::jit::gen
+}  // namespace cke::jit
