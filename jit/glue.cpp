@@ -3,7 +3,7 @@
 #include <cstring>
 
 #include "jit/code_module.h"
-#include "jit/parallel.h"
+#include "runtime/exec/parallel.h"
 
 namespace cke::jit {
 namespace {

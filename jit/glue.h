@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "jit/context.h"
+#include "runtime/exec/context.h"
 #include "jit/generators.h"
 #include "kernels/registry.h"
 

@@ -13,7 +13,7 @@
 
 #include "jit/generators.h"
 #include "jit/glue.h"
-#include "jit/parallel.h"
+#include "runtime/exec/parallel.h"
 #include "resolver/circuit.h"
 #include "resolver/conversions.h"
 #include "resolver/data_dirs.h"

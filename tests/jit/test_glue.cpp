@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "jit/glue.h"
-#include "jit/parallel.h"
+#include "runtime/exec/parallel.h"
 
 namespace cke::jit {
 namespace {

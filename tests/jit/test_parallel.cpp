@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "jit/parallel.h"
+#include "runtime/exec/parallel.h"
 
 namespace cke {
 namespace {

@@ -1,4 +1,4 @@
-#include "jit/parallel.h"
+#include "runtime/exec/parallel.h"
 
 #include <tbb/global_control.h>
 #include <tbb/parallel_for.h>

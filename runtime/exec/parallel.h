@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "jit/context.h"
+#include "runtime/exec/context.h"
 
 namespace cke {
 

@@ -12,7 +12,7 @@
 
 namespace cke {
 
-struct ThreadPool;  // jit/parallel.h
+struct ThreadPool;  // runtime/exec/parallel.h
 
 struct RunContext {
   int64_t pos0;      // absolute position of the first token of this call
