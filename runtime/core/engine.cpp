@@ -1,6 +1,5 @@
 #include "runtime/core/engine.h"
 
-#include <dlfcn.h>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -21,6 +20,7 @@
 #include "resolver/registry.h"
 #include "resolver/sha256.h"
 #include "resolver/xray.h"
+#include "runtime/core/backend.h"
 #include "runtime/core/emit_c.h"
 #include "runtime/core/gguf_facts.h"
 #include "runtime/core/plan.h"
@@ -76,25 +76,24 @@ struct Engine::Impl {
   PhasePlan prefill, decode;
   std::vector<std::unique_ptr<AlignedBuf>> state;  // per graph buffer (null if not state)
   std::unique_ptr<AlignedBuf> arena;
-  std::unique_ptr<jit::KernelModule> glue_prefill, glue_decode;  // JIT glue, or
-  void* emitted = nullptr;                                     // the emitted C, dlopen'ed
-  jit::GlueFn prefill_fn = nullptr, decode_fn = nullptr;       // what eval calls
+  std::unique_ptr<Backend> backend;  // the plan as code: JIT glue or the emitted C
   std::unique_ptr<ThreadPool> pool;
   std::map<std::string, std::unique_ptr<jit::KernelModule>>
       modules;  // generated kernels by provider id
 
   std::optional<KernelSymbol> kernel_for(const KernelMap& m, std::string* err);
 
+  // compile(): a pipeline from data to data, one function per stage.
   bool compile(std::string* err);
-  const void* address(const PlanArg& a) const;
-  std::unique_ptr<jit::KernelModule> emit(const PhasePlan& p, std::string* err) const;
+  bool load_data(GgufFacts& facts, std::string* err);   // registry, circuit of the arch
+  bool build_graph(GgufFacts& facts, std::string* err);  // instantiate + conversion steps
+  bool resolve_kernels(std::string* err);                // HostCaps, resolution, X-Ray
+  bool build_plans(std::string* err);                    // phase plans, memory, the hash
+  bool make_backend(std::string* err);                   // JIT glue or emitted C
+  PlanMemory memory() const;
   bool run(const PhasePlan& p, jit::GlueFn fn, std::span<const int32_t> toks, float* logits_out,
            bool all_logits);
   EmitInput emit_input() const;
-  bool load_emitted(const std::string& dir, std::string* err);
-  ~Impl() {
-    if (emitted) dlclose(emitted);
-  }
 };
 
 EmitInput Engine::Impl::emit_input() const {
@@ -116,50 +115,6 @@ EmitInput Engine::Impl::emit_input() const {
   return in;
 }
 
-// Compiles <dir>/cke_plan.c and cke_kernels.c into a shared object, loads it, checks that it is this plan,
-// and binds it to this engine's weights, arena and state. Kernel symbols and
-// cke_parallel_for resolve against this executable (linked with exported symbols).
-bool Engine::Impl::load_emitted(const std::string& dir, std::string* err) {
-  // The flags come from this plan (the C in `dir` must be this plan: checked below).
-  EmittedC c;
-  if (!cke::emit_c(emit_input(), &c, err)) return false;
-  const char* cc = std::getenv("CC");
-  const std::string so = dir + "/cke_plan.so";
-  const std::string cmd =
-      fmt::format("{} -std=c11 -fPIC -shared {} -o '{}' '{}/cke_plan.c' '{}/cke_kernels.c'",
-                  cc && *cc ? cc : "cc", emitted_c_flags(c), so, dir, dir);
-  if (std::system(cmd.c_str()) != 0) {
-    *err = "--run-emitted: the C compiler failed: " + cmd;
-    return false;
-  }
-  emitted = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!emitted) {
-    *err = std::string("--run-emitted: ") + dlerror();
-    return false;
-  }
-  auto sha = static_cast<const char*>(dlsym(emitted, "cke_plan_sha256"));
-  auto bind = reinterpret_cast<void (*)(const uint8_t*, uint8_t*, uint8_t* const*)>(
-      dlsym(emitted, "cke_plan_bind"));
-  prefill_fn = reinterpret_cast<jit::GlueFn>(dlsym(emitted, "cke_plan_prefill"));
-  decode_fn = reinterpret_cast<jit::GlueFn>(dlsym(emitted, "cke_plan_decode"));
-  if (!sha || !bind || !prefill_fn || !decode_fn) {
-    *err = "--run-emitted: " + so + " lacks the cke_plan_* entry points";
-    return false;
-  }
-  const std::string want = trace.value("plan_sha256", "");
-  if (want != sha) {
-    *err = fmt::format("--run-emitted: {} holds plan {} but this model/host/flags give plan {}",
-                       dir, sha, want);
-    return false;
-  }
-  std::vector<uint8_t*> slots;
-  for (size_t i = 0; i < graph->buffers.size(); ++i)
-    if (graph->buffers[i].kind == BufferKind::State)
-      slots.push_back(static_cast<uint8_t*>(state[i]->p));
-  bind(file->bytes().data(), static_cast<uint8_t*>(arena->p), slots.data());
-  return true;
-}
-
 // The callable of a provider: its linked symbol, or its generated kernel (one module per
 // provider id, generated once at compile time and kept for the engine's life).
 std::optional<KernelSymbol> Engine::Impl::kernel_for(const KernelMap& m, std::string* err) {
@@ -179,60 +134,13 @@ std::optional<KernelSymbol> Engine::Impl::kernel_for(const KernelMap& m, std::st
   return k;
 }
 
-const void* Engine::Impl::address(const PlanArg& a) const {
-  switch (a.kind) {
-    case PlanArg::Kind::Arena:
-      return static_cast<uint8_t*>(arena->p) + a.offset;
-    case PlanArg::Kind::Weight:
-      return file->tensor(graph->buffers[a.buffer].tensor)->data;
-    case PlanArg::Kind::State:
-      return state[a.buffer]->p;
-    default:
-      return nullptr;
-  }
-}
-
-std::unique_ptr<jit::KernelModule> Engine::Impl::emit(const PhasePlan& p, std::string* err) const {
-  std::vector<jit::GlueStep> steps;
-  for (const PlanStep& s : p.steps) {
-    jit::GlueStep g;
-    g.name = s.provider->id;
-    g.fn = s.symbol.fn;
-    for (const PlanArg& a : s.args) {
-      switch (a.kind) {
-        case PlanArg::Kind::Arena:
-        case PlanArg::Kind::Weight:
-        case PlanArg::Kind::State:
-          g.args.push_back(jit::GlueArg::ptr(address(a)));
-          break;
-        case PlanArg::Kind::I64:
-          g.args.push_back(jit::GlueArg::i64(a.i64));
-          break;
-        case PlanArg::Kind::F32:
-          g.args.push_back(jit::GlueArg::f32(a.f32));
-          break;
-        case PlanArg::Kind::Runtime:
-          g.args.push_back(jit::GlueArg::rt(a.runtime, a.i64));
-          break;
-        case PlanArg::Kind::RangeBegin:
-          g.args.push_back(jit::GlueArg::begin());
-          break;
-        case PlanArg::Kind::RangeEnd:
-          g.args.push_back(jit::GlueArg::end());
-          break;
-      }
-    }
-    g.split_total = s.split_total;
-    g.split_by_tokens = s.split_by_tokens;
-    g.split_align = s.split_align;
-    steps.push_back(std::move(g));
-  }
-  return jit::emit_glue(std::string(phase_name(p.phase)), steps, err);
-}
-
 bool Engine::Impl::compile(std::string* err) {
-  const std::string path = opt.model_path;
   GgufFacts facts(*file);
+  return load_data(facts, err) && build_graph(facts, err) && resolve_kernels(err) &&
+         build_plans(err) && make_backend(err);
+}
+
+bool Engine::Impl::load_data(GgufFacts&, std::string* err) {
   gguf::GgufError gerr;
   auto a = file->str("general.architecture", &gerr);
   if (!a) {
@@ -240,7 +148,6 @@ bool Engine::Impl::compile(std::string* err) {
     return false;
   }
   arch = std::string(*a);
-
   DataDirs dirs = default_data_dirs();
   if (!opt.kernel_map_dirs.empty())
     dirs.kernel_maps.assign(opt.kernel_map_dirs.begin(), opt.kernel_map_dirs.end());
@@ -254,8 +161,8 @@ bool Engine::Impl::compile(std::string* err) {
   }
   auto cpath = find_circuit(arch, dirs.circuits);
   if (!cpath) {
-    *err = fmt::format("{}: no circuit for architecture '{}' (available: {})", path, arch,
-                       available_circuits(dirs.circuits));
+    *err = fmt::format("{}: no circuit for architecture '{}' (available: {})", opt.model_path,
+                       arch, available_circuits(dirs.circuits));
     return false;
   }
   circuit = load_circuit(*cpath, &errors);
@@ -263,7 +170,10 @@ bool Engine::Impl::compile(std::string* err) {
     *err = format_errors(errors);
     return false;
   }
+  return true;
+}
 
+bool Engine::Impl::build_graph(GgufFacts& facts, std::string* err) {
   // Context: as asked, else the model's training context capped at 4096.
   int64_t n = opt.n_ctx;
   if (n <= 0) {
@@ -273,18 +183,22 @@ bool Engine::Impl::compile(std::string* err) {
   }
   n_ctx = int32_t(n);
   const int64_t max_tokens = std::max<int64_t>(1, std::min<int64_t>(opt.n_batch, n_ctx));
+  std::vector<LoadError> errors;
   graph = instantiate(*circuit, facts, {n_ctx, max_tokens}, &errors);
   if (!graph || !insert_conversions(&*graph, *registry, &errors)) {
-    *err = path + ": " + format_errors(errors);
+    *err = opt.model_path + ": " + format_errors(errors);
     return false;
   }
   if (auto v = graph->value("n_vocab"); v && v->is_int()) n_vocab = int32_t(v->i);
   if (n_vocab != tok->n_vocab()) {
-    *err = fmt::format("{}: the output has {} rows but the tokenizer has {} tokens", path, n_vocab,
-                       tok->n_vocab());
+    *err = fmt::format("{}: the output has {} rows but the tokenizer has {} tokens",
+                       opt.model_path, n_vocab, tok->n_vocab());
     return false;
   }
+  return true;
+}
 
+bool Engine::Impl::resolve_kernels(std::string* err) {
   caps = HostCaps::probe();
   if (!opt.isa.empty()) {
     std::string cerr;
@@ -300,12 +214,16 @@ bool Engine::Impl::compile(std::string* err) {
   res = resolve(*graph, *registry, caps, ro);
   trace = xray_trace(res, *graph, *registry, caps, ro);
   if (!res.ok()) {
-    *err =
-        fmt::format("{}: the model does not compile for this host:\n{}", path, res.fault_report());
+    *err = fmt::format("{}: the model does not compile for this host:\n{}", opt.model_path,
+                       res.fault_report());
     return false;
   }
+  return true;
+}
+
+bool Engine::Impl::build_plans(std::string* err) {
   auto lookup = [this](const KernelMap& m, std::string* e) { return kernel_for(m, e); };
-  if (!build_phase_plan(*graph, res, Phase::Prefill, max_tokens, lookup, &prefill, err) ||
+  if (!build_phase_plan(*graph, res, Phase::Prefill, graph->max_tokens, lookup, &prefill, err) ||
       !build_phase_plan(*graph, res, Phase::Decode, 1, lookup, &decode, err))
     return false;
   trace["plan_sha256"] =
@@ -313,23 +231,43 @@ bool Engine::Impl::compile(std::string* err) {
   state.resize(graph->buffers.size());
   for (size_t i = 0; i < graph->buffers.size(); ++i)
     if (graph->buffers[i].kind == BufferKind::State)
-      state[i] = std::make_unique<AlignedBuf>(buffer_bytes(graph->buffers[i], max_tokens));
+      state[i] = std::make_unique<AlignedBuf>(buffer_bytes(graph->buffers[i], graph->max_tokens));
   arena = std::make_unique<AlignedBuf>(std::max(prefill.arena_bytes, decode.arena_bytes));
   if (!arena->p) {
     *err = "out of memory for the activation arena";
     return false;
   }
-  if (!opt.run_emitted_dir.empty()) {
-    if (!load_emitted(opt.run_emitted_dir, err)) return false;
-  } else {
-    glue_prefill = emit(prefill, err);
-    if (!glue_prefill) return false;
-    glue_decode = emit(decode, err);
-    if (!glue_decode) return false;
-    prefill_fn = glue_prefill->entry_as<jit::GlueFn>();
-    decode_fn = glue_decode->entry_as<jit::GlueFn>();
+  return true;
+}
+
+PlanMemory Engine::Impl::memory() const {
+  PlanMemory m;
+  m.weights = file->bytes().data();
+  m.weight_offset.assign(graph->buffers.size(), -1);
+  m.state.assign(graph->buffers.size(), nullptr);
+  for (size_t i = 0; i < graph->buffers.size(); ++i) {
+    const GraphBuffer& b = graph->buffers[i];
+    if (b.kind == BufferKind::Weight)
+      m.weight_offset[i] = file->tensor(b.tensor)->data - file->bytes().data();
+    if (b.kind == BufferKind::State) m.state[i] = static_cast<uint8_t*>(state[i]->p);
   }
-  int threads = opt.n_threads > 0 ? opt.n_threads : int(std::max<uint32_t>(1, caps.physical_cores));
+  m.arena = static_cast<uint8_t*>(arena->p);
+  return m;
+}
+
+bool Engine::Impl::make_backend(std::string* err) {
+  if (opt.run_emitted_dir.empty()) {
+    backend = make_jit_backend(prefill, decode, memory(), err);
+  } else {
+    // The flags come from this plan's own C; the directory must hold the same plan.
+    EmittedC c;
+    if (!cke::emit_c(emit_input(), &c, err)) return false;
+    backend = load_emitted_c_backend(opt.run_emitted_dir, c, trace.value("plan_sha256", ""),
+                                     *graph, memory(), err);
+  }
+  if (!backend) return false;
+  const int threads =
+      opt.n_threads > 0 ? opt.n_threads : int(std::max<uint32_t>(1, caps.physical_cores));
   pool = std::make_unique<ThreadPool>(threads);
   return true;
 }
@@ -438,9 +376,9 @@ bool Engine::eval(std::span<const int32_t> tokens, std::vector<float>* logits, b
     if (logits && all_logits) out = logits->data() + done * size_t(m.n_vocab);
     if (logits && !all_logits && last) out = logits->data();
     if (n == 1)
-      m.run(m.decode, m.decode_fn, tokens.subspan(done, 1), out, all_logits);
+      m.run(m.decode, m.backend->decode(), tokens.subspan(done, 1), out, all_logits);
     else
-      m.run(m.prefill, m.prefill_fn, tokens.subspan(done, n), out, all_logits);
+      m.run(m.prefill, m.backend->prefill(), tokens.subspan(done, n), out, all_logits);
     done += n;
   }
   return true;
@@ -452,7 +390,7 @@ bool Engine::emit_c(const std::string& dir, std::string* err) const {
 }
 
 bool Engine::runs_emitted_c() const {
-  return impl_->emitted != nullptr;
+  return !impl_->opt.run_emitted_dir.empty();
 }
 
 std::string Engine::plan_text() const {

@@ -1,0 +1,75 @@
+// The JIT backend: each phase's steps become asmjit glue with every address baked in.
+#include "runtime/core/backend.h"
+
+namespace cke {
+namespace {
+
+const void* address(const PlanArg& a, const PlanMemory& m) {
+  switch (a.kind) {
+    case PlanArg::Kind::Arena:
+      return m.arena + a.offset;
+    case PlanArg::Kind::Weight:
+      return m.weights + m.weight_offset[size_t(a.buffer)];
+    case PlanArg::Kind::State:
+      return m.state[size_t(a.buffer)];
+    default:
+      return nullptr;
+  }
+}
+
+jit::GlueArg lower(const PlanArg& a, const PlanMemory& m) {
+  switch (a.kind) {
+    case PlanArg::Kind::Arena:
+    case PlanArg::Kind::Weight:
+    case PlanArg::Kind::State:
+      return jit::GlueArg::ptr(address(a, m));
+    case PlanArg::Kind::I64:
+      return jit::GlueArg::i64(a.i64);
+    case PlanArg::Kind::F32:
+      return jit::GlueArg::f32(a.f32);
+    case PlanArg::Kind::Runtime:
+      return jit::GlueArg::rt(a.runtime, a.i64);
+    case PlanArg::Kind::RangeBegin:
+      return jit::GlueArg::begin();
+    case PlanArg::Kind::RangeEnd:
+      return jit::GlueArg::end();
+  }
+  return {};
+}
+
+std::unique_ptr<jit::KernelModule> glue(const PhasePlan& p, const PlanMemory& m,
+                                        std::string* err) {
+  std::vector<jit::GlueStep> steps;
+  for (const PlanStep& s : p.steps) {
+    jit::GlueStep g;
+    g.name = s.provider->id;
+    g.fn = s.symbol.fn;
+    for (const PlanArg& a : s.args) g.args.push_back(lower(a, m));
+    g.split_total = s.split_total;
+    g.split_by_tokens = s.split_by_tokens;
+    g.split_align = s.split_align;
+    steps.push_back(std::move(g));
+  }
+  return jit::emit_glue(std::string(phase_name(p.phase)), steps, err);
+}
+
+class JitBackend : public Backend {
+ public:
+  std::unique_ptr<jit::KernelModule> prefill_, decode_;
+  jit::GlueFn prefill() const override { return prefill_->entry_as<jit::GlueFn>(); }
+  jit::GlueFn decode() const override { return decode_->entry_as<jit::GlueFn>(); }
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_jit_backend(const PhasePlan& prefill, const PhasePlan& decode,
+                                          const PlanMemory& memory, std::string* err) {
+  auto b = std::make_unique<JitBackend>();
+  b->prefill_ = glue(prefill, memory, err);
+  if (!b->prefill_) return nullptr;
+  b->decode_ = glue(decode, memory, err);
+  if (!b->decode_) return nullptr;
+  return b;
+}
+
+}  // namespace cke
