@@ -118,6 +118,11 @@ struct KernelMap {
 // must equal the id.
 std::optional<KernelMap> parse_kernel_map(std::string_view yaml, const std::string& file,
                                           std::vector<LoadError>* errors);
+// A map file: one map (cke.kernel_map/1), or a family (cke.kernel_map_family/1: a template
+// and an instance table, resolver/map_family.cpp) expanded into its maps, each with `file`
+// "<path>:<line>". Errors name the file, the field and the instance.
+std::vector<KernelMap> load_kernel_maps(const std::filesystem::path& path,
+                                        std::vector<LoadError>* errors);
 std::optional<KernelMap> load_kernel_map(const std::filesystem::path& path,
                                          std::vector<LoadError>* errors);
 

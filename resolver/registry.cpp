@@ -187,7 +187,7 @@ std::optional<Registry> Registry::load_files(
   std::vector<KernelMap> maps;
   std::vector<Contract> contracts;
   for (const auto& p : map_files)
-    if (auto m = load_kernel_map(p, out)) maps.push_back(std::move(*m));
+    for (KernelMap& m : load_kernel_maps(p, out)) maps.push_back(std::move(m));
   for (const auto& p : contract_files)
     if (auto c = load_contract(p, out)) contracts.push_back(std::move(*c));
   if (out->size() != before) return std::nullopt;

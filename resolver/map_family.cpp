@@ -1,0 +1,99 @@
+// Kernel map families (schema cke.kernel_map_family/1): one template, an instance table.
+//
+//   schema: cke.kernel_map_family/1
+//   family: linear_generated            # the file name, as a map's id is
+//   template: |                          # a kernel map without `schema`; ${name} placeholders
+//     id: ${id}
+//     ...
+//   instances:                           # one map each; every placeholder, no other key
+//     - {id: linear_q8_0_f32_4x4__avx512vnni, rows: 4, ...}
+//
+// Each instance expands to a cke.kernel_map/1 document, parsed and checked like a map file;
+// its `file` is "<path>:<line of the instance>", which errors and the X-Ray name.
+#include <fmt/format.h>
+
+#include <set>
+
+#include "resolver/data_file.h"
+#include "resolver/kernel_map.h"
+#include "resolver/yaml_fields.h"
+
+namespace cke {
+namespace {
+
+using detail::ErrorSink;
+using detail::Fields;
+
+// The ${name} placeholders of a template, in order of first use.
+std::vector<std::string> placeholders(const std::string& t, ErrorSink* sink) {
+  std::vector<std::string> out;
+  for (size_t i = t.find("${"); i != std::string::npos; i = t.find("${", i + 2)) {
+    const size_t e = t.find('}', i);
+    const std::string name = e == std::string::npos ? "" : t.substr(i + 2, e - i - 2);
+    if (!detail::is_identifier(name)) {
+      sink->error("template", fmt::format("malformed placeholder at offset {}", i));
+      return {};
+    }
+    if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<KernelMap> load_kernel_maps(const std::filesystem::path& path,
+                                        std::vector<LoadError>* errors) {
+  std::optional<std::string> text = read_data_file(path, errors);
+  if (!text) return {};
+  if (text->find("cke.kernel_map_family/1") == std::string::npos) {
+    std::optional<KernelMap> m = parse_kernel_map(*text, path.string(), errors);
+    return m ? std::vector<KernelMap>{std::move(*m)} : std::vector<KernelMap>{};
+  }
+  ErrorSink sink(path.string(), errors);
+  std::optional<YAML::Node> doc = detail::parse_yaml(*text, &sink);
+  if (!doc) return {};
+  Fields f(*doc, "", &sink);
+  if (!f.ok()) return {};
+  if (auto s = f.str("schema", true); s && *s != "cke.kernel_map_family/1")
+    sink.error("schema", fmt::format("unsupported schema '{}'", *s));
+  if (auto s = f.str("family", true); s && *s != path.stem().string())
+    sink.error("family", fmt::format("family '{}' differs from the file name '{}'", *s,
+                                     path.filename().string()));
+  std::optional<std::string> tmpl = f.str("template", true);
+  (void)f.str("notes", false);
+  YAML::Node inst = f.get("instances", true);
+  f.finish();
+  if (!tmpl || sink.failed()) return {};
+  if (tmpl->find("schema:") != std::string::npos)
+    sink.error("template", "the template is a map without `schema` (the family sets it)");
+  const std::vector<std::string> names = placeholders(*tmpl, &sink);
+  if (!inst.IsSequence() || inst.size() == 0) {
+    sink.error("instances", "expected a non-empty list of instances", inst);
+    return {};
+  }
+  std::vector<KernelMap> out;
+  for (size_t i = 0; i < inst.size(); ++i) {
+    const std::string ipath = fmt::format("instances[{}]", i);
+    Fields vf(inst[i], ipath, &sink);
+    if (!vf.ok()) continue;
+    std::string doc_text = "schema: cke.kernel_map/1\n" + *tmpl;
+    std::set<std::string> used;
+    for (const std::string& n : names) {
+      std::optional<std::string> v = vf.str(n, true);
+      if (!v) continue;
+      used.insert(n);
+      for (size_t at = doc_text.find("${" + n + "}"); at != std::string::npos;
+           at = doc_text.find("${" + n + "}", at + v->size()))
+        doc_text.replace(at, n.size() + 3, *v);
+    }
+    vf.finish();  // a key no placeholder uses is an error
+    if (used.size() != names.size()) continue;
+    const std::string file = fmt::format("{}:{}", path.string(), inst[i].Mark().line + 1);
+    if (std::optional<KernelMap> m = parse_kernel_map(doc_text, file, errors))
+      out.push_back(std::move(*m));
+  }
+  if (sink.failed()) return {};
+  return out;
+}
+
+}  // namespace cke

@@ -1,0 +1,100 @@
+// Kernel map families (resolver/map_family.cpp): a template and an instance table expand
+// into maps named "<file>:<line>"; every malformed family is an error naming file and field.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "resolver_test_util.h"
+
+namespace cke::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+const char* kFamily =
+    "schema: cke.kernel_map_family/1\n"
+    "family: fam\n"
+    "template: |\n"
+    "  id: ${id}\n"
+    "  op: linear\n"
+    "  interface: linear.row_major_weight.v1\n"
+    "  contract: linear.q4_0.t\n"
+    "  selection: {status: production, priority: ${prio}, phases: [prefill, decode]}\n"
+    "  requires: {isa: [], shape: []}\n"
+    "  ports:\n"
+    "    inputs: {x: {dtype: f32, shape: [K, T]}}\n"
+    "    weights: {w: {dtype: q4_0, shape: [K, N]}}\n"
+    "    outputs: {y: {dtype: f32, shape: [N, T]}}\n"
+    "  impl: {function: ${id}}\n"
+    "  call_abi: [input:x, weight:w, output:y, dim:K, dim:N, dim:T, range:begin, range:end]\n"
+    "  parallel: {dim: N, min_chunk: 16, changes_arithmetic: false}\n"
+    "instances:\n"
+    "  - {id: lin_a, prio: 100}\n"
+    "  - {id: lin_b, prio: 200}\n";
+
+std::string write_family(const std::string& text, const std::string& name = "fam") {
+  const fs::path dir = fs::temp_directory_path() / ("cke_family_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const fs::path p = dir / (name + ".yaml");
+  std::ofstream(p) << text;
+  return p.string();
+}
+
+std::string replace(std::string s, const std::string& a, const std::string& b) {
+  const size_t at = s.find(a);
+  EXPECT_NE(at, std::string::npos) << a;
+  if (at != std::string::npos) s.replace(at, a.size(), b);
+  return s;
+}
+
+TEST(MapFamily, ExpandsEveryInstanceWithItsLine) {
+  const std::string path = write_family(kFamily);
+  std::vector<LoadError> errors;
+  const std::vector<KernelMap> maps = load_kernel_maps(path, &errors);
+  ASSERT_TRUE(errors.empty()) << format_errors(errors);
+  ASSERT_EQ(maps.size(), 2u);
+  EXPECT_EQ(maps[0].id, "lin_a");
+  EXPECT_EQ(maps[0].selection.priority, 100);
+  EXPECT_EQ(maps[0].file, path + ":18");
+  EXPECT_EQ(maps[1].id, "lin_b");
+  EXPECT_EQ(maps[1].selection.priority, 200);
+  EXPECT_EQ(maps[1].file, path + ":19");
+  EXPECT_NE(maps[0].sha256, maps[1].sha256);
+}
+
+TEST(MapFamily, MalformedFamiliesAreErrors) {
+  struct Case {
+    std::string text, file_name, field, why;
+  };
+  const std::vector<Case> cases = {
+      {replace(kFamily, "  - {id: lin_b, prio: 200}", "  - {id: lin_b}"), "fam", "instances[1].prio",
+       "missing"},
+      {replace(kFamily, "  - {id: lin_b, prio: 200}", "  - {id: lin_b, prio: 200, extra: 1}"), "fam",
+       "instances[1].extra", "unknown"},
+      {kFamily, "other", "family", "differs from the file name"},
+      {replace(kFamily, "  id: ${id}\n", "  schema: cke.kernel_map/1\n  id: ${id}\n"), "fam",
+       "template", "without `schema`"},
+      {replace(kFamily, "priority: ${prio}", "priority: ${pr io}"), "fam", "template",
+       "malformed placeholder"},
+      {replace(kFamily, "  - {id: lin_a, prio: 100}\n  - {id: lin_b, prio: 200}\n", "  []\n"), "fam",
+       "instances", "non-empty list"},
+      {replace(kFamily, "priority: ${prio}", "priority: high${prio}"), "fam", "selection",
+       ""},  // the expanded map's own error, at the instance's line
+  };
+  for (const Case& c : cases) {
+    const std::string path = write_family(c.text, c.file_name);
+    std::vector<LoadError> errors;
+    EXPECT_TRUE(load_kernel_maps(path, &errors).empty()) << c.field;
+    bool found = false;
+    for (const LoadError& e : errors)
+      found = found || (e.file.rfind(path, 0) == 0 && e.path.rfind(c.field, 0) == 0 &&
+                        e.reason.find(c.why) != std::string::npos);
+    EXPECT_TRUE(found) << c.field << ": " << format_errors(errors);
+    fs::remove(path);
+  }
+}
+
+}  // namespace
+}  // namespace cke::test
