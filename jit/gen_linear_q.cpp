@@ -40,10 +40,10 @@ bool build_q(const QSpec& s, const GeneratorParams& params, kir::Module* m, std:
   const std::string& name = m->name;
   m->isa = isa_features(s.isa);
   m->comment = fmt::format(
-      "generator {}, rows {}, tokens {}: {} arithmetic of contract linear.{}{}.ggml\n"
+      "generator {}, rows {}, tokens {}: {} arithmetic of contract {}\n"
       "(activations: Q8_0 rows from the plan's act_quant step)",
       s.generator, rows, tokens, s.repacked ? "repacked 8x8 gemm/gemv" : "ggml_vec_dot lanes",
-      s.format == QFormat::Q8_0 ? "q8_0" : "q4_0", s.repacked ? "x8" : "");
+      s.repacked ? q_traits(s.format).contract_x8 : q_traits(s.format).contract);
 
   Builder e(*m, name, {Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::I64, Kind::I64, Kind::I64,
                        Kind::I64, Kind::I64});
@@ -87,7 +87,7 @@ bool build_q(const QSpec& s, const GeneratorParams& params, kir::Module* m, std:
   }
   e.sari(nb, K, 5);
   e.muli(rb, nb, q_block_bytes(s.format));
-  e.muli(as, nb, int64_t(sizeof(block_q8_0)));
+  e.muli(as, nb, int64_t(dtype_info(q_traits(s.format).act).type_size));
   V w0 = e.ptr("w_n0"), y0 = e.ptr("y_n0"), ys = e.i64("y_stride"), tmp = e.i64("tmp");
   e.muli(ys, N, 4);
   e.mul(tmp, n0, rb);

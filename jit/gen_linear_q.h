@@ -19,17 +19,17 @@
 
 #include <string>
 
+#include "jit/gen_formats.h"
 #include "jit/gen_tile.h"
 #include "jit/generators.h"
 #include "jit/kir/kir.h"
 
 namespace cke::jit::gen {
 
-enum class QFormat : uint8_t { Q8_0, Q4_0 };
 enum class QArith : uint8_t { Plain, Gemv, Gemm };
 
 inline int q_block_bytes(QFormat f) {
-  return f == QFormat::Q8_0 ? 34 : 18;
+  return q_traits(f).block_bytes;
 }
 
 // The loop over a tile's blocks: `off` is the byte offset of the block in a weight row;

@@ -32,7 +32,7 @@ Consts make_consts(Builder& b, QFormat f) {
   Consts c;
   c.ones16 = b.vec(256, Cls::I, "ones16");
   b.vsplat32(c.ones16, 0x00010001u);
-  if (f == QFormat::Q4_0) {
+  if (q_traits(f).unpack == QUnpack::Nibbles) {
     c.nib_mask = b.vec(256, Cls::I, "nib_mask");
     b.vsplat32(c.nib_mask, 0x0F0F0F0Fu);
     c.eight = b.vec(256, Cls::I, "eight");
@@ -44,12 +44,12 @@ Consts make_consts(Builder& b, QFormat f) {
 // Signed weight integers of one row's block (as in gen_linear_q_avx512.cpp).
 V load_weights(Builder& b, QFormat f, const Consts& c, V row, V off) {
   V q = b.vec(256, Cls::I, "q");
-  if (f == QFormat::Q8_0) {
-    b.vload(q, Mem{row, off, 1, 2});
+  if (q_traits(f).unpack == QUnpack::Bytes) {
+    b.vload(q, Mem{row, off, 1, q_traits(f).quants_offset});
     return q;
   }
   V lo = b.vec(256, Cls::I, "qs"), hi = b.vec(128, Cls::I, "qhi");
-  b.vbcast128(lo, Mem{row, off, 1, 2});
+  b.vbcast128(lo, Mem{row, off, 1, q_traits(f).quants_offset});
   b.vsrl_i16(hi, b.view(lo, 128, Cls::I), 4);
   b.vinsert(q, lo, hi, 1);
   b.vand(q, q, c.nib_mask);
@@ -106,7 +106,7 @@ int emit_plain(kir::Module& m, const std::string& name, QFormat f, int rows, int
   for (int i = 0; i < rows; ++i) {
     V q = load_weights(b, f, c, r[i], l.off);
     V h = b.vec(128, Cls::I, "dh"), dw = b.vec(256, Cls::F, "dw");
-    b.vbcast_i16(h, Mem{r[i], l.off, 1, 0});
+    b.vbcast_i16(h, Mem{r[i], l.off, 1, q_traits(f).scale_offset});
     b.vcvt_f16_f32(dw, h);
     for (int t = 0; t < tokens; ++t) {
       V act = b.vec(256, Cls::I, "act");
@@ -153,7 +153,7 @@ int emit_repacked(kir::Module& m, const std::string& name, QFormat f, QArith ari
   // The 4 weight scales (fp16 at each row's block start) -> f32, row i in lane i.
   V h = b.vec(128, Cls::I, "h"), dw = b.vec(128, Cls::F, "dw");
   b.vzero(h);
-  for (int i = 0; i < kRows; ++i) b.vinsert_u16(h, h, Mem{r[i], l.off, 1, 0}, i);
+  for (int i = 0; i < kRows; ++i) b.vinsert_u16(h, h, Mem{r[i], l.off, 1, q_traits(f).scale_offset}, i);
   b.vcvt_f16_f32(dw, h);
   for (int t = 0; t < tokens; ++t) {
     V act = b.vec(256, Cls::I, "act");

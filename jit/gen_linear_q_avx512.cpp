@@ -42,7 +42,7 @@ Consts make_consts(Builder& b, QFormat f) {
   Consts c;
   c.zero = b.vec(512, Cls::I, "zero");
   b.vzero(c.zero);
-  if (f == QFormat::Q4_0) {
+  if (q_traits(f).unpack == QUnpack::Nibbles) {
     c.nib_mask = b.vec(512, Cls::I, "nib_mask");
     b.vsplat32(c.nib_mask, 0x0F0F0F0Fu);
     c.eight = b.vec(512, Cls::I, "eight");
@@ -57,17 +57,17 @@ Consts make_consts(Builder& b, QFormat f) {
 // q8_0 the stored bytes; q4_0 nibble - 8, low nibbles first (bytes_from_nibbles_32).
 V load_weights(Builder& b, QFormat f, const Consts& c, V ra, V rb, V off) {
   V q = b.vec(512, Cls::I, "q");
-  if (f == QFormat::Q8_0) {
+  if (q_traits(f).unpack == QUnpack::Bytes) {
     V lo = b.vec(512, Cls::I, "qa"), hi = b.vec(256, Cls::I, "qb");
-    b.vbcast256(lo, Mem{ra, off, 1, 2});
-    b.vload(hi, Mem{rb, off, 1, 2});
+    b.vbcast256(lo, Mem{ra, off, 1, q_traits(f).quants_offset});
+    b.vload(hi, Mem{rb, off, 1, q_traits(f).quants_offset});
     b.vinsert(q, lo, hi, 1);
     return q;
   }
   // [qs_a, qs_a, qs_b, qs_b], then the second copy of each shifted right by 4.
   V qa = b.vec(512, Cls::I, "qa"), qb = b.vec(256, Cls::I, "qb");
-  b.vbcast128(qa, Mem{ra, off, 1, 2});
-  b.vbcast128(qb, Mem{rb, off, 1, 2});
+  b.vbcast128(qa, Mem{ra, off, 1, q_traits(f).quants_offset});
+  b.vbcast128(qb, Mem{rb, off, 1, q_traits(f).quants_offset});
   b.vinsert(q, qa, qb, 1);
   b.vsrl_i16_mk(q, c.hi_words, q, 4);
   b.vand(q, q, c.nib_mask);
@@ -76,10 +76,10 @@ V load_weights(Builder& b, QFormat f, const Consts& c, V ra, V rb, V off) {
 }
 
 // The two weight scales of rows ra, rb as floats: lanes 0-7 ra's, lanes 8-15 rb's.
-V load_scales_pair(Builder& b, V ra, V rb, V off) {
+V load_scales_pair(Builder& b, QFormat f, V ra, V rb, V off) {
   V h0 = b.vec(256, Cls::I, "h0"), h1 = b.vec(128, Cls::I, "h1"), h = b.vec(256, Cls::I, "h");
-  b.vbcast_i16(h0, Mem{ra, off, 1, 0});
-  b.vbcast_i16(h1, Mem{rb, off, 1, 0});
+  b.vbcast_i16(h0, Mem{ra, off, 1, q_traits(f).scale_offset});
+  b.vbcast_i16(h1, Mem{rb, off, 1, q_traits(f).scale_offset});
   b.vinsert(h, h0, h1, 1);
   V dw = b.vec(512, Cls::F, "dw");
   b.vcvt_f16_f32(dw, h);
@@ -129,7 +129,7 @@ int emit_plain(kir::Module& m, const std::string& name, QFormat f, int rows, int
     b.vabs_i8(ax[p], q);
     neg[p] = b.mask("neg");
     b.kfrom_bytes(neg[p], q);
-    dw[p] = load_scales_pair(b, r[2 * p], r[2 * p + 1], l.off);
+    dw[p] = load_scales_pair(b, f, r[2 * p], r[2 * p + 1], l.off);
   }
   for (int t = 0; t < tokens; ++t) {
     V act = b.vec(512, Cls::I, "act");
@@ -217,7 +217,7 @@ int emit_repacked(kir::Module& m, const std::string& name, QFormat f, QArith ari
   // The 8 weight scales (fp16 at each row's block start) -> f32, row i in lane i.
   V h = b.vec(128, Cls::I, "h"), dw = b.vec(256, Cls::F, "dw");
   b.vzero(h);
-  for (int i = 0; i < kRows; ++i) b.vinsert_u16(h, h, Mem{r[i], l.off, 1, 0}, i);
+  for (int i = 0; i < kRows; ++i) b.vinsert_u16(h, h, Mem{r[i], l.off, 1, q_traits(f).scale_offset}, i);
   b.vcvt_f16_f32(dw, h);
   for (int t = 0; t < tokens; ++t) {
     V act = b.vec(512, Cls::I, "act");
