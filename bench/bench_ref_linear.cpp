@@ -1,6 +1,7 @@
 // Throughput of the 13 reference linear kernels (scalar, ggml-exact oracles) at K = N = 2048,
-// one token (a decode GEMV), on activations already converted (the act_quant step). Weights are realistic blocks: random normal rows quantized
-// with the reference quantizers. Counters: weight bytes read per second and MAC/s.
+// one token (a decode GEMV), on activations already converted (the act_quant step). Weights are
+// realistic blocks: random normal rows quantized with the reference quantizers. Counters: weight
+// bytes read per second and MAC/s.
 #include <benchmark/benchmark.h>
 
 #include <random>

@@ -21,10 +21,10 @@ struct QFormatTraits {
   QFormat format;
   const char* name;  // as in ids and contracts: "q8_0"
   DType weight;
-  DType act;              // the activation rows the kernels read (contract `convert`)
-  int block_elems;        // 32
-  int block_bytes;        // 34 (q8_0), 18 (q4_0)
-  int scale_offset;       // fp16 block scale
+  DType act;         // the activation rows the kernels read (contract `convert`)
+  int block_elems;   // 32
+  int block_bytes;   // 34 (q8_0), 18 (q4_0)
+  int scale_offset;  // fp16 block scale
   int quants_offset;
   QUnpack unpack;
   const char* contract;     // vec_dot arithmetic

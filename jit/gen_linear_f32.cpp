@@ -71,8 +71,9 @@ struct F32Tile {
 };
 
 int emit_tile(kir::Module& m, const std::string& name, int parts, int R, int TT) {
-  Builder b(m, name, {Kind::Ptr, Kind::I64, Kind::I64, Kind::Ptr, Kind::I64, Kind::Ptr,
-                      Kind::I64, Kind::I64});
+  Builder b(
+      m, name,
+      {Kind::Ptr, Kind::I64, Kind::I64, Kind::Ptr, Kind::I64, Kind::Ptr, Kind::I64, Kind::I64});
   F32Tile ft{b, parts};
   const TileArgs a = begin_tile(b);
   const V K = a.n;
@@ -151,8 +152,9 @@ bool build_f32(const char* generator, Isa isa, const GeneratorParams& params, ki
                       ? rows == 1 && tokens == 1
                       : rows >= 1 && rows <= 4 && tokens >= 1 && tokens <= 3 && rows * tokens <= 6;
   if (!ok) {
-    *err = fmt::format("generator '{}': tile {}x{} is not one it can emit ({})", generator, rows,
-                       tokens, isa == Isa::Avx2 ? "1x1" : "rows 1..4, tokens 1..3, rows*tokens <= 6");
+    *err =
+        fmt::format("generator '{}': tile {}x{} is not one it can emit ({})", generator, rows,
+                    tokens, isa == Isa::Avx2 ? "1x1" : "rows 1..4, tokens 1..3, rows*tokens <= 6");
     return false;
   }
   const int parts = isa == Isa::Avx2 ? 2 : 1;
@@ -162,8 +164,9 @@ bool build_f32(const char* generator, Isa isa, const GeneratorParams& params, ki
       "AVX-512 build:\n4 x 16-lane FMA accumulators, _mm512_reduce_add_ps tree, K % 64 tail)",
       generator, rows, tokens);
   const std::string& name = m->name;
-  Builder e(*m, name, {Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::I64, Kind::I64, Kind::I64,
-                       Kind::I64, Kind::I64});
+  Builder e(
+      *m, name,
+      {Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::I64, Kind::I64, Kind::I64, Kind::I64, Kind::I64});
   Grid g;
   g.R = rows;
   g.G = tokens;
@@ -174,8 +177,8 @@ bool build_f32(const char* generator, Isa isa, const GeneratorParams& params, ki
   const V x = e.arg(0), w = e.arg(1), y = e.arg(2), K = e.arg(3), N = e.arg(4), T = e.arg(5),
           n0 = e.arg(6), n1 = e.arg(7);
   // A call outside the contract computes nothing (the plan never makes one).
-  for (auto [a, c, b] : {std::tuple{T, kir::Cmp::LE, int64_t(0)}, {K, kir::Cmp::LE, 0},
-                         {n0, kir::Cmp::LT, 0}}) {
+  for (auto [a, c, b] :
+       {std::tuple{T, kir::Cmp::LE, int64_t(0)}, {K, kir::Cmp::LE, 0}, {n0, kir::Cmp::LT, 0}}) {
     e.if_(a, c, b);
     e.ret();
     e.end_if();

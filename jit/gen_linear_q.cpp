@@ -31,10 +31,10 @@ bool build_q(const QSpec& s, const GeneratorParams& params, kir::Module* m, std:
   bool rows_ok = s.repacked ? rows == (avx512 ? 8 : 4)
                             : (avx512 ? (rows == 2 || rows == 4) : (rows >= 1 && rows <= 4));
   if (!rows_ok || tokens < 1 || tokens > max_tokens || (s.repacked && tokens != 1 && tokens != 4)) {
-    *err = fmt::format("generator '{}': tile {}x{} is not one it can emit (rows {}, tokens 1..{}{})",
-                       s.generator, rows, tokens,
-                       s.repacked ? (avx512 ? "8" : "4") : (avx512 ? "2 or 4" : "1..4"),
-                       max_tokens, s.repacked ? ", repacked: 1 or 4" : "");
+    *err = fmt::format(
+        "generator '{}': tile {}x{} is not one it can emit (rows {}, tokens 1..{}{})", s.generator,
+        rows, tokens, s.repacked ? (avx512 ? "8" : "4") : (avx512 ? "2 or 4" : "1..4"), max_tokens,
+        s.repacked ? ", repacked: 1 or 4" : "");
     return false;
   }
   const std::string& name = m->name;
@@ -45,8 +45,9 @@ bool build_q(const QSpec& s, const GeneratorParams& params, kir::Module* m, std:
       s.generator, rows, tokens, s.repacked ? "repacked 8x8 gemm/gemv" : "ggml_vec_dot lanes",
       s.repacked ? q_traits(s.format).contract_x8 : q_traits(s.format).contract);
 
-  Builder e(*m, name, {Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::I64, Kind::I64, Kind::I64,
-                       Kind::I64, Kind::I64});
+  Builder e(
+      *m, name,
+      {Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::I64, Kind::I64, Kind::I64, Kind::I64, Kind::I64});
   auto tile = avx512 ? &build_q_tile_avx512 : &build_q_tile_avx2;
   Grid g;
   g.R = rows;
@@ -63,7 +64,8 @@ bool build_q(const QSpec& s, const GeneratorParams& params, kir::Module* m, std:
     }
   } else {
     g.G = tokens;
-    g.full_fn = tile(*m, fmt::format("{}_t{}", name, tokens), s.format, QArith::Plain, rows, tokens);
+    g.full_fn =
+        tile(*m, fmt::format("{}_t{}", name, tokens), s.format, QArith::Plain, rows, tokens);
     for (int r = 1; r < tokens; ++r)
       g.rem_fn[r] = tile(*m, fmt::format("{}_t{}", name, r), s.format, QArith::Plain, rows, r);
   }
@@ -74,7 +76,9 @@ bool build_q(const QSpec& s, const GeneratorParams& params, kir::Module* m, std:
   V nb = e.i64("nb"), rb = e.i64("row_bytes"), as = e.i64("act_stride");
   V k_tail = e.i64("k_tail");
   e.andi(k_tail, K, 31);
-  for (auto [a, c, b] : {std::tuple{T, Cmp::LE, int64_t(0)}, {K, Cmp::LE, 0}, {k_tail, Cmp::NE, 0},
+  for (auto [a, c, b] : {std::tuple{T, Cmp::LE, int64_t(0)},
+                         {K, Cmp::LE, 0},
+                         {k_tail, Cmp::NE, 0},
                          {n0, Cmp::LT, 0}}) {
     e.if_(a, c, b);
     e.ret();
@@ -117,7 +121,6 @@ void close_block_loop(kir::Builder& b, TokenRows& tr) {
   b.addi(tr.base, tr.base, int64_t(sizeof(block_q8_0)));
   b.end_for();
 }
-
 
 bool build_linear_q8_0_avx512vnni(const GeneratorParams& p, kir::Module* m, std::string* err) {
   return build_q({"linear_q8_0__avx512vnni", QFormat::Q8_0, false, Isa::Avx512Vnni}, p, m, err);

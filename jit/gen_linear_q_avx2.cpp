@@ -81,8 +81,9 @@ V hsum8(Builder& b, V acc) {
 }
 
 Builder open_tile(kir::Module& m, const std::string& name) {
-  return Builder(m, name, {kir::Kind::Ptr, kir::Kind::I64, kir::Kind::I64, kir::Kind::Ptr,
-                           kir::Kind::I64, kir::Kind::Ptr, kir::Kind::I64, kir::Kind::I64});
+  return Builder(m, name,
+                 {kir::Kind::Ptr, kir::Kind::I64, kir::Kind::I64, kir::Kind::Ptr, kir::Kind::I64,
+                  kir::Kind::Ptr, kir::Kind::I64, kir::Kind::I64});
 }
 
 int emit_plain(kir::Module& m, const std::string& name, QFormat f, int rows, int tokens) {
@@ -114,8 +115,8 @@ int emit_plain(kir::Module& m, const std::string& name, QFormat f, int rows, int
       V isum = dot_lanes(b, c, q, act);
       V fsum = b.vec(256, Cls::F, "fsum"), d = b.vec(256, Cls::F, "d");
       b.vcvt_i32_f32(fsum, isum);
-      b.vmul_f(d, dw, da[t]);       // fl(dw * da)
-      b.vfma(acc[i][t], d, fsum);   // fma(d, float(isum), acc)
+      b.vmul_f(d, dw, da[t]);      // fl(dw * da)
+      b.vfma(acc[i][t], d, fsum);  // fma(d, float(isum), acc)
     }
   }
   close_block_loop(b, tr);
@@ -153,7 +154,8 @@ int emit_repacked(kir::Module& m, const std::string& name, QFormat f, QArith ari
   // The 4 weight scales (fp16 at each row's block start) -> f32, row i in lane i.
   V h = b.vec(128, Cls::I, "h"), dw = b.vec(128, Cls::F, "dw");
   b.vzero(h);
-  for (int i = 0; i < kRows; ++i) b.vinsert_u16(h, h, Mem{r[i], l.off, 1, q_traits(f).scale_offset}, i);
+  for (int i = 0; i < kRows; ++i)
+    b.vinsert_u16(h, h, Mem{r[i], l.off, 1, q_traits(f).scale_offset}, i);
   b.vcvt_f16_f32(dw, h);
   for (int t = 0; t < tokens; ++t) {
     V act = b.vec(256, Cls::I, "act");
@@ -173,8 +175,8 @@ int emit_repacked(kir::Module& m, const std::string& name, QFormat f, QArith ari
     V fsum = b.vec(128, Cls::F, "fsum"), d = b.vec(128, Cls::F, "d");
     b.vcvt_i32_f32(fsum, s);
     const V da = act_scale(b, tr, t, 128);
-    b.vmul_f(d, dw, da);        // fl(dw * da)
-    b.vfma(acc[t], fsum, d);    // fma(float(isum), d, acc)
+    b.vmul_f(d, dw, da);      // fl(dw * da)
+    b.vfma(acc[t], fsum, d);  // fma(float(isum), d, acc)
   }
   close_block_loop(b, tr);
 

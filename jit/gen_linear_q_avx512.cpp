@@ -107,8 +107,9 @@ V hsum8_pair(Builder& b, V acc) {
 }
 
 int emit_plain(kir::Module& m, const std::string& name, QFormat f, int rows, int tokens) {
-  Builder b(m, name, {kir::Kind::Ptr, kir::Kind::I64, kir::Kind::I64, kir::Kind::Ptr,
-                      kir::Kind::I64, kir::Kind::Ptr, kir::Kind::I64, kir::Kind::I64});
+  Builder b(m, name,
+            {kir::Kind::Ptr, kir::Kind::I64, kir::Kind::I64, kir::Kind::Ptr, kir::Kind::I64,
+             kir::Kind::Ptr, kir::Kind::I64, kir::Kind::I64});
   const TileArgs a = begin_tile(b);
   const int pairs = rows / 2;
   const std::vector<V> r = tile_rows(b, a, rows);
@@ -142,8 +143,8 @@ int emit_plain(kir::Module& m, const std::string& name, QFormat f, int rows, int
       b.vdpbusd(isum, ax[p], sy);
       V fsum = b.vec(512, Cls::F, "fsum"), d = b.vec(512, Cls::F, "d");
       b.vcvt_i32_f32(fsum, isum);
-      b.vmul_f(d, dw[p], da);         // fl(dw * da)
-      b.vfma(acc[p][t], d, fsum);     // fma(d, float(isum), acc)
+      b.vmul_f(d, dw[p], da);      // fl(dw * da)
+      b.vfma(acc[p][t], d, fsum);  // fma(d, float(isum), acc)
     }
   }
   close_block_loop(b, tr);
@@ -181,17 +182,18 @@ V reduce_rows(Builder& b, const V in[4]) {
   b.vadd_i32(s23, lo, hi);
   b.vunpack_lo64(lo, s01, s23);
   b.vunpack_hi64(hi, s01, s23);
-  b.vadd_i32(lo, lo, hi);          // block j: [in0_j, in1_j, in2_j, in3_j] (4-lane sums)
-  b.vshuf128(hi, lo, lo, 0x0D);    // blocks [1, 3, ...]
-  b.vshuf128(lo, lo, lo, 0x08);    // blocks [0, 2, ...]
+  b.vadd_i32(lo, lo, hi);        // block j: [in0_j, in1_j, in2_j, in3_j] (4-lane sums)
+  b.vshuf128(hi, lo, lo, 0x0D);  // blocks [1, 3, ...]
+  b.vshuf128(lo, lo, lo, 0x08);  // blocks [0, 2, ...]
   V out = b.vec(256, Cls::I, "rows");
   b.vadd_i32(out, b.view(lo, 256, Cls::I), b.view(hi, 256, Cls::I));  // [rows 0-3 | 4-7]
   return out;
 }
 
 int emit_repacked(kir::Module& m, const std::string& name, QFormat f, QArith arith, int tokens) {
-  Builder b(m, name, {kir::Kind::Ptr, kir::Kind::I64, kir::Kind::I64, kir::Kind::Ptr,
-                      kir::Kind::I64, kir::Kind::Ptr, kir::Kind::I64, kir::Kind::I64});
+  Builder b(m, name,
+            {kir::Kind::Ptr, kir::Kind::I64, kir::Kind::I64, kir::Kind::Ptr, kir::Kind::I64,
+             kir::Kind::Ptr, kir::Kind::I64, kir::Kind::I64});
   const TileArgs a = begin_tile(b);
   constexpr int kRows = 8, kPairs = 4;
   const std::vector<V> r = tile_rows(b, a, kRows);
@@ -217,7 +219,8 @@ int emit_repacked(kir::Module& m, const std::string& name, QFormat f, QArith ari
   // The 8 weight scales (fp16 at each row's block start) -> f32, row i in lane i.
   V h = b.vec(128, Cls::I, "h"), dw = b.vec(256, Cls::F, "dw");
   b.vzero(h);
-  for (int i = 0; i < kRows; ++i) b.vinsert_u16(h, h, Mem{r[i], l.off, 1, q_traits(f).scale_offset}, i);
+  for (int i = 0; i < kRows; ++i)
+    b.vinsert_u16(h, h, Mem{r[i], l.off, 1, q_traits(f).scale_offset}, i);
   b.vcvt_f16_f32(dw, h);
   for (int t = 0; t < tokens; ++t) {
     V act = b.vec(512, Cls::I, "act");
@@ -243,8 +246,8 @@ int emit_repacked(kir::Module& m, const std::string& name, QFormat f, QArith ari
     V fsum = b.vec(256, Cls::F, "fsum"), d = b.vec(256, Cls::F, "d");
     b.vcvt_i32_f32(fsum, rows);
     const V da = act_scale(b, tr, t, 256);
-    b.vmul_f(d, dw, da);        // fl(dw * da)
-    b.vfma(acc[t], fsum, d);    // fma(float(isum), d, acc)
+    b.vmul_f(d, dw, da);      // fl(dw * da)
+    b.vfma(acc[t], fsum, d);  // fma(float(isum), d, acc)
   }
   close_block_loop(b, tr);
 

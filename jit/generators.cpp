@@ -26,8 +26,9 @@ constexpr Generator make_generator(std::string_view name, std::string_view summa
                                    const std::string_view (&isa)[NI], void (*)(A...),
                                    BuildFn build) {
   static_assert(sizeof...(A) <= kMaxKernelArgs && NI <= kMaxGeneratorIsa);
-  Generator g{name, summary, uint8_t(NI), {}, uint8_t(sizeof...(A)), {cke::detail::arg_kind<A>()...},
-              build};
+  Generator g{
+      name, summary, uint8_t(NI), {}, uint8_t(sizeof...(A)), {cke::detail::arg_kind<A>()...},
+      build};
   for (size_t i = 0; i < NI; ++i) g.isa[i] = isa[i];
   return g;
 }
@@ -43,8 +44,9 @@ const std::array<Generator, 8> kGenerators = {
     make_generator("linear_q8_0__avx512vnni",
                    "q8_0 linear, ggml vec_dot lanes, 2 rows per zmm, vpdpbusd", kAvx512Vnni,
                    kLinear, &gen::build_linear_q8_0_avx512vnni),
-    make_generator("linear_q4_0__avx512vnni", "q4_0 linear, ggml vec_dot lanes (contract linear.q4_0.ggml)",
-                   kAvx512Vnni, kLinear, &gen::build_linear_q4_0_avx512vnni),
+    make_generator("linear_q4_0__avx512vnni",
+                   "q4_0 linear, ggml vec_dot lanes (contract linear.q4_0.ggml)", kAvx512Vnni,
+                   kLinear, &gen::build_linear_q4_0_avx512vnni),
     make_generator("linear_q4_0x8__avx512vnni",
                    "q4_0 linear, ggml's repacked 8x8 gemm/gemv (contract linear.q4_0x8.ggml)",
                    kAvx512Vnni, kLinear, &gen::build_linear_q4_0x8_avx512vnni),
@@ -53,11 +55,12 @@ const std::array<Generator, 8> kGenerators = {
                    kLinear, &gen::build_linear_f32_avx512),
     make_generator("linear_q8_0__avx2", "q8_0 linear, ggml vec_dot lanes, vpmaddubsw", kAvx2,
                    kLinear, &gen::build_linear_q8_0_avx2),
-    make_generator("linear_q4_0__avx2", "q4_0 linear, ggml vec_dot lanes (contract linear.q4_0.ggml)", kAvx2,
-                   kLinear, &gen::build_linear_q4_0_avx2),
+    make_generator("linear_q4_0__avx2",
+                   "q4_0 linear, ggml vec_dot lanes (contract linear.q4_0.ggml)", kAvx2, kLinear,
+                   &gen::build_linear_q4_0_avx2),
     make_generator("linear_q4_0x8__avx2",
-                   "q4_0 linear, ggml's repacked 8x8 gemm/gemv (contract linear.q4_0x8.ggml)", kAvx2,
-                   kLinear, &gen::build_linear_q4_0x8_avx2),
+                   "q4_0 linear, ggml's repacked 8x8 gemm/gemv (contract linear.q4_0x8.ggml)",
+                   kAvx2, kLinear, &gen::build_linear_q4_0x8_avx2),
     make_generator("linear_f32__avx2",
                    "f32 linear, the AVX-512 build's 4x16 lanes as ymm pairs, reduce_add tree",
                    kAvx2, kLinear, &gen::build_linear_f32_avx2),

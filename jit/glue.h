@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "runtime/exec/context.h"
 #include "jit/generators.h"
 #include "kernels/registry.h"
+#include "runtime/exec/context.h"
 
 namespace cke::jit {
 

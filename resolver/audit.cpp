@@ -2,9 +2,8 @@
 
 #include <fmt/format.h>
 
-#include <cctype>
-
 #include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <regex>
 #include <set>

@@ -146,7 +146,8 @@ std::optional<Contract> parse_contract(std::string_view yaml, const std::string&
     for (const std::string& port : cf.keys()) {
       const ContractPort* cp = c.port(port);
       if (!cp || !cp->dtype) {
-        sink.error(cf.sub(port), fmt::format("'{}' is not a port of the contract with a dtype", port));
+        sink.error(cf.sub(port),
+                   fmt::format("'{}' is not a port of the contract with a dtype", port));
         continue;
       }
       Fields pf(cf.get(port, true), cf.sub(port), &sink);
@@ -185,8 +186,8 @@ std::optional<Contract> parse_contract(std::string_view yaml, const std::string&
         const bool dim = at != std::string::npos && at + 3 < ref.size() &&
                          ref.find_first_not_of("0123456789", at + 3) == std::string::npos;
         if (!dim || !c.port(ref.substr(0, at)))
-          sink.error("when",
-                     fmt::format("'{}' is not <port>_ne<i> of a port of the contract", ref), w);
+          sink.error("when", fmt::format("'{}' is not <port>_ne<i> of a port of the contract", ref),
+                     w);
       }
       c.when = std::move(*e);
     }

@@ -77,8 +77,9 @@ bool insert_conversions(Graph* graph, const Registry& registry, std::vector<Load
     if (m.size() > 1) {
       std::string ids;
       for (const Match& x : m) ids += (ids.empty() ? "" : ", ") + x.contract->id;
-      errors->push_back({g.circuit_file, "nodes." + node.label(),
-                         fmt::format("several contracts fit (some through a conversion): {}", ids)});
+      errors->push_back(
+          {g.circuit_file, "nodes." + node.label(),
+           fmt::format("several contracts fit (some through a conversion): {}", ids)});
     }
     if (m.size() == 1 && m[0].converts) {
       const Contract& c = *m[0].contract;
@@ -94,7 +95,8 @@ bool insert_conversions(Graph* graph, const Registry& registry, std::vector<Load
         if (b == buffer_of.end()) {
           const GraphBuffer& src = g.buffers[port->buffer];
           GraphBuffer cb;
-          cb.name = fmt::format("{}_{}", src.name, via->variant.empty() ? dtype_name(to) : via->variant);
+          cb.name =
+              fmt::format("{}_{}", src.name, via->variant.empty() ? dtype_name(to) : via->variant);
           cb.layer = src.layer;
           cb.kind = BufferKind::Activation;
           cb.dtype = to;

@@ -165,8 +165,8 @@ std::optional<Registry> Registry::build(std::vector<KernelMap> maps,
       const ContractPort* vx = v ? v->port("x") : nullptr;
       const ContractPort* vy = v ? v->port("y") : nullptr;
       if (!v)
-        out->push_back({c.file, "convert." + k.port + ".via",
-                        fmt::format("unknown contract '{}'", k.via)});
+        out->push_back(
+            {c.file, "convert." + k.port + ".via", fmt::format("unknown contract '{}'", k.via)});
       else if (v->ports.size() != 2 || !vx || !vy || vx->dtype != k.from ||
                vy->dtype != c.port(k.port)->dtype)
         out->push_back({c.file, "convert." + k.port + ".via",

@@ -1,10 +1,9 @@
 #include "resolver/resolve.h"
 
-#include <cstdlib>
-
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 
 namespace cke {
@@ -35,7 +34,6 @@ const QueryPort* qport(const Query& q, std::string_view name) {
     if (p.name == name) return &p;
   return nullptr;
 }
-
 
 using Env = std::map<std::string, Value>;
 
@@ -479,7 +477,8 @@ std::string contract_misfit(const Contract& c, const Query& q) {
     if (!*t) {
       std::string vals;
       for (const std::string& n : c.when->names())
-        if (auto x = look(n)) vals += fmt::format("{}{} = {}", vals.empty() ? "" : ", ", n, x->str());
+        if (auto x = look(n))
+          vals += fmt::format("{}{} = {}", vals.empty() ? "" : ", ", n, x->str());
       return fmt::format("when '{}' is false ({})", c.when->text(), vals);
     }
   }

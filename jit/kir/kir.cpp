@@ -103,12 +103,12 @@ void Builder::mov(V d, V a) {
     throw std::logic_error("kir: mov of different or non-scalar kinds");
   emit(Op::Mov, d, a);
 }
-#define KIR_BIN(fn, OP)          \
+#define KIR_BIN(fn, OP)             \
   void Builder::fn(V d, V a, V b) { \
-    need(d, Kind::I64, #fn);     \
-    need(a, Kind::I64, #fn);     \
-    need(b, Kind::I64, #fn);     \
-    emit(Op::OP, d, a, b);       \
+    need(d, Kind::I64, #fn);        \
+    need(a, Kind::I64, #fn);        \
+    need(b, Kind::I64, #fn);        \
+    emit(Op::OP, d, a, b);          \
   }
 KIR_BIN(add, Add)
 KIR_BIN(sub, Sub)
@@ -116,11 +116,11 @@ KIR_BIN(mul, Mul)
 KIR_BIN(div, Div)
 KIR_BIN(min, Min)
 #undef KIR_BIN
-#define KIR_BINI(fn, OP)                  \
+#define KIR_BINI(fn, OP)                    \
   void Builder::fn(V d, V a, int64_t imm) { \
-    need(d, Kind::I64, #fn);              \
-    need(a, Kind::I64, #fn);              \
-    emit(Op::OP, d, a).imm = imm;         \
+    need(d, Kind::I64, #fn);                \
+    need(a, Kind::I64, #fn);                \
+    emit(Op::OP, d, a).imm = imm;           \
   }
 KIR_BINI(muli, MulI)
 KIR_BINI(sari, SarI)
@@ -276,12 +276,12 @@ void Builder::vcopy(V d, V a) {
   emit(Op::VCopy, d, a);
 }
 
-#define KIR_V2(fn, OP)                 \
-  void Builder::fn(V d, V a, V b) {    \
-    need_vec(d, 0, #fn);               \
-    need_vec(a, type(d).bits, #fn);    \
-    need_vec(b, type(d).bits, #fn);    \
-    emit(Op::OP, d, a, b);             \
+#define KIR_V2(fn, OP)              \
+  void Builder::fn(V d, V a, V b) { \
+    need_vec(d, 0, #fn);            \
+    need_vec(a, type(d).bits, #fn); \
+    need_vec(b, type(d).bits, #fn); \
+    emit(Op::OP, d, a, b);          \
   }
 KIR_V2(vand, VAnd)
 KIR_V2(vsub_i8, VSubI8)

@@ -71,51 +71,56 @@ enum class Op : uint8_t {
   Ret,     // return;
   Call,    // callee(args...): an inner function (callee >= 0) or a C helper (sym)
   // vectors: data movement
-  VZero,      // d = 0
-  VSplat32,   // every dword of d = imm
-  VLoad,      // d = mem (full width, unaligned)
-  VStore,     // mem = a
-  VLoadSS,    // d = [mem f32, 0, 0, 0]
-  VStoreSS,   // mem f32 = lane 0 of a
-  VBcastF32,  // every f32 lane of d = mem
-  VBcastI16,  // every 16-bit lane of d = mem
-  VBcast128,  // every 128-bit block of d = mem
-  VBcast256,  // both 256-bit halves of d (512) = mem
-  VInsertU16, // d = a with 16-bit lane imm = mem (128-bit)
-  VInsert,    // d = a with block imm (of b's width) = b
-  VExtract,   // d = block imm (of d's width) of a
-  VView,      // d = the low bits(d) of a, read-only alias (class may differ)
-  VCopy,      // d = a
+  VZero,       // d = 0
+  VSplat32,    // every dword of d = imm
+  VLoad,       // d = mem (full width, unaligned)
+  VStore,      // mem = a
+  VLoadSS,     // d = [mem f32, 0, 0, 0]
+  VStoreSS,    // mem f32 = lane 0 of a
+  VBcastF32,   // every f32 lane of d = mem
+  VBcastI16,   // every 16-bit lane of d = mem
+  VBcast128,   // every 128-bit block of d = mem
+  VBcast256,   // both 256-bit halves of d (512) = mem
+  VInsertU16,  // d = a with 16-bit lane imm = mem (128-bit)
+  VInsert,     // d = a with block imm (of b's width) = b
+  VExtract,    // d = block imm (of d's width) of a
+  VView,       // d = the low bits(d) of a, read-only alias (class may differ)
+  VCopy,       // d = a
   // vectors: integer arithmetic (lane sizes in the name)
-  VAnd,        // d = a & b
-  VSubI8,      // d = a - b (wrapping bytes)
-  VAddI32,     // d = a + b
-  VAbsI8,      // d = |a| (-128 stays 0x80)
-  VSignI8,     // d = vpsignb(a, b): a negated where b < 0, zeroed where b == 0 (<= 256 bits)
-  VSrlI16,     // d = a >> imm (logical, per 16 bits)
-  VSrlI16Mk,   // d = k ? a >> imm : a   (per 16-bit lane; mask k = c)
-  VSubI8Mk,    // d = k ? a - b : d      (per byte; mask k = c; d is read)
-  VMaddUbsW,   // d = vpmaddubsw(a unsigned, b signed) -> saturated i16 pair sums
-  VMaddWd,     // d = vpmaddwd(a, b) -> i32 pair sums
-  VHaddI32,    // d = vphaddd(a, b) (<= 256 bits)
-  VDpBusd,     // d += vpdpbusd(a unsigned, b signed) (4-byte groups into i32; d is read)
-  VUnpackLo32, VUnpackHi32, VUnpackLo64, VUnpackHi64,  // per 128-bit block
-  VShuf128,    // d = vshuf{f,i}32x4(a, b, imm) (512) / vperm2 style not used
+  VAnd,       // d = a & b
+  VSubI8,     // d = a - b (wrapping bytes)
+  VAddI32,    // d = a + b
+  VAbsI8,     // d = |a| (-128 stays 0x80)
+  VSignI8,    // d = vpsignb(a, b): a negated where b < 0, zeroed where b == 0 (<= 256 bits)
+  VSrlI16,    // d = a >> imm (logical, per 16 bits)
+  VSrlI16Mk,  // d = k ? a >> imm : a   (per 16-bit lane; mask k = c)
+  VSubI8Mk,   // d = k ? a - b : d      (per byte; mask k = c; d is read)
+  VMaddUbsW,  // d = vpmaddubsw(a unsigned, b signed) -> saturated i16 pair sums
+  VMaddWd,    // d = vpmaddwd(a, b) -> i32 pair sums
+  VHaddI32,   // d = vphaddd(a, b) (<= 256 bits)
+  VDpBusd,    // d += vpdpbusd(a unsigned, b signed) (4-byte groups into i32; d is read)
+  VUnpackLo32,
+  VUnpackHi32,
+  VUnpackLo64,
+  VUnpackHi64,  // per 128-bit block
+  VShuf128,     // d = vshuf{f,i}32x4(a, b, imm) (512) / vperm2 style not used
   // vectors: float arithmetic (f32 lanes)
   VCvtI32F32,  // d = float(a) (round to nearest even)
   VCvtF16F32,  // d = f32 of the low fp16 lanes of a (a has half d's bits, >= 128)
-  VAddF, VMulF,
+  VAddF,
+  VMulF,
   VFma,       // d = fma(a, b, d)        (one rounding; d is read)
   VFmaM,      // d = fma(a, mem, d)
   VPermilF,   // d = vpermilps(a, imm) (per 128-bit block)
   VMovShdup,  // d = [a1, a1, a3, a3, ...]
-  VAddSS, VMulSS,  // lane 0: d = a op b, lanes 1-3 from a
-  VFmaSS,     // lane 0: d = fma(a, b, d), lanes 1-3 from d
+  VAddSS,
+  VMulSS,  // lane 0: d = a op b, lanes 1-3 from a
+  VFmaSS,  // lane 0: d = fma(a, b, d), lanes 1-3 from d
   // AVX-512 masks
-  KImm,         // d = imm
-  KFirstN,      // d = (1 << a) - 1   (a in [0, 16])
-  KFromBytes,   // d = the sign bits of a's bytes (vpmovb2m)
-  VStoreMk,     // mem f32 lanes where mask c is set = a
+  KImm,        // d = imm
+  KFirstN,     // d = (1 << a) - 1   (a in [0, 16])
+  KFromBytes,  // d = the sign bits of a's bytes (vpmovb2m)
+  VStoreMk,    // mem f32 lanes where mask c is set = a
 };
 
 struct Inst {
@@ -124,15 +129,15 @@ struct Inst {
   int64_t imm = 0;
   Cmp cmp = Cmp::LT;
   Mem mem;
-  int callee = -1;          // Call: inner function index, or -1 for a C helper
-  std::string sym;          // Call to a C helper: its name
-  std::vector<V> args;      // Call
+  int callee = -1;      // Call: inner function index, or -1 for a C helper
+  std::string sym;      // Call to a C helper: its name
+  std::vector<V> args;  // Call
 };
 
 struct Value {
   Type type;
-  std::string name;  // for the C source and asmjit's annotations
-  bool view = false; // VView results are read-only
+  std::string name;   // for the C source and asmjit's annotations
+  bool view = false;  // VView results are read-only
 };
 
 struct Func {
@@ -151,11 +156,11 @@ struct Helper {
 };
 
 struct Module {
-  std::string name;                    // the provider id (= the entry's symbol)
-  std::string comment;                 // generator, parameters, contract (C header comment)
-  std::vector<std::string> isa;        // CPU features the code uses (requires.isa names)
-  std::vector<Func> funcs;             // funcs[0] is the entry
-  std::vector<Helper> helpers;         // C helpers called by name
+  std::string name;              // the provider id (= the entry's symbol)
+  std::string comment;           // generator, parameters, contract (C header comment)
+  std::vector<std::string> isa;  // CPU features the code uses (requires.isa names)
+  std::vector<Func> funcs;       // funcs[0] is the entry
+  std::vector<Helper> helpers;   // C helpers called by name
   const Helper* helper(const std::string& name) const;
 };
 

@@ -28,7 +28,8 @@ class FuncLowering {
   Label lower() {
     FuncSignatureBuilder sig;
     sig.setRet(TypeId::kVoid);
-    for (const Type& t : f_.params) sig.addArg(t.kind == Kind::Ptr ? TypeId::kIntPtr : TypeId::kInt64);
+    for (const Type& t : f_.params)
+      sig.addArg(t.kind == Kind::Ptr ? TypeId::kIntPtr : TypeId::kInt64);
     FuncNode* fn = cc_.addFunc(sig);
     fn->frame().setAvxEnabled();
     fn->frame().setAvxCleanup();

@@ -274,7 +274,7 @@ class FuncRender {
         break;
       case Op::VInsert: {
         const int bb = ty(b).bits;
-        const char* fn = bb == 256   ? "_mm512_inserti64x4"
+        const char* fn = bb == 256  ? "_mm512_inserti64x4"
                          : w == 512 ? "_mm512_inserti32x4"
                                     : "_mm256_inserti128_si256";
         set(d, fmt::format("{}({}, {}, {})", fn, i(a), i(b), in.imm), Cls::I);
@@ -282,7 +282,7 @@ class FuncRender {
       }
       case Op::VExtract: {
         const int ab = ty(a).bits;
-        const char* fn = w == 256     ? "_mm512_extracti64x4_epi64"
+        const char* fn = w == 256    ? "_mm512_extracti64x4_epi64"
                          : ab == 512 ? "_mm512_extracti32x4_epi32"
                                      : "_mm256_extracti128_si256";
         set(d, fmt::format("{}({}, {})", fn, i(a), in.imm), Cls::I);
@@ -319,8 +319,7 @@ class FuncRender {
             Cls::I);
         break;
       case Op::VSubI8Mk:
-        set(d,
-            fmt::format("_mm512_mask_sub_epi8({}, {}, {}, {})", i(d), name(c), i(a), i(b)),
+        set(d, fmt::format("_mm512_mask_sub_epi8({}, {}, {}, {})", i(d), name(c), i(a), i(b)),
             Cls::I);
         break;
       case Op::VMaddUbsW:
@@ -436,14 +435,22 @@ std::string render_c(const Module& m) {
 
 std::string c_isa_flags(const std::vector<std::string>& isa, std::vector<std::string>* unknown) {
   static const std::map<std::string, std::string> kFlags = {
-      {"sse2", "-msse2"},         {"avx", "-mavx"},
-      {"avx2", "-mavx2"},         {"fma", "-mfma"},
-      {"f16c", "-mf16c"},         {"bmi2", "-mbmi2"},
-      {"avx512f", "-mavx512f"},   {"avx512bw", "-mavx512bw"},
-      {"avx512vl", "-mavx512vl"}, {"avx512dq", "-mavx512dq"},
-      {"avx512vnni", "-mavx512vnni"}, {"avx512bf16", "-mavx512bf16"},
-      {"avxvnni", "-mavxvnni"},   {"avx512fp16", "-mavx512fp16"},
-      {"amx_tile", "-mamx-tile"}, {"amx_int8", "-mamx-int8"},
+      {"sse2", "-msse2"},
+      {"avx", "-mavx"},
+      {"avx2", "-mavx2"},
+      {"fma", "-mfma"},
+      {"f16c", "-mf16c"},
+      {"bmi2", "-mbmi2"},
+      {"avx512f", "-mavx512f"},
+      {"avx512bw", "-mavx512bw"},
+      {"avx512vl", "-mavx512vl"},
+      {"avx512dq", "-mavx512dq"},
+      {"avx512vnni", "-mavx512vnni"},
+      {"avx512bf16", "-mavx512bf16"},
+      {"avxvnni", "-mavxvnni"},
+      {"avx512fp16", "-mavx512fp16"},
+      {"amx_tile", "-mamx-tile"},
+      {"amx_int8", "-mamx-int8"},
       {"amx_bf16", "-mamx-bf16"},
   };
   std::string s;

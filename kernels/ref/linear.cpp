@@ -40,8 +40,8 @@ bool valid_call(const void* x, const void* w, const void* y, int64_t K, int64_t 
 // W: weight block (or element) type; A: activation element/block type, `act_per` elements
 // per A; `dot(K, w_row, a_row)` returns y[t][n].
 template <class W, class A, class Dot>
-void run(DType wtype, int64_t act_per, const void* x, const void* w, float* y, int64_t K,
-         int64_t N, int64_t T, int64_t n0, int64_t n1, Dot dot) {
+void run(DType wtype, int64_t act_per, const void* x, const void* w, float* y, int64_t K, int64_t N,
+         int64_t T, int64_t n0, int64_t n1, Dot dot) {
   const int64_t block = cke::dtype_info(wtype).block_size;
   const int64_t needed = block > act_per ? block : act_per;
   if (!valid_call(x, w, y, K, N, T, n0, n1, needed)) return;
@@ -50,7 +50,8 @@ void run(DType wtype, int64_t act_per, const void* x, const void* w, float* y, i
   const A* act = static_cast<const A*>(x);
   for (int64_t t = 0; t < T; ++t)
     for (int64_t n = n0; n < n1; ++n)
-      y[t * N + n] = dot(K, reinterpret_cast<const W*>(wb + n * row_bytes), act + t * (K / act_per));
+      y[t * N + n] =
+          dot(K, reinterpret_cast<const W*>(wb + n * row_bytes), act + t * (K / act_per));
 }
 
 // The repacked arithmetic: tokens t < 4*floor(T/4) by `gemm`, the remaining T % 4 by `gemv`.
@@ -83,47 +84,60 @@ CKE_REF_LINEAR(linear_bf16_f32__ref) {
   run<uint16_t, uint16_t>(DType::BF16, 1, x, w, y, K, N, T, n0, n1, cke::ref::vec_dot_bf16);
 }
 CKE_REF_LINEAR(linear_q8_0_f32__ref) {
-  run<cke::block_q8_0, cke::block_q8_0>(DType::Q8_0, cke::kQK8_0, x, w, y, K, N, T, n0, n1, cke::ref::vec_dot_q8_0_q8_0);
+  run<cke::block_q8_0, cke::block_q8_0>(DType::Q8_0, cke::kQK8_0, x, w, y, K, N, T, n0, n1,
+                                        cke::ref::vec_dot_q8_0_q8_0);
 }
 CKE_REF_LINEAR(linear_q4_0_f32__ref) {
-  run<cke::block_q4_0, cke::block_q8_0>(DType::Q4_0, cke::kQK8_0, x, w, y, K, N, T, n0, n1, cke::ref::vec_dot_q4_0_q8_0);
+  run<cke::block_q4_0, cke::block_q8_0>(DType::Q4_0, cke::kQK8_0, x, w, y, K, N, T, n0, n1,
+                                        cke::ref::vec_dot_q4_0_q8_0);
 }
 CKE_REF_LINEAR(linear_q4_0x8_f32__ref) {
   // ggml_quantize_mat_q8_0_4x8 runs quantize_row_q8_0's instructions: same values.
-  run_repacked<cke::block_q4_0, cke::block_q8_0>(
-      DType::Q4_0, cke::kQK8_0, x, w, y, K, N, T, n0, n1, cke::ref::gemm_q4_0_8x8_q8_0, cke::ref::gemv_q4_0_8x8_q8_0);
+  run_repacked<cke::block_q4_0, cke::block_q8_0>(DType::Q4_0, cke::kQK8_0, x, w, y, K, N, T, n0, n1,
+                                                 cke::ref::gemm_q4_0_8x8_q8_0,
+                                                 cke::ref::gemv_q4_0_8x8_q8_0);
 }
 CKE_REF_LINEAR(linear_q4_1_f32__ref) {
-  run<cke::block_q4_1, cke::block_q8_1>(DType::Q4_1, cke::kQK8_1, x, w, y, K, N, T, n0, n1, cke::ref::vec_dot_q4_1_q8_1);
+  run<cke::block_q4_1, cke::block_q8_1>(DType::Q4_1, cke::kQK8_1, x, w, y, K, N, T, n0, n1,
+                                        cke::ref::vec_dot_q4_1_q8_1);
 }
 CKE_REF_LINEAR(linear_q5_0_f32__ref) {
-  run<cke::block_q5_0, cke::block_q8_0>(DType::Q5_0, cke::kQK8_0, x, w, y, K, N, T, n0, n1, cke::ref::vec_dot_q5_0_q8_0);
+  run<cke::block_q5_0, cke::block_q8_0>(DType::Q5_0, cke::kQK8_0, x, w, y, K, N, T, n0, n1,
+                                        cke::ref::vec_dot_q5_0_q8_0);
 }
 CKE_REF_LINEAR(linear_q5_1_f32__ref) {
-  run<cke::block_q5_1, cke::block_q8_1>(DType::Q5_1, cke::kQK8_1, x, w, y, K, N, T, n0, n1, cke::ref::vec_dot_q5_1_q8_1);
+  run<cke::block_q5_1, cke::block_q8_1>(DType::Q5_1, cke::kQK8_1, x, w, y, K, N, T, n0, n1,
+                                        cke::ref::vec_dot_q5_1_q8_1);
 }
 CKE_REF_LINEAR(linear_q2_K_f32__ref) {
-  run<cke::block_q2_K, cke::block_q8_K>(DType::Q2_K, cke::kQK_K, x, w, y, K, N, T, n0, n1, cke::ref::vec_dot_q2_K_q8_K);
+  run<cke::block_q2_K, cke::block_q8_K>(DType::Q2_K, cke::kQK_K, x, w, y, K, N, T, n0, n1,
+                                        cke::ref::vec_dot_q2_K_q8_K);
 }
 CKE_REF_LINEAR(linear_q2_Kx8_f32__ref) {
-  run_repacked<cke::block_q2_K, cke::block_q8_K>(
-      DType::Q2_K, cke::kQK_K, x, w, y, K, N, T, n0, n1, cke::ref::gemm_q2_K_8x8_q8_K, cke::ref::gemv_q2_K_8x8_q8_K);
+  run_repacked<cke::block_q2_K, cke::block_q8_K>(DType::Q2_K, cke::kQK_K, x, w, y, K, N, T, n0, n1,
+                                                 cke::ref::gemm_q2_K_8x8_q8_K,
+                                                 cke::ref::gemv_q2_K_8x8_q8_K);
 }
 CKE_REF_LINEAR(linear_q3_K_f32__ref) {
-  run<cke::block_q3_K, cke::block_q8_K>(DType::Q3_K, cke::kQK_K, x, w, y, K, N, T, n0, n1, cke::ref::vec_dot_q3_K_q8_K);
+  run<cke::block_q3_K, cke::block_q8_K>(DType::Q3_K, cke::kQK_K, x, w, y, K, N, T, n0, n1,
+                                        cke::ref::vec_dot_q3_K_q8_K);
 }
 CKE_REF_LINEAR(linear_q4_K_f32__ref) {
-  run<cke::block_q4_K, cke::block_q8_K>(DType::Q4_K, cke::kQK_K, x, w, y, K, N, T, n0, n1, cke::ref::vec_dot_q4_K_q8_K);
+  run<cke::block_q4_K, cke::block_q8_K>(DType::Q4_K, cke::kQK_K, x, w, y, K, N, T, n0, n1,
+                                        cke::ref::vec_dot_q4_K_q8_K);
 }
 CKE_REF_LINEAR(linear_q4_Kx8_f32__ref) {
-  run_repacked<cke::block_q4_K, cke::block_q8_K>(
-      DType::Q4_K, cke::kQK_K, x, w, y, K, N, T, n0, n1, cke::ref::gemm_q4_K_8x8_q8_K, cke::ref::gemv_q4_K_8x8_q8_K);
+  run_repacked<cke::block_q4_K, cke::block_q8_K>(DType::Q4_K, cke::kQK_K, x, w, y, K, N, T, n0, n1,
+                                                 cke::ref::gemm_q4_K_8x8_q8_K,
+                                                 cke::ref::gemv_q4_K_8x8_q8_K);
 }
 CKE_REF_LINEAR(linear_q5_K_f32__ref) {
-  run<cke::block_q5_K, cke::block_q8_K>(DType::Q5_K, cke::kQK_K, x, w, y, K, N, T, n0, n1, cke::ref::vec_dot_q5_K_q8_K);
+  run<cke::block_q5_K, cke::block_q8_K>(DType::Q5_K, cke::kQK_K, x, w, y, K, N, T, n0, n1,
+                                        cke::ref::vec_dot_q5_K_q8_K);
 }
 CKE_REF_LINEAR(linear_q6_K_f32__ref) {
-  run<cke::block_q6_K, cke::block_q8_K>(DType::Q6_K, cke::kQK_K, x, w, y, K, N, T, n0, n1, cke::ref::vec_dot_q6_K_q8_K);
+  run<cke::block_q6_K, cke::block_q8_K>(DType::Q6_K, cke::kQK_K, x, w, y, K, N, T, n0, n1,
+                                        cke::ref::vec_dot_q6_K_q8_K);
 }
 
 }  // extern "C"

@@ -13,9 +13,9 @@
 
 #include <cstdint>
 
-#define CKE_REF_LINEAR(name)                                                             \
-  void name(const void* x, const void* w, float* y, int64_t K, int64_t N, int64_t T,    \
-            int64_t n0, int64_t n1)
+#define CKE_REF_LINEAR(name)                                                                     \
+  void name(const void* x, const void* w, float* y, int64_t K, int64_t N, int64_t T, int64_t n0, \
+            int64_t n1)
 
 extern "C" {
 CKE_REF_LINEAR(linear_f32_f32__ref);

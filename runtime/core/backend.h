@@ -20,7 +20,7 @@ namespace cke {
 
 // Where the plan's buffers live.
 struct PlanMemory {
-  const uint8_t* weights = nullptr;  // the GGUF file image
+  const uint8_t* weights = nullptr;    // the GGUF file image
   std::vector<int64_t> weight_offset;  // per graph buffer: byte offset in `weights`, or -1
   uint8_t* arena = nullptr;
   std::vector<uint8_t*> state;  // per graph buffer: the state buffer, or null

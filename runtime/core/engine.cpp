@@ -12,7 +12,6 @@
 
 #include "jit/generators.h"
 #include "jit/glue.h"
-#include "runtime/exec/parallel.h"
 #include "resolver/circuit.h"
 #include "resolver/conversions.h"
 #include "resolver/data_dirs.h"
@@ -24,6 +23,7 @@
 #include "runtime/core/emit_c.h"
 #include "runtime/core/gguf_facts.h"
 #include "runtime/core/plan.h"
+#include "runtime/exec/parallel.h"
 #include "runtime/gguf/gguf.h"
 #include "runtime/tokenizer/vocab_gguf.h"
 
@@ -85,7 +85,7 @@ struct Engine::Impl {
 
   // compile(): a pipeline from data to data, one function per stage.
   bool compile(std::string* err);
-  bool load_data(GgufFacts& facts, std::string* err);   // registry, circuit of the arch
+  bool load_data(GgufFacts& facts, std::string* err);    // registry, circuit of the arch
   bool build_graph(GgufFacts& facts, std::string* err);  // instantiate + conversion steps
   bool resolve_kernels(std::string* err);                // HostCaps, resolution, X-Ray
   bool build_plans(std::string* err);                    // phase plans, memory, the hash
@@ -161,8 +161,8 @@ bool Engine::Impl::load_data(GgufFacts&, std::string* err) {
   }
   auto cpath = find_circuit(arch, dirs.circuits);
   if (!cpath) {
-    *err = fmt::format("{}: no circuit for architecture '{}' (available: {})", opt.model_path,
-                       arch, available_circuits(dirs.circuits));
+    *err = fmt::format("{}: no circuit for architecture '{}' (available: {})", opt.model_path, arch,
+                       available_circuits(dirs.circuits));
     return false;
   }
   circuit = load_circuit(*cpath, &errors);
@@ -191,8 +191,8 @@ bool Engine::Impl::build_graph(GgufFacts& facts, std::string* err) {
   }
   if (auto v = graph->value("n_vocab"); v && v->is_int()) n_vocab = int32_t(v->i);
   if (n_vocab != tok->n_vocab()) {
-    *err = fmt::format("{}: the output has {} rows but the tokenizer has {} tokens",
-                       opt.model_path, n_vocab, tok->n_vocab());
+    *err = fmt::format("{}: the output has {} rows but the tokenizer has {} tokens", opt.model_path,
+                       n_vocab, tok->n_vocab());
     return false;
   }
   return true;
@@ -262,8 +262,8 @@ bool Engine::Impl::make_backend(std::string* err) {
     // The flags come from this plan's own C; the directory must hold the same plan.
     EmittedC c;
     if (!cke::emit_c(emit_input(), &c, err)) return false;
-    backend = load_emitted_c_backend(opt.run_emitted_dir, c, trace.value("plan_sha256", ""),
-                                     *graph, memory(), err);
+    backend = load_emitted_c_backend(opt.run_emitted_dir, c, trace.value("plan_sha256", ""), *graph,
+                                     memory(), err);
   }
   if (!backend) return false;
   const int threads =

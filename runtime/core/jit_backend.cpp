@@ -37,8 +37,7 @@ jit::GlueArg lower(const PlanArg& a, const PlanMemory& m) {
   return {};
 }
 
-std::unique_ptr<jit::KernelModule> glue(const PhasePlan& p, const PlanMemory& m,
-                                        std::string* err) {
+std::unique_ptr<jit::KernelModule> glue(const PhasePlan& p, const PlanMemory& m, std::string* err) {
   std::vector<jit::GlueStep> steps;
   for (const PlanStep& s : p.steps) {
     jit::GlueStep g;

@@ -36,7 +36,8 @@ struct GeneratedLinear {
 inline const Registry& real_registry() {
   static const Registry reg = [] {
     std::vector<LoadError> errors;
-    std::optional<Registry> r = Registry::load(default_data_dirs().kernel_maps, linked_symbols(), &errors);
+    std::optional<Registry> r =
+        Registry::load(default_data_dirs().kernel_maps, linked_symbols(), &errors);
     if (!r) {
       std::string s;
       for (const LoadError& e : errors) s += e.str() + "\n";
@@ -62,7 +63,8 @@ inline std::vector<GeneratedLinear> generated_linear_providers() {
     for (const ContractConvert& k : c->converts) {
       const Contract* via = reg.find_contract(k.via);
       const KernelSymbol* step = via ? find_kernel_symbol(via->reference) : nullptr;
-      if (!step) throw std::runtime_error(m.id + ": conversion " + k.via + " has no reference kernel");
+      if (!step)
+        throw std::runtime_error(m.id + ": conversion " + k.via + " has no reference kernel");
       g.act_step = reinterpret_cast<ActStepFn>(step->fn);
     }
     out.push_back(std::move(g));

@@ -6,17 +6,17 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <cstring>
 #include <limits>
 #include <sstream>
 #include <stdexcept>
 
+#include "jit/kir/kir_c.h"
 #include "kernels/formats/blocks.h"
 #include "kernels/formats/quant.h"
 #include "kernels/ref/linear.h"
-#include "jit/kir/kir_c.h"
 #include "resolver/host_caps.h"
 
 namespace cke::test {
@@ -153,8 +153,8 @@ std::string compare_kernels(jit::LinearFn jit, jit::LinearFn ref, const std::vec
           std::memcmp(&yc[i], &yj[i], sizeof(float)) != 0) {
         std::ostringstream os;
         os << "K=" << K << " N=" << N << " T=" << T << " rows [" << n0 << "," << n1
-           << "): emitted C differs from the JIT at y[t=" << i / size_t(N) << "][n="
-           << i % size_t(N) << "]: c=" << yc[i] << " jit=" << yj[i];
+           << "): emitted C differs from the JIT at y[t=" << i / size_t(N)
+           << "][n=" << i % size_t(N) << "]: c=" << yc[i] << " jit=" << yj[i];
         return os.str();
       }
   }
@@ -204,7 +204,8 @@ CompiledC::CompiledC(const std::string& c_source, const std::string& id,
   const fs::path src = dir / (id + ".c"), so = dir / (id + ".so");
   std::ofstream(src) << "#include <immintrin.h>\n#include <stdint.h>\n" << c_source;
   const char* cc = std::getenv("CC");
-  const std::string cmd = std::string(cc && *cc ? cc : "cc") + " -std=c11 -fPIC -shared -Wall -Wextra -Werror " +
+  const std::string cmd = std::string(cc && *cc ? cc : "cc") +
+                          " -std=c11 -fPIC -shared -Wall -Wextra -Werror " +
                           jit::kir::kCNumericsFlags + " " + isa_flags + " -o '" + so.string() +
                           "' '" + src.string() + "'";
   if (std::system(cmd.c_str()) != 0) {

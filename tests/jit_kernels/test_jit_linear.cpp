@@ -311,20 +311,13 @@ TEST(JitLinear, linear_f32_f32_1x1__avx2) {
 
 TEST(JitLinear, EveryGeneratedProviderHasATest) {
   const std::vector<std::string> tested = {
-      "linear_q8_0_f32_4x4__avx512vnni",
-      "linear_q8_0_f32_4x1__avx512vnni",
-      "linear_q4_0_f32_4x4__avx512vnni",
-      "linear_q4_0_f32_4x1__avx512vnni",
-      "linear_q4_0x8_f32_8x4__avx512vnni",
-      "linear_q4_0x8_f32_8x1__avx512vnni",
-      "linear_f32_f32_2x3__avx512",
-      "linear_f32_f32_4x1__avx512",
-      "linear_q8_0_f32_4x2__avx2",
-      "linear_q8_0_f32_4x1__avx2",
-      "linear_q4_0_f32_4x2__avx2",
-      "linear_q4_0_f32_4x1__avx2",
-      "linear_q4_0x8_f32_4x4__avx2",
-      "linear_q4_0x8_f32_4x1__avx2",
+      "linear_q8_0_f32_4x4__avx512vnni",   "linear_q8_0_f32_4x1__avx512vnni",
+      "linear_q4_0_f32_4x4__avx512vnni",   "linear_q4_0_f32_4x1__avx512vnni",
+      "linear_q4_0x8_f32_8x4__avx512vnni", "linear_q4_0x8_f32_8x1__avx512vnni",
+      "linear_f32_f32_2x3__avx512",        "linear_f32_f32_4x1__avx512",
+      "linear_q8_0_f32_4x2__avx2",         "linear_q8_0_f32_4x1__avx2",
+      "linear_q4_0_f32_4x2__avx2",         "linear_q4_0_f32_4x1__avx2",
+      "linear_q4_0x8_f32_4x4__avx2",       "linear_q4_0x8_f32_4x1__avx2",
       "linear_f32_f32_1x1__avx2",
   };
   std::vector<std::string> maps;

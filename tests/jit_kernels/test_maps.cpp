@@ -17,7 +17,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-
 std::string describe(const std::vector<LoadError>& errors) {
   std::string s;
   for (const LoadError& e : errors) s += e.file + ": " + e.path + ": " + e.reason + "\n";
@@ -47,8 +46,8 @@ TEST(JitMaps, LoadWithTheRealTreeAndMatchTheGenerators) {
     ASSERT_NE(g, nullptr);
     generators_used.insert(std::string(g->name));
     // The id names the tile and the ISA: <op>_<w>_f32_<rows>x<tokens>__<isa suffix>.
-    const std::string tile = m->impl.generator_params.at("rows") + "x" +
-                             m->impl.generator_params.at("tokens");
+    const std::string tile =
+        m->impl.generator_params.at("rows") + "x" + m->impl.generator_params.at("tokens");
     EXPECT_NE(id.find("_" + tile + "__"), std::string::npos);
     EXPECT_EQ(id.substr(id.find("__")), std::string(g->name.substr(g->name.find("__"))));
     std::string err;

@@ -21,8 +21,8 @@
 #include <vector>
 
 #include "kernels/ref/linear.h"
-#include "tests/common/linear_call.h"
 #include "runtime/gguf/gguf.h"
+#include "tests/common/linear_call.h"
 #include "tests/common/shared.h"
 
 namespace cke::test {

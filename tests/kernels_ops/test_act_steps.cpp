@@ -84,8 +84,8 @@ void check_step(StepFn fn, DType out, bool x4) {
   std::vector<uint8_t> y(row_bytes(out, 512) * 2, 0xCD);
   const int64_t bad_k = dtype_info(out).block_size == 1 ? -1 : 48;
   fn(x.data(), y.data(), bad_k, 1, 0, 1);
-  fn(x.data(), y.data(), 32, 1, 0, 2);   // t1 > T
-  fn(x.data(), y.data(), 32, 2, 1, 0);   // t0 > t1
+  fn(x.data(), y.data(), 32, 1, 0, 2);  // t1 > T
+  fn(x.data(), y.data(), 32, 2, 1, 0);  // t0 > t1
   fn(nullptr, y.data(), 32, 1, 0, 1);
   for (uint8_t b : y) ASSERT_EQ(b, 0xCD);
 }

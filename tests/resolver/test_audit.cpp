@@ -64,8 +64,8 @@ TEST_F(AuditTree, ScansTestNames) {
         "const char* s = \"TEST(InString, rope_neox_f32__ref) { x(); }\";\n");
   write("tests/a/t.h", "TEST(Header, rope_normal_f32__ref) { x(); }\n");  // not scanned
   std::vector<std::string> names = scan_test_names(root_ / "tests");
-  EXPECT_EQ(names, (std::vector<std::string>{"add_f32__ref", "linear_f32_f32__ref",
-                                             "rmsnorm_f32__ref"}));
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"add_f32__ref", "linear_f32_f32__ref", "rmsnorm_f32__ref"}));
 }
 
 TEST_F(AuditTree, UpdateThenPassThenRegressionsFail) {

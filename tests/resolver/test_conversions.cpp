@@ -16,11 +16,11 @@ std::string converting_contract(const std::string& id, const std::string& via) {
 }
 
 std::string conv_contract(const std::string& to) {
-  return "schema: cke.contract/1\nid: conv." + to +
-         ".t\nop: act_quant\nvariant: " + to + "\nprofile: t\nports: {x: f32, y: " + to +
+  return "schema: cke.contract/1\nid: conv." + to + ".t\nop: act_quant\nvariant: " + to +
+         "\nprofile: t\nports: {x: f32, y: " + to +
          "}\naccumulator: none\nreduction_order: test\nrounding: [test]\n"
-         "thread_count_changes_arithmetic: false\nreference: conv_" + to +
-         "\ncomparison: bit_exact\n";
+         "thread_count_changes_arithmetic: false\nreference: conv_" +
+         to + "\ncomparison: bit_exact\n";
 }
 
 std::string conv_map(const std::string& to) {
@@ -28,7 +28,8 @@ std::string conv_map(const std::string& to) {
          "\nop: act_quant\ninterface: act_quant.rows.v1\ncontract: conv." + to +
          ".t\nselection: {status: production, priority: 100, phases: [prefill, decode]}\n"
          "requires: {isa: [], shape: []}\nports:\n  inputs: {x: {dtype: f32, shape: [K, T]}}\n"
-         "  outputs: {y: {dtype: " + to + ", shape: [K, T]}}\nimpl: {function: conv_" + to +
+         "  outputs: {y: {dtype: " +
+         to + ", shape: [K, T]}}\nimpl: {function: conv_" + to +
          "}\ncall_abi: [input:x, output:y, dim:K, dim:T, range:begin, range:end]\n"
          "parallel: {dim: T, min_chunk: 1, changes_arithmetic: false}\n";
 }
@@ -40,9 +41,9 @@ std::string q8_linear_map() {
 }
 
 TEST(Conversions, ConvertingContractGetsAStepAndTheConsumerReadsItsOutput) {
-  const Registry reg = build_ok({q8_linear_map(), conv_map("q8_0")},
-                                {converting_contract("linear.q4_0.t", "conv.q8_0.t"),
-                                 conv_contract("q8_0")});
+  const Registry reg =
+      build_ok({q8_linear_map(), conv_map("q8_0")},
+               {converting_contract("linear.q4_0.t", "conv.q8_0.t"), conv_contract("q8_0")});
   Graph g = graph_ok(linear_circuit(), linear_facts(64, 16, DType::Q4_0));
   std::vector<LoadError> errors;
   ASSERT_TRUE(insert_conversions(&g, reg, &errors)) << format_errors(errors);
@@ -61,22 +62,23 @@ TEST(Conversions, ConvertingContractGetsAStepAndTheConsumerReadsItsOutput) {
 // A plain contract and a converting one that both fit: the data is ambiguous, an error
 // naming the node and both contracts (never a silent pick).
 TEST(Conversions, TwoFittingContractsAreAnError) {
-  const Registry reg = build_ok(
-      {linear_map({}), [] {
-         MapSpec s;
-         s.id = "lin_b";
-         s.contract = "linear.q4_0b.t";
-         std::string m = linear_map(s);
-         m.replace(m.find("x: {dtype: f32"), 14, "x: {dtype: q8_0");
-         return m;
-       }(),
-       conv_map("q8_0")},
-      {linear_contract("linear.q4_0.t", "q4_0", "lin_a"),
-       [] {
-         std::string c = converting_contract("linear.q4_0b.t", "conv.q8_0.t");
-         return c.replace(c.find("reference: lin_a"), 16, "reference: lin_b");
-       }(),
-       conv_contract("q8_0")});
+  const Registry reg =
+      build_ok({linear_map({}),
+                [] {
+                  MapSpec s;
+                  s.id = "lin_b";
+                  s.contract = "linear.q4_0b.t";
+                  std::string m = linear_map(s);
+                  m.replace(m.find("x: {dtype: f32"), 14, "x: {dtype: q8_0");
+                  return m;
+                }(),
+                conv_map("q8_0")},
+               {linear_contract("linear.q4_0.t", "q4_0", "lin_a"),
+                [] {
+                  std::string c = converting_contract("linear.q4_0b.t", "conv.q8_0.t");
+                  return c.replace(c.find("reference: lin_a"), 16, "reference: lin_b");
+                }(),
+                conv_contract("q8_0")});
   Graph g = graph_ok(linear_circuit(), linear_facts(64, 16, DType::Q4_0));
   std::vector<LoadError> errors;
   EXPECT_FALSE(insert_conversions(&g, reg, &errors));

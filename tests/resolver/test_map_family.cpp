@@ -69,17 +69,17 @@ TEST(MapFamily, MalformedFamiliesAreErrors) {
     std::string text, file_name, field, why;
   };
   const std::vector<Case> cases = {
-      {replace(kFamily, "  - {id: lin_b, prio: 200}", "  - {id: lin_b}"), "fam", "instances[1].prio",
-       "missing"},
-      {replace(kFamily, "  - {id: lin_b, prio: 200}", "  - {id: lin_b, prio: 200, extra: 1}"), "fam",
-       "instances[1].extra", "unknown"},
+      {replace(kFamily, "  - {id: lin_b, prio: 200}", "  - {id: lin_b}"), "fam",
+       "instances[1].prio", "missing"},
+      {replace(kFamily, "  - {id: lin_b, prio: 200}", "  - {id: lin_b, prio: 200, extra: 1}"),
+       "fam", "instances[1].extra", "unknown"},
       {kFamily, "other", "family", "differs from the file name"},
       {replace(kFamily, "  id: ${id}\n", "  schema: cke.kernel_map/1\n  id: ${id}\n"), "fam",
        "template", "without `schema`"},
       {replace(kFamily, "priority: ${prio}", "priority: ${pr io}"), "fam", "template",
        "malformed placeholder"},
-      {replace(kFamily, "  - {id: lin_a, prio: 100}\n  - {id: lin_b, prio: 200}\n", "  []\n"), "fam",
-       "instances", "non-empty list"},
+      {replace(kFamily, "  - {id: lin_a, prio: 100}\n  - {id: lin_b, prio: 200}\n", "  []\n"),
+       "fam", "instances", "non-empty list"},
       {replace(kFamily, "priority: ${prio}", "priority: high${prio}"), "fam", "selection",
        ""},  // the expanded map's own error, at the instance's line
   };

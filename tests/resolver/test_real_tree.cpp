@@ -207,11 +207,11 @@ TEST(RealTree, QuantizedWeightsPickTheirContracts) {
   for (const GraphNode& n : g->nodes)
     if (n.layer == 1) layer1.push_back(n.name);
   EXPECT_EQ(layer1,
-            (std::vector<std::string>{"attn_norm", "wq.x_q8_0", "wq", "wk", "wv", "rope_q",
-                                      "rope_k", "kv_store", "attention", "wo.x_q8_0", "wo",
-                                      "attn_residual", "ffn_norm", "ffn_gate.x_q8_0", "ffn_gate",
-                                      "ffn_up", "swiglu", "ffn_down.x_f16", "ffn_down",
-                                      "ffn_residual"}));
+            (std::vector<std::string>{"attn_norm", "wq.x_q8_0",       "wq",       "wk",
+                                      "wv",        "rope_q",          "rope_k",   "kv_store",
+                                      "attention", "wo.x_q8_0",       "wo",       "attn_residual",
+                                      "ffn_norm",  "ffn_gate.x_q8_0", "ffn_gate", "ffn_up",
+                                      "swiglu",    "ffn_down.x_f16",  "ffn_down", "ffn_residual"}));
   std::map<std::string, const Step*> dec;
   for (const Step* s : r.steps_for(Phase::Decode)) dec[g->nodes[s->node].label()] = s;
   ASSERT_TRUE(dec.count("blk.1.wq.x_q8_0"));

@@ -68,9 +68,9 @@ TEST(GeneratedProvider, UserMapWithItsOwnTileRunsInThePlanAndRendersAsC) {
   for (Feature f : {Feature::avx512f, Feature::avx512bw, Feature::avx512vl, Feature::avx512vnni})
     if (!caps.has(f)) GTEST_SKIP() << "host lacks AVX-512 VNNI";
   const std::string id = "linear_q8_0_f32_2x3__avx512vnni_user";
-  const std::string maps = maps_with_generated_q8_0(
-      id, "linear_q8_0__avx512vnni", "rows: 2, tokens: 3",
-      "avx2, fma, f16c, avx512f, avx512bw, avx512vl, avx512vnni");
+  const std::string maps =
+      maps_with_generated_q8_0(id, "linear_q8_0__avx512vnni", "rows: 2, tokens: 3",
+                               "avx2, fma, f16c, avx512f, avx512bw, avx512vl, avx512vnni");
   std::string plan_ref, plan_jit;
   const auto ref = logits(model, "", "scalar", &plan_ref);  // reference providers only
   const auto jit = logits(model, maps, "", &plan_jit);
