@@ -205,6 +205,32 @@ std::vector<std::string> scan_test_names(const std::filesystem::path& dir) {
   return sorted(names);
 }
 
+TestResults scan_test_results(const std::filesystem::path& dir) {
+  TestResults r;
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) return r;
+  static const std::regex kCase(R"re(<testcase\s+name="(\w+)"[^>]*?status="(\w+)"[^>]*?(/?)>)re");
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    if (e.path().extension() != ".xml") continue;
+    std::vector<LoadError> ignore;
+    std::optional<std::string> text = read_data_file(e.path(), &ignore);
+    if (!text) continue;
+    ++r.reports;
+    for (std::sregex_iterator m(text->begin(), text->end(), kCase), end; m != end; ++m) {
+      const std::string name = (*m)[1].str();
+      if ((*m)[2].str() != "run") continue;  // disabled / not run
+      bool failed = false;
+      if ((*m)[3].str().empty()) {  // a body: failures are listed before </testcase>
+        const size_t body = size_t(m->position(0) + m->length(0));
+        const size_t close = text->find("</testcase>", body);
+        failed = text->substr(body, close - body).find("<failure") != std::string::npos;
+      }
+      (failed ? r.failed : r.ok).insert(name);
+    }
+  }
+  return r;
+}
+
 std::optional<RatchetState> load_ratchet(const std::filesystem::path& path,
                                          std::vector<LoadError>* errors) {
   std::optional<std::string> text = read_data_file(path, errors);
@@ -304,9 +330,17 @@ AuditReport run_audit(const AuditOptions& o) {
 
   // Parity tests by name.
   const std::vector<std::string> tests = scan_test_names(o.root / "tests");
+  std::optional<TestResults> ran;
+  if (!o.results.empty()) {
+    ran = scan_test_results(o.results);
+    if (ran->reports == 0)
+      r.errors.push_back(fmt::format("--results {}: no GoogleTest XML reports", o.results.string()));
+  }
   std::set<std::string> tested, production;
   for (const KernelMap& m : reg->maps()) {
-    if (std::binary_search(tests.begin(), tests.end(), m.id))
+    const bool can_fail = std::binary_search(tests.begin(), tests.end(), m.id);
+    const bool passed = !ran || (ran->ok.count(m.id) && !ran->failed.count(m.id));
+    if (can_fail && passed)
       tested.insert(m.id);
     else
       r.missing_parity.push_back(m.id);

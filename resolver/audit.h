@@ -27,6 +27,10 @@ struct AuditOptions {
   std::filesystem::path root;   // repository root: kernel_maps/, circuits/, tests/
   SymbolLookup symbols;         // empty: skip symbol checks
   bool update_ratchet = false;  // rewrite kernel_maps/ratchet.yaml to the current state
+  // Optional: a directory of GoogleTest XML reports of the run (GTEST_OUTPUT=xml:dir/). Then
+  // a parity test counts only if it ran and did not fail (a skip, e.g. for an ISA the host
+  // lacks, is not a failure); without it, only the static check of the sources applies.
+  std::filesystem::path results;
 };
 
 struct RatchetState {
@@ -62,6 +66,15 @@ std::vector<std::string> find_architecture_names(const std::filesystem::path& ro
                                                  const std::set<std::string>& archs);
 // The gtest names (second macro argument) defined in the *.cpp files under `dir`.
 std::vector<std::string> scan_test_names(const std::filesystem::path& dir);
+
+// Test names (the second TEST argument) in the GoogleTest XML reports of `dir`: those that
+// ran without a failure (completed or skipped) and those that failed. A name is failed if
+// any report says so.
+struct TestResults {
+  std::set<std::string> ok, failed;
+  size_t reports = 0;
+};
+TestResults scan_test_results(const std::filesystem::path& dir);
 // Reads / writes the ratchet file (schema cke.ratchet/1).
 std::optional<RatchetState> load_ratchet(const std::filesystem::path& path,
                                          std::vector<LoadError>* errors);

@@ -113,6 +113,14 @@ void big_shapes(const Loaded& l) {
     const auto x = make_acts(K, T, ActStyle::Random, rng);
     ASSERT_EQ(compare_kernels(l.fn, l.ref, w, l.act(x, K, T), K, N, T, 0, N, l.cfn), "");
   }
+  // A K past the 65536-element scratch limit the kernels once had: no size limit now.
+  const int64_t big_k = l.wtype == DType::F32 ? 70001 : 70016;
+  const int64_t big_n = l.admits(big_k, 16) ? 16 : 9, big_t = l.max_t(5);
+  const auto w = make_weights(l.wtype, big_k, big_n, WeightStyle::Random, rng);
+  const auto x = make_acts(big_k, big_t, ActStyle::Random, rng);
+  ASSERT_EQ(compare_kernels(l.fn, l.ref, w, l.act(x, big_k, big_t), big_k, big_n, big_t, 0, big_n,
+                            l.cfn),
+            "");
 }
 
 // Row ranges [n0, n1): the same bits as the reference for that range (which equal the

@@ -68,6 +68,42 @@ TEST_F(AuditTree, ScansTestNames) {
             (std::vector<std::string>{"add_f32__ref", "linear_f32_f32__ref", "rmsnorm_f32__ref"}));
 }
 
+// GoogleTest XML reports: a parity test counts only if it ran and did not fail.
+TEST_F(AuditTree, ResultsDecideWhichParityTestsCount) {
+  write("tests/k/t.cpp",
+        "TEST(RefOps, add_f32__ref) { a(); }\nTEST(RefOps, rmsnorm_f32__ref) { b(); }\n"
+        "TEST(RefOps, scale_f32__ref) { c(); }\nTEST(RefOps, swiglu_f32__ref) { d(); }\n");
+  // add passed, rmsnorm failed, scale skipped (e.g. an ISA the host lacks), swiglu absent.
+  write("results/t_1.xml",
+        "<testsuites><testsuite name=\"RefOps\">\n"
+        "<testcase name=\"add_f32__ref\" file=\"t.cpp\" status=\"run\" result=\"completed\" "
+        "classname=\"RefOps\" />\n"
+        "<testcase name=\"rmsnorm_f32__ref\" status=\"run\" result=\"completed\" "
+        "classname=\"RefOps\">\n<failure message=\"x\" /></testcase>\n"
+        "</testsuite></testsuites>\n");
+  write("results/t_2.xml",
+        "<testsuites><testsuite name=\"RefOps\">\n"
+        "<testcase name=\"scale_f32__ref\" status=\"run\" result=\"skipped\" "
+        "classname=\"RefOps\">\n<skipped message=\"no avx512\" /></testcase>\n"
+        "</testsuite></testsuites>\n");
+  const TestResults tr = scan_test_results(root_ / "results");
+  EXPECT_EQ(tr.reports, 2u);
+  EXPECT_EQ(tr.ok, (std::set<std::string>{"add_f32__ref", "scale_f32__ref"}));
+  EXPECT_EQ(tr.failed, (std::set<std::string>{"rmsnorm_f32__ref"}));
+  AuditOptions o{root_, {}, false, root_ / "results"};
+  AuditReport a = run_audit(o);
+  EXPECT_EQ(a.current.parity_tested,
+            (std::vector<std::string>{"add_f32__ref", "scale_f32__ref"}));
+  // Without reports only the sources count.
+  EXPECT_EQ(audit().current.parity_tested,
+            (std::vector<std::string>{"add_f32__ref", "rmsnorm_f32__ref", "scale_f32__ref",
+                                      "swiglu_f32__ref"}));
+  // An empty results directory is an error, not a pass.
+  std::filesystem::create_directories(root_ / "empty");
+  o.results = root_ / "empty";
+  EXPECT_TRUE(contains(run_audit(o).errors, "no GoogleTest XML reports"));
+}
+
 TEST_F(AuditTree, UpdateThenPassThenRegressionsFail) {
   write("tests/kernels/t.cpp",
         "TEST(RefOps, add_f32__ref) { a(); }\nTEST(RefOps, rmsnorm_f32__ref) { b(); }\n");
