@@ -4,7 +4,6 @@
 
 #include <fmt/format.h>
 
-#include <tuple>
 #include <vector>
 
 #include "jit/gen_tile.h"
@@ -174,28 +173,7 @@ bool build_f32(const char* generator, Isa isa, const GeneratorParams& params, ki
   for (int r = 1; r < tokens; ++r)
     g.rem_fn[r] = emit_tile(*m, fmt::format("{}_t{}", name, r), parts, rows, r);
 
-  const V x = e.arg(0), w = e.arg(1), y = e.arg(2), K = e.arg(3), N = e.arg(4), T = e.arg(5),
-          n0 = e.arg(6), n1 = e.arg(7);
-  // A call outside the contract computes nothing (the plan never makes one).
-  for (auto [a, c, b] :
-       {std::tuple{T, kir::Cmp::LE, int64_t(0)}, {K, kir::Cmp::LE, 0}, {n0, kir::Cmp::LT, 0}}) {
-    e.if_(a, c, b);
-    e.ret();
-    e.end_if();
-  }
-  for (auto [a, c, b] : {std::tuple{n1, kir::Cmp::LE, n0}, {n1, kir::Cmp::GT, N}}) {
-    e.if_(a, c, b);
-    e.ret();
-    e.end_if();
-  }
-  V rb = e.i64("row_bytes"), ys = e.i64("y_stride"), tmp = e.i64("tmp");
-  V w0 = e.ptr("w_n0"), y0 = e.ptr("y_n0");
-  e.muli(rb, K, 4);
-  e.muli(ys, N, 4);
-  e.mul(tmp, n0, rb);
-  e.ptr_add(w0, w, tmp, 1);
-  e.ptr_add(y0, y, n0, 4);
-  emit_grid(e, g, w0, rb, n0, n1, x, rb, T, y0, ys, K);
+  emit_linear_entry(e, g, {1, 4, 4});
   return true;
 }
 

@@ -3,8 +3,6 @@
 
 #include <fmt/format.h>
 
-#include <tuple>
-
 #include "kernels/formats/blocks.h"
 
 namespace cke::jit::gen {
@@ -70,34 +68,8 @@ bool build_q(const QSpec& s, const GeneratorParams& params, kir::Module* m, std:
       g.rem_fn[r] = tile(*m, fmt::format("{}_t{}", name, r), s.format, QArith::Plain, rows, r);
   }
 
-  const V x = e.arg(0), w = e.arg(1), y = e.arg(2), K = e.arg(3), N = e.arg(4), T = e.arg(5),
-          n0 = e.arg(6), n1 = e.arg(7);
-  // A call outside the contract computes nothing (the plan never makes one).
-  V nb = e.i64("nb"), rb = e.i64("row_bytes"), as = e.i64("act_stride");
-  V k_tail = e.i64("k_tail");
-  e.andi(k_tail, K, 31);
-  for (auto [a, c, b] : {std::tuple{T, Cmp::LE, int64_t(0)},
-                         {K, Cmp::LE, 0},
-                         {k_tail, Cmp::NE, 0},
-                         {n0, Cmp::LT, 0}}) {
-    e.if_(a, c, b);
-    e.ret();
-    e.end_if();
-  }
-  for (auto [a, c, b] : {std::tuple{n1, Cmp::LE, n0}, {n1, Cmp::GT, N}}) {
-    e.if_(a, c, b);
-    e.ret();
-    e.end_if();
-  }
-  e.sari(nb, K, 5);
-  e.muli(rb, nb, q_block_bytes(s.format));
-  e.muli(as, nb, int64_t(dtype_info(q_traits(s.format).act).type_size));
-  V w0 = e.ptr("w_n0"), y0 = e.ptr("y_n0"), ys = e.i64("y_stride"), tmp = e.i64("tmp");
-  e.muli(ys, N, 4);
-  e.mul(tmp, n0, rb);
-  e.ptr_add(w0, w, tmp, 1);
-  e.ptr_add(y0, y, n0, 4);
-  emit_grid(e, g, w0, rb, n0, n1, x, as, T, y0, ys, nb);
+  const QFormatTraits& tr = q_traits(s.format);
+  emit_linear_entry(e, g, {tr.block_elems, tr.block_bytes, int(dtype_info(tr.act).type_size)});
   return true;
 }
 
@@ -115,6 +87,14 @@ kir::V act_scale(kir::Builder& b, const TokenRows& tr, int t, int bits) {
   b.vbcast_i16(h, tr.at(t, 0));
   b.vcvt_f16_f32(d, h);
   return d;
+}
+
+void fma_block(kir::Builder& b, V acc, V isum, V dw, V da) {
+  const int bits = b.type(acc).bits;
+  V fsum = b.vec(bits, kir::Cls::F, "fsum"), d = b.vec(bits, kir::Cls::F, "d");
+  b.vcvt_i32_f32(fsum, isum);
+  b.vmul_f(d, dw, da);  // fl(dw * da)
+  b.vfma(acc, d, fsum);
 }
 
 void close_block_loop(kir::Builder& b, TokenRows& tr) {

@@ -45,6 +45,10 @@ inline kir::Mem act_quants(const TokenRows& tr, int t) {
   return tr.at(t, 2);
 }
 kir::V act_scale(kir::Builder& b, const TokenRows& tr, int t, int bits);
+// One block of one token into its float accumulator: acc = fma(fl(dw * da), float(isum),
+// acc) (multiplication commutes exactly: ggml's plain and repacked kernels order the FMA's
+// factors differently, the bits are the same).
+void fma_block(kir::Builder& b, kir::V acc, kir::V isum, kir::V dw, kir::V da);
 
 // One tile function (gen_tile.h ABI; n = blocks of K). Activations: rows of block_q8_0.
 //   AVX-512 VNNI: Plain tiles of 2 or 4 rows (two rows per zmm), Gemv/Gemm tiles of 8.

@@ -112,11 +112,7 @@ int emit_plain(kir::Module& m, const std::string& name, QFormat f, int rows, int
     for (int t = 0; t < tokens; ++t) {
       V act = b.vec(256, Cls::I, "act");
       b.vload(act, act_quants(tr, t));
-      V isum = dot_lanes(b, c, q, act);
-      V fsum = b.vec(256, Cls::F, "fsum"), d = b.vec(256, Cls::F, "d");
-      b.vcvt_i32_f32(fsum, isum);
-      b.vmul_f(d, dw, da[t]);      // fl(dw * da)
-      b.vfma(acc[i][t], d, fsum);  // fma(d, float(isum), acc)
+      fma_block(b, acc[i][t], dot_lanes(b, c, q, act), dw, da[t]);
     }
   }
   close_block_loop(b, tr);
@@ -172,11 +168,7 @@ int emit_repacked(kir::Module& m, const std::string& name, QFormat f, QArith ari
     b.vhadd_i32(h01, h01, h23);
     b.vextract(hi, h01, 1);
     b.vadd_i32(s, b.view(h01, 128, Cls::I), hi);
-    V fsum = b.vec(128, Cls::F, "fsum"), d = b.vec(128, Cls::F, "d");
-    b.vcvt_i32_f32(fsum, s);
-    const V da = act_scale(b, tr, t, 128);
-    b.vmul_f(d, dw, da);      // fl(dw * da)
-    b.vfma(acc[t], fsum, d);  // fma(float(isum), d, acc)
+    fma_block(b, acc[t], s, dw, act_scale(b, tr, t, 128));
   }
   close_block_loop(b, tr);
 

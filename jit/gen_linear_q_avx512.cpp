@@ -141,10 +141,7 @@ int emit_plain(kir::Module& m, const std::string& name, QFormat f, int rows, int
       V isum = b.vec(512, Cls::I, "isum");
       b.vzero(isum);
       b.vdpbusd(isum, ax[p], sy);
-      V fsum = b.vec(512, Cls::F, "fsum"), d = b.vec(512, Cls::F, "d");
-      b.vcvt_i32_f32(fsum, isum);
-      b.vmul_f(d, dw[p], da);      // fl(dw * da)
-      b.vfma(acc[p][t], d, fsum);  // fma(d, float(isum), acc)
+      fma_block(b, acc[p][t], isum, dw[p], da);
     }
   }
   close_block_loop(b, tr);
@@ -242,12 +239,8 @@ int emit_repacked(kir::Module& m, const std::string& name, QFormat f, QArith ari
         b.vdpbusd(isum[p], aax, sign_move(b, aneg, q[p], c.zero));
       }
     }
-    V rows = reduce_rows(b, isum);
-    V fsum = b.vec(256, Cls::F, "fsum"), d = b.vec(256, Cls::F, "d");
-    b.vcvt_i32_f32(fsum, rows);
-    const V da = act_scale(b, tr, t, 256);
-    b.vmul_f(d, dw, da);      // fl(dw * da)
-    b.vfma(acc[t], fsum, d);  // fma(float(isum), d, acc)
+    const V rows = reduce_rows(b, isum);
+    fma_block(b, acc[t], rows, dw, act_scale(b, tr, t, 256));
   }
   close_block_loop(b, tr);
 

@@ -133,6 +133,43 @@ void emit_grid(Builder& e, const Grid& g, V w_n0, V rb, V n0, V n1, V act, V as,
   e.end_for();
 }
 
+void emit_linear_entry(Builder& e, const Grid& g, const LinearLayout& l) {
+  const V x = e.arg(0), w = e.arg(1), y = e.arg(2), K = e.arg(3), N = e.arg(4), T = e.arg(5),
+          n0 = e.arg(6), n1 = e.arg(7);
+  const auto guard = [&](V a, Cmp c, V b) {
+    e.if_(a, c, b);
+    e.ret();
+    e.end_if();
+  };
+  const auto guard_i = [&](V a, Cmp c, int64_t imm) {
+    e.if_(a, c, imm);
+    e.ret();
+    e.end_if();
+  };
+  guard_i(T, Cmp::LE, 0);
+  guard_i(K, Cmp::LE, 0);
+  guard_i(n0, Cmp::LT, 0);
+  guard(n1, Cmp::LE, n0);
+  guard(n1, Cmp::GT, N);
+  V nb = K;
+  if (l.block_elems > 1) {
+    V tail = e.i64("k_tail");
+    e.andi(tail, K, l.block_elems - 1);  // block sizes are powers of two
+    guard_i(tail, Cmp::NE, 0);
+    nb = e.i64("nb");
+    e.div(nb, K, e.imm(l.block_elems, "block_elems"));
+  }
+  V rb = e.i64("row_bytes"), as = e.i64("act_stride"), ys = e.i64("y_stride"), tmp = e.i64("tmp");
+  V w0 = e.ptr("w_n0"), y0 = e.ptr("y_n0");
+  e.muli(rb, nb, l.w_block_bytes);
+  e.muli(as, nb, l.a_block_bytes);
+  e.muli(ys, N, 4);
+  e.mul(tmp, n0, rb);
+  e.ptr_add(w0, w, tmp, 1);
+  e.ptr_add(y0, y, n0, 4);
+  emit_grid(e, g, w0, rb, n0, n1, x, as, T, y0, ys, nb);
+}
+
 bool int_params(const GeneratorParams& p, std::string_view generator,
                 std::initializer_list<std::pair<const char*, int*>> allowed, std::string* err) {
   for (const auto& [key, value] : p) {

@@ -57,6 +57,17 @@ struct Grid {
 void emit_grid(kir::Builder& e, const Grid& g, kir::V w_n0, kir::V rb, kir::V n0, kir::V n1,
                kir::V act, kir::V as, kir::V ntok, kir::V y_n0, kir::V ys, kir::V extent);
 
+// The linear entry (kernels/ref/linear.h ABI, function 0 of the module): a call outside the
+// contract returns (T <= 0, K <= 0 or not whole blocks, rows outside [0, N)), then the grid
+// over whole blocks of K: weight rows of nb * w_block_bytes, activation rows of
+// nb * a_block_bytes, tiles get n = nb.
+struct LinearLayout {
+  int block_elems;    // K elements per block (1 for float weights)
+  int w_block_bytes;  // bytes of a weight block
+  int a_block_bytes;  // bytes of an activation block (the contract's converted type)
+};
+void emit_linear_entry(kir::Builder& e, const Grid& g, const LinearLayout& l);
+
 // Parses integer impl.params; every key must be in `allowed`. Missing keys keep *out.
 bool int_params(const GeneratorParams& p, std::string_view generator,
                 std::initializer_list<std::pair<const char*, int*>> allowed, std::string* err);
