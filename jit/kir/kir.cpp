@@ -377,13 +377,19 @@ void Builder::vstore_mk(Mem m, V a, V k) {
 std::string validate(const Module& m) {
   if (m.funcs.empty()) return m.name + ": no functions";
   for (const Func& f : m.funcs) {
-    int depth = 0;
+    std::vector<Op> open;  // For or If (IfI counts as If)
     for (const Inst& i : f.code) {
-      if (i.op == Op::For || i.op == Op::If || i.op == Op::IfI) ++depth;
-      if (i.op == Op::EndFor || i.op == Op::EndIf) --depth;
-      if (depth < 0) return f.name + ": unbalanced blocks";
+      if (i.op == Op::For || i.op == Op::If || i.op == Op::IfI)
+        open.push_back(i.op == Op::For ? Op::For : Op::If);
+      if (i.op == Op::EndFor || i.op == Op::EndIf) {
+        const Op want = i.op == Op::EndFor ? Op::For : Op::If;
+        if (open.empty() || open.back() != want)
+          return f.name + ": " + (i.op == Op::EndFor ? "end_for" : "end_if") +
+                 " does not close the innermost block";
+        open.pop_back();
+      }
     }
-    if (depth != 0) return f.name + ": a for/if block is not closed";
+    if (!open.empty()) return f.name + ": a for/if block is not closed";
   }
   return "";
 }

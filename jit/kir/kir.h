@@ -124,7 +124,7 @@ enum class Op : uint8_t {
 };
 
 struct Inst {
-  Op op;
+  Op op = Op::Ret;
   V d, a, b, c;
   int64_t imm = 0;
   Cmp cmp = Cmp::LT;
