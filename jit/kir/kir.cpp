@@ -17,7 +17,7 @@ Builder::Builder(Module& m, std::string name, std::vector<Kind> params) : m_(m) 
   for (size_t i = 0; i < params.size(); ++i) {
     Type t{params[i], 64, Cls::I};
     fn.params.push_back(t);
-    fn.values.push_back({t, "a" + std::to_string(i), false});
+    fn.values.push_back({t, std::string("a").append(std::to_string(i)), false});
   }
   m.funcs.push_back(std::move(fn));
 }
@@ -267,7 +267,11 @@ V Builder::view(V a, int bits, Cls cls) {
   need_vec(a, 0, "view");
   if (bits > type(a).bits) throw std::logic_error("kir: a view is not wider than its value");
   V d = new_value({Kind::Vec, uint16_t(bits), cls}, f().values[a.id].name + "_v", true);
-  f().code.push_back(Inst{Op::VView, d, a, {}, {}});
+  Inst i;
+  i.op = Op::VView;
+  i.d = d;
+  i.a = a;
+  f().code.push_back(std::move(i));
   return d;
 }
 void Builder::vcopy(V d, V a) {

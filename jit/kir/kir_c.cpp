@@ -118,7 +118,7 @@ class FuncRender {
   std::string i(V v) const { return opnd(v, Cls::I); }
 
   std::string addr(const Mem& m) const {
-    std::string s = "(" + name(m.base);
+    std::string s = fmt::format("({}", name(m.base));
     if (m.index.valid()) s += fmt::format(" + {} * {}", name(m.index), int(m.scale));
     if (m.disp) s += fmt::format(" + {}", m.disp);
     return s + ")";
