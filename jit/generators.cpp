@@ -4,6 +4,7 @@
 
 #include "jit/gen_linear_f32.h"
 #include "jit/gen_linear_q.h"
+#include "jit/gen_linear_q6_K.h"
 #include "jit/jit_runtime.h"
 #include "jit/kir/kir_asmjit.h"
 #include "jit/kir/kir_c.h"
@@ -40,7 +41,7 @@ constexpr std::string_view kAvx512[] = {"avx2", "fma", "f16c", "avx512f", "avx51
 constexpr std::string_view kAvx2[] = {"avx2", "fma", "f16c"};
 constexpr LinearFn kLinear = nullptr;
 
-const std::array<Generator, 8> kGenerators = {
+const std::array<Generator, 9> kGenerators = {
     make_generator("linear_q8_0__avx512vnni",
                    "q8_0 linear, ggml vec_dot lanes, 2 rows per zmm, vpdpbusd", kAvx512Vnni,
                    kLinear, &gen::build_linear_q8_0_avx512vnni),
@@ -50,6 +51,9 @@ const std::array<Generator, 8> kGenerators = {
     make_generator("linear_q4_0x8__avx512vnni",
                    "q4_0 linear, ggml's repacked 8x8 gemm/gemv (contract linear.q4_0x8.ggml)",
                    kAvx512Vnni, kLinear, &gen::build_linear_q4_0x8_avx512vnni),
+    make_generator("linear_q6_K__avx512vnni",
+                   "q6_K linear, ggml vec_dot_q6_K lanes, two chunks per zmm, vpdpbusd",
+                   kAvx512Vnni, kLinear, &gen::build_linear_q6_K_avx512vnni),
     make_generator("linear_f32__avx512",
                    "f32 linear, ggml_vec_dot_f32 4x16 accumulators, reduce_add tree", kAvx512,
                    kLinear, &gen::build_linear_f32_avx512),

@@ -293,6 +293,9 @@ KIR_V2(vadd_i32, VAddI32)
 KIR_V2(vsign_i8, VSignI8)
 KIR_V2(vmaddubs_w, VMaddUbsW)
 KIR_V2(vmadd_wd, VMaddWd)
+KIR_V2(vor, VOr)
+KIR_V2(vsub_i32, VSubI32)
+KIR_V2(vmullo_i32, VMulLoI32)
 KIR_V2(vhadd_i32, VHaddI32)
 KIR_V2(vdpbusd, VDpBusd)
 KIR_V2(vunpack_lo32, VUnpackLo32)
@@ -321,6 +324,39 @@ void Builder::vsrl_i16(V d, V a, int imm) {
   need_vec(d, 0, "vsrl_i16");
   need_vec(a, type(d).bits, "vsrl_i16");
   emit(Op::VSrlI16, d, a).imm = imm;
+}
+void Builder::vsll_i16(V d, V a, int imm) {
+  need_vec(d, 0, "vsll_i16");
+  need_vec(a, type(d).bits, "vsll_i16");
+  emit(Op::VSllI16, d, a).imm = imm;
+}
+void Builder::vsll_i32(V d, V a, int imm) {
+  need_vec(d, 0, "vsll_i32");
+  need_vec(a, type(d).bits, "vsll_i32");
+  emit(Op::VSllI32, d, a).imm = imm;
+}
+void Builder::vperm_d(V d, V a, V idx) {
+  need_vec(d, 0, "vperm_d");
+  if (type(d).bits < 256) throw std::logic_error("kir: vperm_d needs 256 or 512 bits");
+  need_vec(a, type(d).bits, "vperm_d");
+  need_vec(idx, type(d).bits, "vperm_d");
+  emit(Op::VPermD, d, a, idx);
+}
+void Builder::vsx_bd(V d, V a) {
+  need_vec(d, 512, "vsx_bd");
+  need_vec(a, 128, "vsx_bd");
+  emit(Op::VSxBD, d, a);
+}
+void Builder::vsx_bw(V d, V a) {
+  need_vec(d, 256, "vsx_bw");
+  need_vec(a, 128, "vsx_bw");
+  emit(Op::VSxBW, d, a);
+}
+void Builder::vconst32(V d, std::vector<uint32_t> lanes) {
+  need_vec(d, 0, "vconst32");
+  if (lanes.size() != size_t(type(d).bits / 32))
+    throw std::logic_error("kir: vconst32 needs one dword per lane");
+  emit(Op::VConst32, d).consts = std::move(lanes);
 }
 void Builder::vsrl_i16_mk(V d, V k, V a, int imm) {
   need_vec(d, 512, "vsrl_i16_mk");

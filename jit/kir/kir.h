@@ -97,6 +97,15 @@ enum class Op : uint8_t {
   VSubI8Mk,   // d = k ? a - b : d      (per byte; mask k = c; d is read)
   VMaddUbsW,  // d = vpmaddubsw(a unsigned, b signed) -> saturated i16 pair sums
   VMaddWd,    // d = vpmaddwd(a, b) -> i32 pair sums
+  VOr,        // d = a | b
+  VSubI32,    // d = a - b (wrapping)
+  VMulLoI32,  // d = low 32 bits of a * b per dword
+  VSllI16,    // d = a << imm (per 16 bits)
+  VSllI32,    // d = a << imm (per 32 bits)
+  VPermD,     // d[i] = a[b[i]] (dwords; b holds lane indices) (256 or 512 bits)
+  VSxBD,      // d = int8 lanes of a (128 bits) sign-extended to int32 (d: 512 bits)
+  VSxBW,      // d = int8 lanes of a (128 bits) sign-extended to int16 (d: 256 bits)
+  VConst32,   // d = the dwords in `consts` (lane 0 first)
   VHaddI32,   // d = vphaddd(a, b) (<= 256 bits)
   VDpBusd,    // d += vpdpbusd(a unsigned, b signed) (4-byte groups into i32; d is read)
   VUnpackLo32,
@@ -129,9 +138,10 @@ struct Inst {
   int64_t imm = 0;
   Cmp cmp = Cmp::LT;
   Mem mem;
-  int callee = -1;      // Call: inner function index, or -1 for a C helper
-  std::string sym;      // Call to a C helper: its name
-  std::vector<V> args;  // Call
+  int callee = -1;               // Call: inner function index, or -1 for a C helper
+  std::string sym;               // Call to a C helper: its name
+  std::vector<V> args;           // Call
+  std::vector<uint32_t> consts;  // VConst32
 };
 
 struct Value {
@@ -233,6 +243,15 @@ class Builder {
   void vsub_i8_mk(V d, V k, V a, V b);
   void vmaddubs_w(V d, V a, V b);
   void vmadd_wd(V d, V a, V b);
+  void vor(V d, V a, V b);
+  void vsub_i32(V d, V a, V b);
+  void vmullo_i32(V d, V a, V b);
+  void vsll_i16(V d, V a, int imm);
+  void vsll_i32(V d, V a, int imm);
+  void vperm_d(V d, V a, V idx);
+  void vsx_bd(V d, V a);
+  void vsx_bw(V d, V a);
+  void vconst32(V d, std::vector<uint32_t> lanes);
   void vhadd_i32(V d, V a, V b);
   void vdpbusd(V d, V a, V b);
   void vunpack_lo32(V d, V a, V b);

@@ -362,6 +362,49 @@ class FuncLowering {
       case Op::VMaddWd:
         cc_.vpmaddwd(x(d), x(a), x(b));
         break;
+      case Op::VOr:
+        if (avx512_)
+          cc_.vpord(x(d), x(a), x(b));
+        else
+          cc_.vpor(x(d), x(a), x(b));
+        break;
+      case Op::VSubI32:
+        cc_.vpsubd(x(d), x(a), x(b));
+        break;
+      case Op::VMulLoI32:
+        cc_.vpmulld(x(d), x(a), x(b));
+        break;
+      case Op::VSllI16:
+        cc_.vpsllw(x(d), x(a), in.imm);
+        break;
+      case Op::VSllI32:
+        cc_.vpslld(x(d), x(a), in.imm);
+        break;
+      case Op::VPermD:
+        cc_.vpermd(x(d), x(b), x(a));  // vpermd dst, idx, src
+        break;
+      case Op::VSxBD:
+        cc_.vpmovsxbd(x(d), x(a).xmm());
+        break;
+      case Op::VSxBW:
+        cc_.vpmovsxbw(x(d), x(a).xmm());
+        break;
+      case Op::VConst32: {
+        // Through a frame slot: the module's code stays instructions only.
+        const uint32_t bytes = uint32_t(in.consts.size() * 4);
+        x86::Mem slot = cc_.newStack(bytes, 64);
+        Gp t = cc_.newUInt32("lane");
+        for (size_t l = 0; l < in.consts.size(); ++l) {
+          x86::Mem m = slot;
+          m.addOffset(int64_t(4 * l));
+          m.setSize(4);
+          cc_.mov(t, in.consts[l]);
+          cc_.mov(m, t);
+        }
+        slot.setSize(bytes);
+        cc_.vmovups(x(d), slot);
+        break;
+      }
       case Op::VHaddI32:
         cc_.vphaddd(x(d), x(a), x(b));
         break;

@@ -328,6 +328,40 @@ class FuncRender {
       case Op::VMaddWd:
         set(d, fmt::format("{}_madd_epi16({}, {})", p, i(a), i(b)), Cls::I);
         break;
+      case Op::VOr:
+        set(d, fmt::format("{}_or_{}({}, {})", p, SI(w), i(a), i(b)), Cls::I);
+        break;
+      case Op::VSubI32:
+        set(d, fmt::format("{}_sub_epi32({}, {})", p, i(a), i(b)), Cls::I);
+        break;
+      case Op::VMulLoI32:
+        set(d, fmt::format("{}_mullo_epi32({}, {})", p, i(a), i(b)), Cls::I);
+        break;
+      case Op::VSllI16:
+        set(d, fmt::format("{}_slli_epi16({}, {})", p, i(a), in.imm), Cls::I);
+        break;
+      case Op::VSllI32:
+        set(d, fmt::format("{}_slli_epi32({}, {})", p, i(a), in.imm), Cls::I);
+        break;
+      case Op::VPermD:
+        if (w == 512)
+          set(d, fmt::format("_mm512_permutexvar_epi32({}, {})", i(b), i(a)), Cls::I);
+        else
+          set(d, fmt::format("_mm256_permutevar8x32_epi32({}, {})", i(a), i(b)), Cls::I);
+        break;
+      case Op::VSxBD:
+        set(d, fmt::format("_mm512_cvtepi8_epi32({})", i(a)), Cls::I);
+        break;
+      case Op::VSxBW:
+        set(d, fmt::format("_mm256_cvtepi8_epi16({})", i(a)), Cls::I);
+        break;
+      case Op::VConst32: {
+        std::string lanes;
+        for (size_t l = 0; l < in.consts.size(); ++l)
+          lanes += fmt::format("{}(int)0x{:08X}u", l ? ", " : "", in.consts[l]);
+        set(d, fmt::format("{}_setr_epi32({})", p, lanes), Cls::I);
+        break;
+      }
       case Op::VHaddI32:
         set(d, fmt::format("{}_hadd_epi32({}, {})", p, i(a), i(b)), Cls::I);
         break;

@@ -80,6 +80,24 @@ std::vector<uint8_t> make_weights(DType t, int64_t K, int64_t N, WeightStyle s, 
     }
     return w;
   }
+  if (t == DType::Q6_K) {
+    // ql, qh: any bits; scales: any int8 (Extreme: -128 / 127 with all quants 63 or 0);
+    // d: as the other formats' scales.
+    for (int64_t r = 0; r < N; ++r)
+      for (int64_t b = 0; b < K / 256; ++b) {
+        auto* blk = reinterpret_cast<block_q6_K*>(w.data() + size_t(r) * rb) + b;
+        for (auto& v : blk->ql)
+          v = uint8_t(s == WeightStyle::Extreme ? (byte(rng) & 1 ? 0xFF : 0) : byte(rng));
+        for (auto& v : blk->qh)
+          v = uint8_t(s == WeightStyle::Extreme ? (byte(rng) & 1 ? 0xFF : 0) : byte(rng));
+        for (auto& v : blk->scales)
+          v = int8_t(s == WeightStyle::Extreme ? (byte(rng) & 1 ? 127 : -128) : byte(rng) - 128);
+        blk->d = s == WeightStyle::Extreme ? f16(byte(rng) & 1 ? 65504.0f : -65504.0f)
+                 : (s == WeightStyle::SpecialScale && rare(rng)) ? f16(special_value(rng))
+                                                                 : f16(random_scale(rng));
+      }
+    return w;
+  }
   const bool q8 = t == DType::Q8_0;
   const int64_t bb = q8 ? int64_t(sizeof(block_q8_0)) : int64_t(sizeof(block_q4_0));
   for (int64_t r = 0; r < N; ++r)

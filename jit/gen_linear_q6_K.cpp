@@ -1,0 +1,177 @@
+// Generated linear kernel for Q6_K weights (contract linear.q6_K.ggml) on AVX-512 VNNI:
+// ggml_vec_dot_q6_K_q8_K's lanes (kernels/ref/linear_dot_k.cpp), written once in KIR.
+//
+// Per super-block of 256 and per output, ggml's 8 int32 lanes: lane l of 32-element chunk c
+// dots elements 32c+4l..+3 (the 6-bit quants 0..63, unsigned, against the Q8_K int8
+// activations: one vpdpbusd, exact) times the chunk's half scale sc[2c + (l >= 4)]; the lanes
+// of all 8 chunks add up (exact int32), then lose the -32 offset as ggml does, through the
+// bsums: 32 * (bsum[2l]*sc[2l] + bsum[2l+1]*sc[2l+1]) (vpmaddwd); then one FMA per
+// super-block acc = fma(fl(d_a * d_w), float(isum), acc), and hsum8 at the end.
+//
+// A zmm holds two chunks (lanes 0-7 and 8-15); quants are rebuilt from ql (low nibbles of
+// chunks 0/1, high nibbles of 2/3 of each half) and qh (2 bits per chunk). Tiles: 1 row x 1..4
+// tokens (the row's unpacked quants and scales are shared by the tokens).
+#include "jit/gen_linear_q6_K.h"
+
+#include <fmt/format.h>
+
+#include "jit/gen_tile.h"
+#include "kernels/formats/blocks.h"
+
+namespace cke::jit::gen {
+namespace {
+
+using kir::Builder;
+using kir::Cls;
+using kir::Kind;
+using kir::Mem;
+using kir::V;
+
+constexpr int kWBlock = int(sizeof(block_q6_K));  // 210: ql 0, qh 128, scales 192, d 208
+constexpr int kABlock = int(sizeof(block_q8_K));  // 292: d 0, qs 4, bsums 260
+
+// hsum8 of an 8-lane accumulator into lane 0: ((a0+a4)+(a2+a6)) + ((a1+a5)+(a3+a7)).
+V hsum8(Builder& b, V acc) {
+  V hi = b.vec(128, Cls::F, "hi"), s = b.vec(128, Cls::F, "s"), t = b.vec(128, Cls::F, "t");
+  V out = b.vec(128, Cls::F, "h");
+  b.vextract(hi, acc, 1);
+  b.vadd_f(s, b.view(acc, 128, Cls::F), hi);
+  b.vpermil_f(t, s, 0xEE);
+  b.vadd_f(s, s, t);
+  b.vmovshdup(t, s);
+  b.vadd_f(out, s, t);
+  return out;
+}
+
+int emit_tile(kir::Module& m, const std::string& name, int tokens) {
+  Builder b(
+      m, name,
+      {Kind::Ptr, Kind::I64, Kind::I64, Kind::Ptr, Kind::I64, Kind::Ptr, Kind::I64, Kind::I64});
+  const TileArgs a = begin_tile(b);
+  TokenRows tr = token_rows(b, a.a, a.as, tokens);
+  V nib = b.vec(512, Cls::I, "nib"), two = b.vec(512, Cls::I, "two_bits");
+  b.vsplat32(nib, 0x0F0F0F0Fu);
+  b.vsplat32(two, 0x03030303u);
+  // Scale lanes of chunk pair k (chunks 2k, 2k+1): half scales 4k + [0,0,0,0,1,1,1,1,...].
+  V idx[4];
+  for (int k = 0; k < 4; ++k) {
+    idx[k] = b.vec(512, Cls::I, "scale_idx");
+    std::vector<uint32_t> lanes;
+    for (int l = 0; l < 16; ++l) lanes.push_back(uint32_t(4 * k + l / 4));
+    b.vconst32(idx[k], lanes);
+  }
+  V acc[4];
+  for (int t = 0; t < tokens; ++t) {
+    acc[t] = b.vec(256, Cls::F, "acc");
+    b.vzero(acc[t]);
+  }
+  V off = b.i64("off"), end = b.i64("end");
+  b.muli(end, a.n, kWBlock);
+  b.for_(off, b.imm(0, "zero"), end, b.imm(kWBlock, "block_bytes"));
+  const V w = a.w;
+  // The row's scales (int32 and int16 lanes) and d.
+  V sc8 = b.vec(128, Cls::I, "sc8"), sc32 = b.vec(512, Cls::I, "sc32"),
+    sc16 = b.vec(256, Cls::I, "sc16");
+  b.vload(sc8, Mem{w, off, 1, 192});
+  b.vsx_bd(sc32, sc8);
+  b.vsx_bw(sc16, sc8);
+  V dh = b.vec(128, Cls::I, "dh"), dw = b.vec(256, Cls::F, "dw");
+  b.vbcast_i16(dh, Mem{w, off, 1, 208});
+  b.vcvt_f16_f32(dw, dh);
+  // Quants of chunk pairs k = 2h + p (0..63 as bytes) and their scale lanes.
+  V q[4], s[4];
+  for (int h = 0; h < 2; ++h) {
+    V ab = b.vec(512, Cls::I, "ab"), bq = b.vec(256, Cls::I, "ql_b");
+    b.vbcast256(ab, Mem{w, off, 1, 64 * h});
+    b.vload(bq, Mem{w, off, 1, 64 * h + 32});
+    b.vinsert(ab, ab, bq, 1);  // [ql A | ql B]
+    V qq = b.vec(512, Cls::I, "qq"), q2 = b.vec(256, Cls::I, "qh2");
+    b.vbcast256(qq, Mem{w, off, 1, 128 + 32 * h});
+    b.vsrl_i16(q2, b.view(qq, 256, Cls::I), 2);
+    b.vinsert(qq, qq, q2, 1);  // [qh | qh >> 2]
+    for (int p = 0; p < 2; ++p) {
+      V lo = b.vec(512, Cls::I, "lo"), hi = b.vec(512, Cls::I, "hi");
+      if (p == 0) {
+        b.vand(lo, ab, nib);
+        b.vand(hi, qq, two);
+      } else {  // chunks 2, 3: high nibbles, qh bits 4-5 (and 6-7 via the >> 2 copy)
+        b.vsrl_i16(lo, ab, 4);
+        b.vand(lo, lo, nib);
+        b.vsrl_i16(hi, qq, 4);
+        b.vand(hi, hi, two);
+      }
+      b.vsll_i16(hi, hi, 4);
+      const int k = 2 * h + p;
+      q[k] = b.vec(512, Cls::I, "q");
+      b.vor(q[k], lo, hi);
+      s[k] = b.vec(512, Cls::I, "s");
+      b.vperm_d(s[k], sc32, idx[k]);
+    }
+  }
+  for (int t = 0; t < tokens; ++t) {
+    V isum = b.vec(512, Cls::I, "isum");
+    b.vzero(isum);
+    for (int k = 0; k < 4; ++k) {
+      V act = b.vec(512, Cls::I, "act"), dot = b.vec(512, Cls::I, "dot");
+      b.vload(act, tr.at(t, 4 + 64 * k));
+      b.vzero(dot);
+      b.vdpbusd(dot, q[k], act);
+      b.vmullo_i32(dot, dot, s[k]);
+      b.vadd_i32(isum, isum, dot);
+    }
+    V hi8 = b.vec(256, Cls::I, "hi8"), i8 = b.vec(256, Cls::I, "isum8");
+    b.vextract(hi8, isum, 1);
+    b.vadd_i32(i8, b.view(isum, 256, Cls::I), hi8);  // lane l of both chunks of a pair
+    V bs = b.vec(256, Cls::I, "bsums"), corr = b.vec(256, Cls::I, "corr");
+    b.vload(bs, tr.at(t, 260));
+    b.vmadd_wd(corr, bs, sc16);
+    b.vsll_i32(corr, corr, 5);  // the -32 offset, as ggml takes it
+    b.vsub_i32(i8, i8, corr);
+    V fsum = b.vec(256, Cls::F, "fsum"), da = b.vec(256, Cls::F, "da"), d = b.vec(256, Cls::F, "d");
+    b.vcvt_i32_f32(fsum, i8);
+    b.vbcast_f32(da, tr.at(t, 0));
+    b.vmul_f(d, da, dw);  // fl(d_a * d_w)
+    b.vfma(acc[t], d, fsum);
+  }
+  b.addi(tr.base, tr.base, kABlock);
+  b.end_for();
+
+  V yt = b.ptr("yt");
+  b.mov(yt, a.y);
+  for (int t = 0; t < tokens; ++t) {
+    if (t > 0) b.ptr_add(yt, yt, a.ys, 1);
+    b.vstore_ss(Mem{yt, {}, 1, 0}, hsum8(b, acc[t]));
+  }
+  return b.index();
+}
+
+}  // namespace
+
+bool build_linear_q6_K_avx512vnni(const GeneratorParams& params, kir::Module* m, std::string* err) {
+  const char* gen = "linear_q6_K__avx512vnni";
+  int rows = 1, tokens = 1;
+  if (!int_params(params, gen, {{"rows", &rows}, {"tokens", &tokens}}, err)) return false;
+  if (rows != 1 || tokens < 1 || tokens > 4) {
+    *err = fmt::format("generator '{}': tile {}x{} is not one it can emit (rows 1, tokens 1..4)",
+                       gen, rows, tokens);
+    return false;
+  }
+  m->isa = isa_features(Isa::Avx512Vnni);
+  m->comment = fmt::format(
+      "generator {}, rows {}, tokens {}: ggml_vec_dot_q6_K_q8_K lanes of contract "
+      "linear.q6_K.ggml\n(activations: Q8_K rows from the plan's act_quant step)",
+      gen, rows, tokens);
+  Builder e(
+      *m, m->name,
+      {Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::I64, Kind::I64, Kind::I64, Kind::I64, Kind::I64});
+  Grid g;
+  g.R = 1;
+  g.G = tokens;
+  g.full_fn = emit_tile(*m, fmt::format("{}_t{}", m->name, tokens), tokens);
+  for (int r = 1; r < tokens; ++r)
+    g.rem_fn[r] = emit_tile(*m, fmt::format("{}_t{}", m->name, r), r);
+  emit_linear_entry(e, g, {256, kWBlock, kABlock});
+  return true;
+}
+
+}  // namespace cke::jit::gen
