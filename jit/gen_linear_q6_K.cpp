@@ -1,4 +1,4 @@
-// Generated linear kernel for Q6_K weights (contract linear.q6_K.ggml) on AVX-512 VNNI:
+// Generated linear kernels for Q6_K weights (contract linear.q6_K.ggml), AVX-512 VNNI and AVX2:
 // ggml_vec_dot_q6_K_q8_K's lanes (kernels/ref/linear_dot_k.cpp), written once in KIR.
 //
 // Per super-block of 256 and per output, ggml's 8 int32 lanes: lane l of 32-element chunk c
@@ -10,7 +10,8 @@
 //
 // A zmm holds two chunks (lanes 0-7 and 8-15); quants are rebuilt from ql (low nibbles of
 // chunks 0/1, high nibbles of 2/3 of each half) and qh (2 bits per chunk). Tiles: 1 row x 1..4
-// tokens (the row's unpacked quants and scales are shared by the tokens).
+// tokens (the row's unpacked quants and scales are shared by the tokens). The AVX2 level
+// computes the same lanes one chunk per ymm (see emit_tile_avx2).
 #include "jit/gen_linear_q6_K.h"
 
 #include <fmt/format.h>
@@ -41,6 +42,97 @@ V hsum8(Builder& b, V acc) {
   b.vmovshdup(t, s);
   b.vadd_f(out, s, t);
   return out;
+}
+
+// The end of a super-block for one token: isum8 (the 8 lanes of scaled chunk dots) loses the
+// -32 offset through the bsums, then acc = fma(fl(d_a * d_w), float(isum), acc).
+void finish_block(Builder& b, V isum8, const TokenRows& tr, int t, V sc16, V dw, V acc) {
+  V bs = b.vec(256, Cls::I, "bsums"), corr = b.vec(256, Cls::I, "corr");
+  b.vload(bs, tr.at(t, 260));
+  b.vmadd_wd(corr, bs, sc16);
+  b.vsll_i32(corr, corr, 5);  // the -32 offset, as ggml takes it
+  b.vsub_i32(isum8, isum8, corr);
+  V fsum = b.vec(256, Cls::F, "fsum"), da = b.vec(256, Cls::F, "da"), d = b.vec(256, Cls::F, "d");
+  b.vcvt_i32_f32(fsum, isum8);
+  b.vbcast_f32(da, tr.at(t, 0));
+  b.vmul_f(d, da, dw);  // fl(d_a * d_w)
+  b.vfma(acc, d, fsum);
+}
+
+void store_rows(Builder& b, const TileArgs& a, const V acc[], int tokens) {
+  V yt = b.ptr("yt");
+  b.mov(yt, a.y);
+  for (int t = 0; t < tokens; ++t) {
+    if (t > 0) b.ptr_add(yt, yt, a.ys, 1);
+    b.vstore_ss(Mem{yt, {}, 1, 0}, hsum8(b, acc[t]));
+  }
+}
+
+Builder open_tile(kir::Module& m, const std::string& name) {
+  return Builder(
+      m, name,
+      {Kind::Ptr, Kind::I64, Kind::I64, Kind::Ptr, Kind::I64, Kind::Ptr, Kind::I64, Kind::I64});
+}
+
+// AVX2: one chunk per ymm, vpmaddubsw + vpmaddwd(ones) for the 4-element lane dots (exact:
+// |pair sum| <= 2 * 63 * 128 < 32768), one token per tile (16 ymm registers).
+int emit_tile_avx2(kir::Module& m, const std::string& name) {
+  Builder b = open_tile(m, name);
+  const TileArgs a = begin_tile(b);
+  TokenRows tr = token_rows(b, a.a, a.as, 1);
+  V nib = b.vec(256, Cls::I, "nib"), two = b.vec(256, Cls::I, "two_bits"),
+    ones = b.vec(256, Cls::I, "ones16");
+  b.vsplat32(nib, 0x0F0F0F0Fu);
+  b.vsplat32(two, 0x03030303u);
+  b.vsplat32(ones, 0x00010001u);
+  V acc = b.vec(256, Cls::F, "acc");
+  b.vzero(acc);
+  V off = b.i64("off"), end = b.i64("end");
+  b.muli(end, a.n, kWBlock);
+  b.for_(off, b.imm(0, "zero"), end, b.imm(kWBlock, "block_bytes"));
+  const V w = a.w;
+  V sc8 = b.vec(128, Cls::I, "sc8"), sc_hi8 = b.vec(128, Cls::I, "sc_hi8"),
+    sc16 = b.vec(256, Cls::I, "sc16");
+  V scl[2] = {b.vec(256, Cls::I, "sc32_lo"), b.vec(256, Cls::I, "sc32_hi")};
+  b.vload(sc8, Mem{w, off, 1, 192});
+  b.vunpack_hi64(sc_hi8, sc8, sc8);  // scales 8-15 in the low bytes (no read past the block)
+  b.vsx_bd(scl[0], sc8);             // scales 0-7
+  b.vsx_bd(scl[1], sc_hi8);          // scales 8-15
+  b.vsx_bw(sc16, sc8);
+  V dh = b.vec(128, Cls::I, "dh"), dw = b.vec(256, Cls::F, "dw");
+  b.vbcast_i16(dh, Mem{w, off, 1, 208});
+  b.vcvt_f16_f32(dw, dh);
+  V isum = b.vec(256, Cls::I, "isum");
+  b.vzero(isum);
+  for (int c = 0; c < 8; ++c) {
+    const int h = c / 4, sub = c % 4;
+    V l = b.vec(256, Cls::I, "ql"), qh = b.vec(256, Cls::I, "qh");
+    b.vload(l, Mem{w, off, 1, 64 * h + 32 * (sub & 1)});
+    b.vload(qh, Mem{w, off, 1, 128 + 32 * h});
+    if (sub >= 2) b.vsrl_i16(l, l, 4);
+    b.vand(l, l, nib);
+    if (sub > 0) b.vsrl_i16(qh, qh, 2 * sub);
+    b.vand(qh, qh, two);
+    b.vsll_i16(qh, qh, 4);
+    V q = b.vec(256, Cls::I, "q");
+    b.vor(q, l, qh);
+    // Lanes 0-3 take half scale 2c, lanes 4-7 2c + 1.
+    V idx = b.vec(256, Cls::I, "scale_idx"), sc = b.vec(256, Cls::I, "s");
+    const uint32_t i0 = uint32_t(2 * (c % 4));
+    b.vconst32(idx, {i0, i0, i0, i0, i0 + 1, i0 + 1, i0 + 1, i0 + 1});
+    b.vperm_d(sc, scl[c / 4], idx);
+    V act = b.vec(256, Cls::I, "act"), dot = b.vec(256, Cls::I, "dot");
+    b.vload(act, tr.at(0, 4 + 32 * c));
+    b.vmaddubs_w(dot, q, act);
+    b.vmadd_wd(dot, dot, ones);
+    b.vmullo_i32(dot, dot, sc);
+    b.vadd_i32(isum, isum, dot);
+  }
+  finish_block(b, isum, tr, 0, sc16, dw, acc);
+  b.addi(tr.base, tr.base, kABlock);
+  b.end_for();
+  store_rows(b, a, &acc, 1);
+  return b.index();
 }
 
 int emit_tile(kir::Module& m, const std::string& name, int tokens) {
@@ -122,41 +214,29 @@ int emit_tile(kir::Module& m, const std::string& name, int tokens) {
     V hi8 = b.vec(256, Cls::I, "hi8"), i8 = b.vec(256, Cls::I, "isum8");
     b.vextract(hi8, isum, 1);
     b.vadd_i32(i8, b.view(isum, 256, Cls::I), hi8);  // lane l of both chunks of a pair
-    V bs = b.vec(256, Cls::I, "bsums"), corr = b.vec(256, Cls::I, "corr");
-    b.vload(bs, tr.at(t, 260));
-    b.vmadd_wd(corr, bs, sc16);
-    b.vsll_i32(corr, corr, 5);  // the -32 offset, as ggml takes it
-    b.vsub_i32(i8, i8, corr);
-    V fsum = b.vec(256, Cls::F, "fsum"), da = b.vec(256, Cls::F, "da"), d = b.vec(256, Cls::F, "d");
-    b.vcvt_i32_f32(fsum, i8);
-    b.vbcast_f32(da, tr.at(t, 0));
-    b.vmul_f(d, da, dw);  // fl(d_a * d_w)
-    b.vfma(acc[t], d, fsum);
+    finish_block(b, i8, tr, t, sc16, dw, acc[t]);
   }
   b.addi(tr.base, tr.base, kABlock);
   b.end_for();
-
-  V yt = b.ptr("yt");
-  b.mov(yt, a.y);
-  for (int t = 0; t < tokens; ++t) {
-    if (t > 0) b.ptr_add(yt, yt, a.ys, 1);
-    b.vstore_ss(Mem{yt, {}, 1, 0}, hsum8(b, acc[t]));
-  }
+  store_rows(b, a, acc, tokens);
   return b.index();
 }
 
 }  // namespace
 
-bool build_linear_q6_K_avx512vnni(const GeneratorParams& params, kir::Module* m, std::string* err) {
-  const char* gen = "linear_q6_K__avx512vnni";
+namespace {
+
+bool build_q6_K(const char* gen, Isa isa, const GeneratorParams& params, kir::Module* m,
+                std::string* err) {
+  const bool avx2 = isa == Isa::Avx2;
   int rows = 1, tokens = 1;
   if (!int_params(params, gen, {{"rows", &rows}, {"tokens", &tokens}}, err)) return false;
-  if (rows != 1 || tokens < 1 || tokens > 4) {
-    *err = fmt::format("generator '{}': tile {}x{} is not one it can emit (rows 1, tokens 1..4)",
-                       gen, rows, tokens);
+  if (rows != 1 || tokens < 1 || tokens > (avx2 ? 1 : 4)) {
+    *err = fmt::format("generator '{}': tile {}x{} is not one it can emit (rows 1, tokens 1..{})",
+                       gen, rows, tokens, avx2 ? 1 : 4);
     return false;
   }
-  m->isa = isa_features(Isa::Avx512Vnni);
+  m->isa = isa_features(isa);
   m->comment = fmt::format(
       "generator {}, rows {}, tokens {}: ggml_vec_dot_q6_K_q8_K lanes of contract "
       "linear.q6_K.ggml\n(activations: Q8_K rows from the plan's act_quant step)",
@@ -167,11 +247,24 @@ bool build_linear_q6_K_avx512vnni(const GeneratorParams& params, kir::Module* m,
   Grid g;
   g.R = 1;
   g.G = tokens;
-  g.full_fn = emit_tile(*m, fmt::format("{}_t{}", m->name, tokens), tokens);
-  for (int r = 1; r < tokens; ++r)
-    g.rem_fn[r] = emit_tile(*m, fmt::format("{}_t{}", m->name, r), r);
+  if (avx2) {
+    g.full_fn = emit_tile_avx2(*m, m->name + "_t1");
+  } else {
+    g.full_fn = emit_tile(*m, fmt::format("{}_t{}", m->name, tokens), tokens);
+    for (int r = 1; r < tokens; ++r)
+      g.rem_fn[r] = emit_tile(*m, fmt::format("{}_t{}", m->name, r), r);
+  }
   emit_linear_entry(e, g, {256, kWBlock, kABlock});
   return true;
+}
+
+}  // namespace
+
+bool build_linear_q6_K_avx512vnni(const GeneratorParams& p, kir::Module* m, std::string* err) {
+  return build_q6_K("linear_q6_K__avx512vnni", Isa::Avx512Vnni, p, m, err);
+}
+bool build_linear_q6_K_avx2(const GeneratorParams& p, kir::Module* m, std::string* err) {
+  return build_q6_K("linear_q6_K__avx2", Isa::Avx2, p, m, err);
 }
 
 }  // namespace cke::jit::gen

@@ -1,4 +1,4 @@
-// Generated linear kernel for Q6_K weights (contract linear.q6_K.ggml), AVX-512 VNNI.
+// Generated linear kernels for Q6_K weights (contract linear.q6_K.ggml), AVX-512 VNNI and AVX2.
 #pragma once
 
 #include <string>
@@ -8,7 +8,8 @@
 
 namespace cke::jit::gen {
 
-// impl.params rows (1), tokens (1..4).
+// impl.params rows (1), tokens (1..4; AVX2: 1).
 bool build_linear_q6_K_avx512vnni(const GeneratorParams& p, kir::Module* m, std::string* err);
+bool build_linear_q6_K_avx2(const GeneratorParams& p, kir::Module* m, std::string* err);
 
 }  // namespace cke::jit::gen

@@ -41,7 +41,7 @@ constexpr std::string_view kAvx512[] = {"avx2", "fma", "f16c", "avx512f", "avx51
 constexpr std::string_view kAvx2[] = {"avx2", "fma", "f16c"};
 constexpr LinearFn kLinear = nullptr;
 
-const std::array<Generator, 9> kGenerators = {
+const std::array<Generator, 10> kGenerators = {
     make_generator("linear_q8_0__avx512vnni",
                    "q8_0 linear, ggml vec_dot lanes, 2 rows per zmm, vpdpbusd", kAvx512Vnni,
                    kLinear, &gen::build_linear_q8_0_avx512vnni),
@@ -65,6 +65,9 @@ const std::array<Generator, 9> kGenerators = {
     make_generator("linear_q4_0x8__avx2",
                    "q4_0 linear, ggml's repacked 8x8 gemm/gemv (contract linear.q4_0x8.ggml)",
                    kAvx2, kLinear, &gen::build_linear_q4_0x8_avx2),
+    make_generator("linear_q6_K__avx2",
+                   "q6_K linear, ggml vec_dot_q6_K lanes, one chunk per ymm, vpmaddubsw", kAvx2,
+                   kLinear, &gen::build_linear_q6_K_avx2),
     make_generator("linear_f32__avx2",
                    "f32 linear, the AVX-512 build's 4x16 lanes as ymm pairs, reduce_add tree",
                    kAvx2, kLinear, &gen::build_linear_f32_avx2),

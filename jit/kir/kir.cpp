@@ -343,7 +343,8 @@ void Builder::vperm_d(V d, V a, V idx) {
   emit(Op::VPermD, d, a, idx);
 }
 void Builder::vsx_bd(V d, V a) {
-  need_vec(d, 512, "vsx_bd");
+  need_vec(d, 0, "vsx_bd");
+  if (type(d).bits < 256) throw std::logic_error("kir: vsx_bd widens into 256 or 512 bits");
   need_vec(a, 128, "vsx_bd");
   emit(Op::VSxBD, d, a);
 }

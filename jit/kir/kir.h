@@ -61,7 +61,7 @@ enum class Op : uint8_t {
   AndI,    // d = a & imm
   Min,     // d = min(a, b) (signed)
   PtrAdd,  // d(ptr) = a(ptr) + b(i64) * imm
-  Stack,   // d(ptr) = a frame buffer of imm bytes, 64-byte aligned
+  Stack,   // d(ptr) = a frame buffer of imm bytes, 16-byte aligned
   // structured control flow
   For,     // for (d = a; d < b; d += c) {     (c an i64 value)
   EndFor,  // }
@@ -103,7 +103,7 @@ enum class Op : uint8_t {
   VSllI16,    // d = a << imm (per 16 bits)
   VSllI32,    // d = a << imm (per 32 bits)
   VPermD,     // d[i] = a[b[i]] (dwords; b holds lane indices) (256 or 512 bits)
-  VSxBD,      // d = int8 lanes of a (128 bits) sign-extended to int32 (d: 512 bits)
+  VSxBD,      // d = the low int8 lanes of a (128 bits) sign-extended to int32 (d: 256/512)
   VSxBW,      // d = int8 lanes of a (128 bits) sign-extended to int16 (d: 256 bits)
   VConst32,   // d = the dwords in `consts` (lane 0 first)
   VHaddI32,   // d = vphaddd(a, b) (<= 256 bits)

@@ -201,7 +201,7 @@ class FuncLowering {
         break;
       }
       case Op::Stack: {
-        x86::Mem s = cc_.newStack(uint32_t(in.imm), 64);
+        x86::Mem s = cc_.newStack(uint32_t(in.imm), 16);  // 16: no dynamic frame realignment
         cc_.lea(g(d), s);
         break;
       }
@@ -392,7 +392,7 @@ class FuncLowering {
       case Op::VConst32: {
         // Through a frame slot: the module's code stays instructions only.
         const uint32_t bytes = uint32_t(in.consts.size() * 4);
-        x86::Mem slot = cc_.newStack(bytes, 64);
+        x86::Mem slot = cc_.newStack(bytes, 16);  // 16: no dynamic frame realignment
         Gp t = cc_.newUInt32("lane");
         for (size_t l = 0; l < in.consts.size(); ++l) {
           x86::Mem m = slot;

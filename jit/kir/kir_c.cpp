@@ -54,7 +54,7 @@ class FuncRender {
         out_ += fmt::format("  (void){};\n", name(V{uint32_t(i)}));
     for (const Inst& in : f_.code)
       if (in.op == Op::Stack)
-        out_ += fmt::format("  _Alignas(64) uint8_t {}_buf[{}];\n", name(in.d), in.imm);
+        out_ += fmt::format("  _Alignas(16) uint8_t {}_buf[{}];\n", name(in.d), in.imm);
     depth_ = 1;
     for (const Inst& in : f_.code) render(in);
     out_ += "}\n";
@@ -350,7 +350,7 @@ class FuncRender {
           set(d, fmt::format("_mm256_permutevar8x32_epi32({}, {})", i(a), i(b)), Cls::I);
         break;
       case Op::VSxBD:
-        set(d, fmt::format("_mm512_cvtepi8_epi32({})", i(a)), Cls::I);
+        set(d, fmt::format("{}_cvtepi8_epi32({})", p, i(a)), Cls::I);
         break;
       case Op::VSxBW:
         set(d, fmt::format("_mm256_cvtepi8_epi16({})", i(a)), Cls::I);
