@@ -70,9 +70,7 @@ struct F32Tile {
 };
 
 int emit_tile(kir::Module& m, const std::string& name, int parts, int R, int TT) {
-  Builder b(
-      m, name,
-      {Kind::Ptr, Kind::I64, Kind::I64, Kind::Ptr, Kind::I64, Kind::Ptr, Kind::I64, Kind::I64});
+  Builder b = open_tile(m, name);
   F32Tile ft{b, parts};
   const TileArgs a = begin_tile(b);
   const V K = a.n;
@@ -166,12 +164,9 @@ bool build_f32(const char* generator, Isa isa, const GeneratorParams& params, ki
   Builder e(
       *m, name,
       {Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::I64, Kind::I64, Kind::I64, Kind::I64, Kind::I64});
-  Grid g;
-  g.R = rows;
-  g.G = tokens;
-  g.full_fn = emit_tile(*m, fmt::format("{}_t{}", name, tokens), parts, rows, tokens);
-  for (int r = 1; r < tokens; ++r)
-    g.rem_fn[r] = emit_tile(*m, fmt::format("{}_t{}", name, r), parts, rows, r);
+  const Grid g = token_grid(name, rows, tokens, [&](const std::string& fn, int t) {
+    return emit_tile(*m, fn, parts, rows, t);
+  });
 
   emit_linear_entry(e, g, {1, 4, 4});
   return true;

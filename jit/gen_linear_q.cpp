@@ -48,8 +48,8 @@ bool build_q(const QSpec& s, const GeneratorParams& params, kir::Module* m, std:
       {Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::I64, Kind::I64, Kind::I64, Kind::I64, Kind::I64});
   auto tile = avx512 ? &build_q_tile_avx512 : &build_q_tile_avx2;
   Grid g;
-  g.R = rows;
   if (s.repacked) {
+    g.R = rows;
     // Groups of 4 through the gemm, the rest through the gemv; tokens = 1 (decode) has
     // only the gemv of one token.
     g.G = tokens == 4 ? 4 : 1;
@@ -61,11 +61,9 @@ bool build_q(const QSpec& s, const GeneratorParams& params, kir::Module* m, std:
       g.full_fn = tile(*m, name + "_gemv1", s.format, QArith::Gemv, rows, 1);
     }
   } else {
-    g.G = tokens;
-    g.full_fn =
-        tile(*m, fmt::format("{}_t{}", name, tokens), s.format, QArith::Plain, rows, tokens);
-    for (int r = 1; r < tokens; ++r)
-      g.rem_fn[r] = tile(*m, fmt::format("{}_t{}", name, r), s.format, QArith::Plain, rows, r);
+    g = token_grid(name, rows, tokens, [&](const std::string& fn, int t) {
+      return tile(*m, fn, s.format, QArith::Plain, rows, t);
+    });
   }
 
   const QFormatTraits& tr = q_traits(s.format);

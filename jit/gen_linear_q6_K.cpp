@@ -31,19 +31,6 @@ using kir::V;
 constexpr int kWBlock = int(sizeof(block_q6_K));  // 210: ql 0, qh 128, scales 192, d 208
 constexpr int kABlock = int(sizeof(block_q8_K));  // 292: d 0, qs 4, bsums 260
 
-// hsum8 of an 8-lane accumulator into lane 0: ((a0+a4)+(a2+a6)) + ((a1+a5)+(a3+a7)).
-V hsum8(Builder& b, V acc) {
-  V hi = b.vec(128, Cls::F, "hi"), s = b.vec(128, Cls::F, "s"), t = b.vec(128, Cls::F, "t");
-  V out = b.vec(128, Cls::F, "h");
-  b.vextract(hi, acc, 1);
-  b.vadd_f(s, b.view(acc, 128, Cls::F), hi);
-  b.vpermil_f(t, s, 0xEE);
-  b.vadd_f(s, s, t);
-  b.vmovshdup(t, s);
-  b.vadd_f(out, s, t);
-  return out;
-}
-
 // The end of a super-block for one token: isum8 (the 8 lanes of scaled chunk dots) loses the
 // -32 offset through the bsums, then acc = fma(fl(d_a * d_w), float(isum), acc).
 void finish_block(Builder& b, V isum8, const TokenRows& tr, int t, V sc16, V dw, V acc) {
@@ -68,12 +55,6 @@ void store_rows(Builder& b, const TileArgs& a, const V acc[], int tokens) {
   }
 }
 
-Builder open_tile(kir::Module& m, const std::string& name) {
-  return Builder(
-      m, name,
-      {Kind::Ptr, Kind::I64, Kind::I64, Kind::Ptr, Kind::I64, Kind::Ptr, Kind::I64, Kind::I64});
-}
-
 // AVX2: one chunk per ymm, vpmaddubsw + vpmaddwd(ones) for the 4-element lane dots (exact:
 // |pair sum| <= 2 * 63 * 128 < 32768), one token per tile (16 ymm registers).
 int emit_tile_avx2(kir::Module& m, const std::string& name) {
@@ -85,6 +66,14 @@ int emit_tile_avx2(kir::Module& m, const std::string& name) {
   b.vsplat32(nib, 0x0F0F0F0Fu);
   b.vsplat32(two, 0x03030303u);
   b.vsplat32(ones, 0x00010001u);
+  // Scale lanes of chunk c (c % 4 = k): lanes 0-3 half scale 2k, 4-7 2k + 1 of its scale
+  // vector (scales 0-7 or 8-15). Made once, outside the block loop.
+  V idx[4];
+  for (int k = 0; k < 4; ++k) {
+    const uint32_t i0 = uint32_t(2 * k);
+    idx[k] = b.vec(256, Cls::I, "scale_idx");
+    b.vconst32(idx[k], {i0, i0, i0, i0, i0 + 1, i0 + 1, i0 + 1, i0 + 1});
+  }
   V acc = b.vec(256, Cls::F, "acc");
   b.vzero(acc);
   V off = b.i64("off"), end = b.i64("end");
@@ -116,11 +105,8 @@ int emit_tile_avx2(kir::Module& m, const std::string& name) {
     b.vsll_i16(qh, qh, 4);
     V q = b.vec(256, Cls::I, "q");
     b.vor(q, l, qh);
-    // Lanes 0-3 take half scale 2c, lanes 4-7 2c + 1.
-    V idx = b.vec(256, Cls::I, "scale_idx"), sc = b.vec(256, Cls::I, "s");
-    const uint32_t i0 = uint32_t(2 * (c % 4));
-    b.vconst32(idx, {i0, i0, i0, i0, i0 + 1, i0 + 1, i0 + 1, i0 + 1});
-    b.vperm_d(sc, scl[c / 4], idx);
+    V sc = b.vec(256, Cls::I, "s");
+    b.vperm_d(sc, scl[c / 4], idx[c % 4]);
     V act = b.vec(256, Cls::I, "act"), dot = b.vec(256, Cls::I, "dot");
     b.vload(act, tr.at(0, 4 + 32 * c));
     b.vmaddubs_w(dot, q, act);
@@ -244,16 +230,9 @@ bool build_q6_K(const char* gen, Isa isa, const GeneratorParams& params, kir::Mo
   Builder e(
       *m, m->name,
       {Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::I64, Kind::I64, Kind::I64, Kind::I64, Kind::I64});
-  Grid g;
-  g.R = 1;
-  g.G = tokens;
-  if (avx2) {
-    g.full_fn = emit_tile_avx2(*m, m->name + "_t1");
-  } else {
-    g.full_fn = emit_tile(*m, fmt::format("{}_t{}", m->name, tokens), tokens);
-    for (int r = 1; r < tokens; ++r)
-      g.rem_fn[r] = emit_tile(*m, fmt::format("{}_t{}", m->name, r), r);
-  }
+  const Grid g = token_grid(m->name, 1, tokens, [&](const std::string& fn, int t) {
+    return avx2 ? emit_tile_avx2(*m, fn) : emit_tile(*m, fn, t);
+  });
   emit_linear_entry(e, g, {256, kWBlock, kABlock});
   return true;
 }

@@ -67,25 +67,6 @@ V dot_lanes(Builder& b, const Consts& c, V x, V y) {
   return out;
 }
 
-// hsum8 of acc into lane 0: ((a0+a4)+(a2+a6)) + ((a1+a5)+(a3+a7)).
-V hsum8(Builder& b, V acc) {
-  V hi = b.vec(128, Cls::F, "hi"), s = b.vec(128, Cls::F, "s"), t = b.vec(128, Cls::F, "t");
-  V out = b.vec(128, Cls::F, "h");
-  b.vextract(hi, acc, 1);
-  b.vadd_f(s, b.view(acc, 128, Cls::F), hi);
-  b.vpermil_f(t, s, 0xEE);
-  b.vadd_f(s, s, t);
-  b.vmovshdup(t, s);
-  b.vadd_f(out, s, t);
-  return out;
-}
-
-Builder open_tile(kir::Module& m, const std::string& name) {
-  return Builder(m, name,
-                 {kir::Kind::Ptr, kir::Kind::I64, kir::Kind::I64, kir::Kind::Ptr, kir::Kind::I64,
-                  kir::Kind::Ptr, kir::Kind::I64, kir::Kind::I64});
-}
-
 int emit_plain(kir::Module& m, const std::string& name, QFormat f, int rows, int tokens) {
   Builder b = open_tile(m, name);
   const TileArgs a = begin_tile(b);

@@ -107,9 +107,7 @@ V hsum8_pair(Builder& b, V acc) {
 }
 
 int emit_plain(kir::Module& m, const std::string& name, QFormat f, int rows, int tokens) {
-  Builder b(m, name,
-            {kir::Kind::Ptr, kir::Kind::I64, kir::Kind::I64, kir::Kind::Ptr, kir::Kind::I64,
-             kir::Kind::Ptr, kir::Kind::I64, kir::Kind::I64});
+  Builder b = open_tile(m, name);
   const TileArgs a = begin_tile(b);
   const int pairs = rows / 2;
   const std::vector<V> r = tile_rows(b, a, rows);
@@ -188,9 +186,7 @@ V reduce_rows(Builder& b, const V in[4]) {
 }
 
 int emit_repacked(kir::Module& m, const std::string& name, QFormat f, QArith arith, int tokens) {
-  Builder b(m, name,
-            {kir::Kind::Ptr, kir::Kind::I64, kir::Kind::I64, kir::Kind::Ptr, kir::Kind::I64,
-             kir::Kind::Ptr, kir::Kind::I64, kir::Kind::I64});
+  Builder b = open_tile(m, name);
   const TileArgs a = begin_tile(b);
   constexpr int kRows = 8, kPairs = 4;
   const std::vector<V> r = tile_rows(b, a, kRows);

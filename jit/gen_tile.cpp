@@ -34,6 +34,25 @@ const char* isa_suffix(Isa isa) {
   return "?";
 }
 
+Builder open_tile(kir::Module& m, const std::string& name) {
+  return Builder(
+      m, name,
+      {Kind::Ptr, Kind::I64, Kind::I64, Kind::Ptr, Kind::I64, Kind::Ptr, Kind::I64, Kind::I64});
+}
+
+V hsum8(Builder& b, V acc) {
+  using kir::Cls;
+  V hi = b.vec(128, Cls::F, "hi"), s = b.vec(128, Cls::F, "s"), t = b.vec(128, Cls::F, "t");
+  V out = b.vec(128, Cls::F, "h");
+  b.vextract(hi, acc, 1);
+  b.vadd_f(s, b.view(acc, 128, Cls::F), hi);
+  b.vpermil_f(t, s, 0xEE);
+  b.vadd_f(s, s, t);
+  b.vmovshdup(t, s);
+  b.vadd_f(out, s, t);
+  return out;
+}
+
 TileArgs begin_tile(Builder& b) {
   TileArgs t;
   t.w = b.arg(0);

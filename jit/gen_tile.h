@@ -32,7 +32,13 @@ const char* isa_suffix(Isa isa);  // "avx2", "avx512", "avx512vnni"
 struct TileArgs {
   kir::V w, rb, nrows, a, as, y, ys, n;
 };
+// A new tile function `name` in m (the ABI above); begin_tile names its arguments.
+kir::Builder open_tile(kir::Module& m, const std::string& name);
 TileArgs begin_tile(kir::Builder& b);
+
+// hsum8 of an 8-lane (256-bit) float accumulator into lane 0 of the result, in ggml's
+// order: ((a0+a4)+(a2+a6)) + ((a1+a5)+(a3+a7)).
+kir::V hsum8(kir::Builder& b, kir::V acc);
 
 // r[i] = w + min(i, nrows - 1) * row_bytes.
 std::vector<kir::V> tile_rows(kir::Builder& b, const TileArgs& t, int rows);
@@ -52,6 +58,18 @@ struct Grid {
   int full_fn = -1;
   int rem_fn[8] = {-1, -1, -1, -1, -1, -1, -1, -1};
 };
+// The grid of a generator whose tiles take `tokens` tokens: emit(name_t<k>, k) writes the
+// tile for k tokens; the full groups use k = tokens, the rest k = 1 .. tokens - 1.
+template <class Emit>
+Grid token_grid(const std::string& name, int rows, int tokens, Emit emit) {
+  Grid g;
+  g.R = rows;
+  g.G = tokens;
+  g.full_fn = emit(name + "_t" + std::to_string(tokens), tokens);
+  for (int r = 1; r < tokens; ++r) g.rem_fn[r] = emit(name + "_t" + std::to_string(r), r);
+  return g;
+}
+
 // w_n0 = weight row n0, y_n0 = output (row n0, token 0); act rows `as` bytes apart;
 // `extent` is passed to the tiles as their n.
 void emit_grid(kir::Builder& e, const Grid& g, kir::V w_n0, kir::V rb, kir::V n0, kir::V n1,

@@ -1,7 +1,7 @@
 // Tests and benchmarks call linear kernels on f32 activations: the activations are first
 // converted as the kernel's contract says (`convert: {x: {from: f32, via: act_quant.*}}`),
 // by that conversion's reference kernel (kernels/ref/act_steps.h), then the kernel runs on
-// the converted rows. LinearCallTable.ContractsAgree (tests/kernels_linear) checks this
+// the converted rows. LinearCallTable.ContractsAgree (tests/jit_kernels) checks this
 // table against the contracts of kernel_maps/.
 #pragma once
 

@@ -10,6 +10,7 @@
 #include "jit/generators.h"
 #include "resolver/host_caps.h"
 #include "resolver/registry.h"
+#include "tests/common/linear_call.h"
 #include "tests/common/shared.h"
 
 namespace cke::test {
@@ -100,6 +101,37 @@ TEST(JitMaps, LoadWithTheRealTreeAndMatchTheGenerators) {
     }
     EXPECT_FALSE(all) << id << " would be selected on an AVX2-only host";
   }
+}
+
+// tests/common/linear_call.h's table (which conversion a weight format's linear reads)
+// agrees with the contracts: for every linear contract of the real tree, its `convert` names
+// the contract whose reference kernel the table returns, and x has the table's type.
+TEST(LinearCallTable, ContractsAgree) {
+  const fs::path real = source_path("kernel_maps");
+  std::vector<LoadError> errors;
+  const std::optional<Registry> reg = Registry::load({real}, linked_symbols(), &errors);
+  ASSERT_TRUE(reg) << describe(errors);
+  int checked = 0;
+  for (const Contract& c : reg->contracts()) {
+    if (c.op != "linear") continue;
+    SCOPED_TRACE(c.id);
+    const DType w = *c.port("w")->dtype;
+    const bool repacked = c.id.find("x8.ggml") != std::string::npos;
+    const ActStepFn want = act_step_for(w, repacked);
+    EXPECT_EQ(*c.port("x")->dtype, act_type_for(w));
+    if (c.converts.empty()) {
+      EXPECT_EQ(want, nullptr);
+      continue;
+    }
+    ASSERT_EQ(c.converts.size(), 1u);
+    const Contract* via = reg->find_contract(c.converts[0].via);
+    ASSERT_NE(via, nullptr);
+    const KernelSymbol* ref = find_kernel_symbol(via->reference);
+    ASSERT_NE(ref, nullptr);
+    EXPECT_EQ(ref->fn, reinterpret_cast<void*>(want));
+    ++checked;
+  }
+  EXPECT_GE(checked, 15);
 }
 
 }  // namespace
