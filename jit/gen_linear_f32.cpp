@@ -1,11 +1,12 @@
-// linear_f32 generators (gen_linear_f32.h): one tile body for both ISA levels; a
-// "16-lane vector" is one zmm (AVX-512) or a pair of ymm (AVX2).
+// linear_f32 generators (gen_linear_f32.h): one tile body for both ISA levels, on 16-lane
+// vectors (gen_lanes16.h).
 #include "jit/gen_linear_f32.h"
 
 #include <fmt/format.h>
 
 #include <vector>
 
+#include "jit/gen_lanes16.h"
 #include "jit/gen_tile.h"
 
 namespace cke::jit::gen {
@@ -17,61 +18,10 @@ using kir::Kind;
 using kir::Mem;
 using kir::V;
 
-// 16 float lanes: parts[0] alone (zmm) or parts[0] = lanes 0-7, parts[1] = lanes 8-15.
-struct V16 {
-  V part[2];
-};
-
-struct F32Tile {
-  Builder& b;
-  int parts;  // 1 (AVX-512) or 2 (AVX2)
-  int width() const { return parts == 1 ? 512 : 256; }
-
-  V16 zero16(const char* name) {
-    V16 v;
-    for (int h = 0; h < parts; ++h) {
-      v.part[h] = b.vec(width(), Cls::F, name);
-      b.vzero(v.part[h]);
-    }
-    return v;
-  }
-
-  // Lane 0 of the result: GCC's _mm512_reduce_add_ps of (a0 + a2) + (a1 + a3).
-  V fold_reduce(const V16 acc[4]) {
-    // r = (acc0 + acc2) + (acc1 + acc3), lane by lane.
-    V r8[2];
-    for (int h = 0; h < parts; ++h) {
-      V r = b.vec(width(), Cls::F, "r"), t = b.vec(width(), Cls::F, "t");
-      b.vadd_f(r, acc[0].part[h], acc[2].part[h]);
-      b.vadd_f(t, acc[1].part[h], acc[3].part[h]);
-      b.vadd_f(r, r, t);
-      r8[h] = r;
-    }
-    // v[i+8] + v[i]
-    V s8 = b.vec(256, Cls::F, "s8");
-    if (parts == 1) {
-      V hi = b.vec(256, Cls::F, "hi8");
-      b.vextract(hi, r8[0], 1);
-      b.vadd_f(s8, hi, b.view(r8[0], 256, Cls::F));
-    } else {
-      b.vadd_f(s8, r8[1], r8[0]);
-    }
-    // t[i+4] + t[i], then (u0 + u2), (u1 + u3), then their sum.
-    V hi4 = b.vec(128, Cls::F, "hi4"), s = b.vec(128, Cls::F, "s4"), t = b.vec(128, Cls::F, "t4");
-    V out = b.vec(128, Cls::F, "sum");
-    b.vextract(hi4, s8, 1);
-    b.vadd_f(s, hi4, b.view(s8, 128, Cls::F));
-    b.vpermil_f(t, s, 0xEE);
-    b.vadd_f(s, s, t);
-    b.vmovshdup(t, s);
-    b.vadd_f(out, s, t);
-    return out;
-  }
-};
-
-int emit_tile(kir::Module& m, const std::string& name, int parts, int R, int TT) {
+int emit_tile(kir::Module& m, const std::string& name, Isa isa, int R, int TT) {
   Builder b = open_tile(m, name);
-  F32Tile ft{b, parts};
+  Lanes16 ft(b, isa);
+  const int parts = ft.parts;
   const TileArgs a = begin_tile(b);
   const V K = a.n;
   const std::vector<V> r = tile_rows(b, a, R);
@@ -84,7 +34,7 @@ int emit_tile(kir::Module& m, const std::string& name, int parts, int R, int TT)
   V16 acc[4][3][4];
   for (int i = 0; i < R; ++i)
     for (int t = 0; t < TT; ++t)
-      for (int j = 0; j < 4; ++j) acc[i][t][j] = ft.zero16("acc");
+      for (int j = 0; j < 4; ++j) acc[i][t][j] = ft.zero("acc");
 
   // Main loop over the 64-element chunks: byte offsets [0, 4 * (K & ~63)).
   V off = b.i64("off"), end = b.i64("end");
@@ -120,7 +70,7 @@ int emit_tile(kir::Module& m, const std::string& name, int parts, int R, int TT)
   for (int t = 0; t < TT; ++t) {
     if (t > 0) b.ptr_add(yt, yt, a.ys, 1);
     for (int i = 0; i < R; ++i) {
-      V s = ft.fold_reduce(acc[i][t]);
+      V s = ft.fold4_reduce_add(acc[i][t]);
       V p = b.vec(128, Cls::F, "p"), xs = b.vec(128, Cls::F, "xs");
       b.for_(idx, np, mul_end, one);  // sumf = sumf + fl(w * x)
       b.vload_ss(p, Mem{r[i], idx, 4, 0});
@@ -154,7 +104,6 @@ bool build_f32(const char* generator, Isa isa, const GeneratorParams& params, ki
                     tokens, isa == Isa::Avx2 ? "1x1" : "rows 1..4, tokens 1..3, rows*tokens <= 6");
     return false;
   }
-  const int parts = isa == Isa::Avx2 ? 2 : 1;
   m->isa = isa_features(isa);
   m->comment = fmt::format(
       "generator {}, rows {}, tokens {}: contract linear.f32.ggml (ggml_vec_dot_f32 of an "
@@ -165,7 +114,7 @@ bool build_f32(const char* generator, Isa isa, const GeneratorParams& params, ki
       *m, name,
       {Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::I64, Kind::I64, Kind::I64, Kind::I64, Kind::I64});
   const Grid g = token_grid(name, rows, tokens, [&](const std::string& fn, int t) {
-    return emit_tile(*m, fn, parts, rows, t);
+    return emit_tile(*m, fn, isa, rows, t);
   });
 
   emit_linear_entry(e, g, {1, 4, 4});

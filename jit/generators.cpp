@@ -2,6 +2,7 @@
 
 #include <array>
 
+#include "jit/gen_attention.h"
 #include "jit/gen_linear_f32.h"
 #include "jit/gen_linear_q.h"
 #include "jit/gen_linear_q6_K.h"
@@ -41,7 +42,9 @@ constexpr std::string_view kAvx512[] = {"avx2", "fma", "f16c", "avx512f", "avx51
 constexpr std::string_view kAvx2[] = {"avx2", "fma", "f16c"};
 constexpr LinearFn kLinear = nullptr;
 
-const std::array<Generator, 10> kGenerators = {
+constexpr gen::AttentionFn kAttention = nullptr;
+
+const std::array<Generator, 12> kGenerators = {
     make_generator("linear_q8_0__avx512vnni",
                    "q8_0 linear, ggml vec_dot lanes, 2 rows per zmm, vpdpbusd", kAvx512Vnni,
                    kLinear, &gen::build_linear_q8_0_avx512vnni),
@@ -71,6 +74,12 @@ const std::array<Generator, 10> kGenerators = {
     make_generator("linear_f32__avx2",
                    "f32 linear, the AVX-512 build's 4x16 lanes as ymm pairs, reduce_add tree",
                    kAvx2, kLinear, &gen::build_linear_f32_avx2),
+    make_generator("attention_f32__avx512",
+                   "attention over the F32 KV cache, ggml non-flash arithmetic, 16 lanes per zmm",
+                   kAvx512, kAttention, &gen::build_attention_f32_avx512),
+    make_generator("attention_f32__avx2",
+                   "attention over the F32 KV cache, ggml non-flash arithmetic, 16 lanes as ymm pairs",
+                   kAvx2, kAttention, &gen::build_attention_f32_avx2),
 };
 
 }  // namespace

@@ -15,7 +15,9 @@ Builder::Builder(Module& m, std::string name, std::vector<Kind> params) : m_(m) 
   Func fn;
   fn.name = std::move(name);
   for (size_t i = 0; i < params.size(); ++i) {
-    Type t{params[i], 64, Cls::I};
+    if (params[i] == Kind::F32 && index_ != 0)
+      throw std::logic_error("kir: only the entry takes float arguments");
+    Type t = params[i] == Kind::F32 ? Type{Kind::Vec, 128, Cls::F} : Type{params[i], 64, Cls::I};
     fn.params.push_back(t);
     fn.values.push_back({t, std::string("a").append(std::to_string(i)), false});
   }
@@ -308,6 +310,18 @@ KIR_V2(vfma, VFma)
 KIR_V2(vadd_ss, VAddSS)
 KIR_V2(vmul_ss, VMulSS)
 KIR_V2(vfma_ss, VFmaSS)
+KIR_V2(vsub_f, VSubF)
+KIR_V2(vmax_f, VMaxF)
+#undef KIR_V2
+#define KIR_V2(fn, OP)              \
+  void Builder::fn(V d, V a, V b) { \
+    need_vec(d, 128, #fn);          \
+    need_vec(a, 128, #fn);          \
+    need_vec(b, 128, #fn);          \
+    emit(Op::OP, d, a, b);          \
+  }
+KIR_V2(vadd_sd, VAddSD)
+KIR_V2(vdiv_sd, VDivSD)
 #undef KIR_V2
 #define KIR_V1(fn, OP)              \
   void Builder::fn(V d, V a) {      \
@@ -318,6 +332,16 @@ KIR_V2(vfma_ss, VFmaSS)
 KIR_V1(vabs_i8, VAbsI8)
 KIR_V1(vcvt_i32_f32, VCvtI32F32)
 KIR_V1(vmovshdup, VMovShdup)
+KIR_V1(vcvtt_f32_i32, VCvtTF32I32)
+#undef KIR_V1
+#define KIR_V1(fn, OP)         \
+  void Builder::fn(V d, V a) { \
+    need_vec(d, 128, #fn);     \
+    need_vec(a, 128, #fn);     \
+    emit(Op::OP, d, a);        \
+  }
+KIR_V1(vcvt_ss_sd, VCvtSsSd)
+KIR_V1(vcvt_sd_ss, VCvtSdSs)
 #undef KIR_V1
 
 void Builder::vsrl_i16(V d, V a, int imm) {
@@ -393,6 +417,23 @@ void Builder::vpermil_f(V d, V a, int imm) {
   need_vec(d, 0, "vpermil_f");
   need_vec(a, type(d).bits, "vpermil_f");
   emit(Op::VPermilF, d, a).imm = imm;
+}
+void Builder::vbcast_ss(V d, V a) {
+  need_vec(d, 0, "vbcast_ss");
+  need_vec(a, 128, "vbcast_ss");
+  emit(Op::VBcastSS, d, a);
+}
+void Builder::vload_mz(V d, Mem m, V mask) {
+  need_vec(d, 0, "vload_mz");
+  need_mem(m);
+  if (type(mask).kind == Kind::Vec) {
+    if (type(d).bits != 256 || type(mask).bits != 256)
+      throw std::logic_error("kir: vload_mz with a vector mask is 256 bits (vmaskmovps)");
+  } else {
+    need(mask, Kind::Mask, "vload_mz");
+    if (type(d).bits == 128) throw std::logic_error("kir: vload_mz with a k mask: 256 or 512");
+  }
+  emit(Op::VLoadMz, d, {}, {}, mask).mem = m;
 }
 void Builder::kimm(V d, uint64_t imm) {
   need(d, Kind::Mask, "kimm");

@@ -22,7 +22,9 @@
 
 namespace cke::jit::kir {
 
-enum class Kind : uint8_t { I64, Ptr, Vec, Mask };
+// F32 is a parameter kind only: a float argument (SysV: in an xmm register), which the
+// function sees as a 128-bit float vector whose lane 0 holds it.
+enum class Kind : uint8_t { I64, Ptr, Vec, Mask, F32 };
 enum class Cls : uint8_t { F, I };  // float (__m512) or integer (__m512i) C type
 
 struct Type {
@@ -122,9 +124,20 @@ enum class Op : uint8_t {
   VFmaM,      // d = fma(a, mem, d)
   VPermilF,   // d = vpermilps(a, imm) (per 128-bit block)
   VMovShdup,  // d = [a1, a1, a3, a3, ...]
+  VSubF,      // d = a - b
+  VMaxF,      // d = a > b ? a : b per lane (x86 maxps: a NaN in either gives b)
+  VCvtTF32I32,  // d = int32(trunc(a)) (0x80000000 for NaN and out of range)
+  VBcastSS,     // every f32 lane of d = lane 0 of a (128 bits)
+  VLoadMz,      // d = mem f32 lanes where mask c is set, 0 elsewhere; masked lanes are not
+                // read (c: an AVX-512 mask, or a vector whose dword sign bits select)
   VAddSS,
   VMulSS,  // lane 0: d = a op b, lanes 1-3 from a
   VFmaSS,  // lane 0: d = fma(a, b, d), lanes 1-3 from d
+  // scalar doubles in the low 64 bits of a 128-bit value; the other bits come from a
+  VCvtSsSd,  // d.f64[0] = double(a.f32[0])
+  VCvtSdSs,  // d.f32[0] = float(a.f64[0]) (round to nearest)
+  VAddSD,    // d.f64[0] = a.f64[0] + b.f64[0]
+  VDivSD,    // d.f64[0] = a.f64[0] / b.f64[0]
   // AVX-512 masks
   KImm,        // d = imm
   KFirstN,     // d = (1 << a) - 1   (a in [0, 16])
@@ -267,6 +280,15 @@ class Builder {
   void vfma_m(V d, V a, Mem m);
   void vpermil_f(V d, V a, int imm);
   void vmovshdup(V d, V a);
+  void vsub_f(V d, V a, V b);
+  void vmax_f(V d, V a, V b);
+  void vcvtt_f32_i32(V d, V a);
+  void vbcast_ss(V d, V a);
+  void vload_mz(V d, Mem m, V mask);
+  void vcvt_ss_sd(V d, V a);
+  void vcvt_sd_ss(V d, V a);
+  void vadd_sd(V d, V a, V b);
+  void vdiv_sd(V d, V a, V b);
   void vadd_ss(V d, V a, V b);
   void vmul_ss(V d, V a, V b);
   void vfma_ss(V d, V a, V b);

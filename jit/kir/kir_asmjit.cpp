@@ -29,14 +29,21 @@ class FuncLowering {
     FuncSignatureBuilder sig;
     sig.setRet(TypeId::kVoid);
     for (const Type& t : f_.params)
-      sig.addArg(t.kind == Kind::Ptr ? TypeId::kIntPtr : TypeId::kInt64);
+      sig.addArg(t.kind == Kind::Ptr   ? TypeId::kIntPtr
+                 : t.kind == Kind::Vec ? TypeId::kFloat32  // a float argument (Kind::F32)
+                                       : TypeId::kInt64);
     FuncNode* fn = cc_.addFunc(sig);
     fn->frame().setAvxEnabled();
     fn->frame().setAvxCleanup();
     if (avx512_) fn->frame().setAvx512Enabled();
     regs_.resize(f_.values.size());
     for (size_t i = 0; i < f_.values.size(); ++i) declare(i);
-    for (size_t i = 0; i < f_.params.size(); ++i) fn->setArg(uint32_t(i), regs_[i].gp);
+    for (size_t i = 0; i < f_.params.size(); ++i) {
+      if (f_.params[i].kind == Kind::Vec)
+        fn->setArg(uint32_t(i), regs_[i].v);
+      else
+        fn->setArg(uint32_t(i), regs_[i].gp);
+    }
     for (const Inst& in : f_.code) lower(in);
     cc_.endFunc();
     return fn->label();
@@ -55,6 +62,8 @@ class FuncLowering {
         break;
       case Kind::Mask:
         regs_[i].k = cc_.newKq(n);
+        break;
+      case Kind::F32:  // a parameter kind only (its value is a Vec)
         break;
       case Kind::Vec:
         if (v.view) break;  // bound when its VView is lowered
@@ -449,6 +458,36 @@ class FuncLowering {
         break;
       case Op::VMovShdup:
         cc_.vmovshdup(x(d), x(a));
+        break;
+      case Op::VSubF:
+        cc_.vsubps(x(d), x(a), x(b));
+        break;
+      case Op::VMaxF:
+        cc_.vmaxps(x(d), x(a), x(b));
+        break;
+      case Op::VCvtTF32I32:
+        cc_.vcvttps2dq(x(d), x(a));
+        break;
+      case Op::VBcastSS:
+        cc_.vbroadcastss(x(d), x(a).xmm());
+        break;
+      case Op::VLoadMz:
+        if (f_.values[c.id].type.kind == Kind::Mask)
+          cc_.k(k(c)).z().vmovups(x(d), mem(in.mem));
+        else
+          cc_.vmaskmovps(x(d), x(c), mem(in.mem));
+        break;
+      case Op::VCvtSsSd:
+        cc_.vcvtss2sd(x(d).xmm(), x(a).xmm(), x(a).xmm());
+        break;
+      case Op::VCvtSdSs:
+        cc_.vcvtsd2ss(x(d).xmm(), x(a).xmm(), x(a).xmm());
+        break;
+      case Op::VAddSD:
+        cc_.vaddsd(x(d).xmm(), x(a).xmm(), x(b).xmm());
+        break;
+      case Op::VDivSD:
+        cc_.vdivsd(x(d).xmm(), x(a).xmm(), x(b).xmm());
         break;
       case Op::VAddSS:
         cc_.vaddss(x(d).xmm(), x(a).xmm(), x(b).xmm());

@@ -24,8 +24,11 @@ class FuncRender {
   std::string render() {
     std::string sig;
     for (size_t i = 0; i < f_.params.size(); ++i) {
-      const bool p = f_.params[i].kind == Kind::Ptr;
-      sig += fmt::format("{}{} {}", i ? ", " : "", p ? (entry_ ? "void*" : "uint8_t*") : "int64_t",
+      const Kind k = f_.params[i].kind;
+      const char* t = k == Kind::Ptr ? (entry_ ? "void*" : "uint8_t*")
+                      : k == Kind::Vec ? "float"  // a float argument (Kind::F32)
+                                       : "int64_t";
+      sig += fmt::format("{}{} {}", i ? ", " : "", t,
                          entry_ ? fmt::format("p{}", i) : name(V{uint32_t(i)}));
     }
     out_ = fmt::format("{}void {}({}) {{\n", entry_ ? "" : "static ", cname(), sig);
@@ -42,7 +45,9 @@ class FuncRender {
       const Value& v = f_.values[i];
       const V id{uint32_t(i)};
       if (i < f_.params.size()) {
-        if (entry_)
+        if (entry_ && v.type.kind == Kind::Vec)
+          out_ += fmt::format("  __m128 {} = _mm_set_ss(p{});\n", name(id), i);
+        else if (entry_)
           out_ += fmt::format("  {} {} = ({})p{};\n", ctype(v.type), name(id), ctype(v.type), i);
         continue;
       }
@@ -81,6 +86,8 @@ class FuncRender {
         return "__mmask64";
       case Kind::Vec:
         return vtype(t.bits, t.cls);
+      case Kind::F32:
+        return "float";
     }
     return "?";
   }
@@ -409,6 +416,44 @@ class FuncRender {
         break;
       case Op::VMovShdup:
         set(d, fmt::format("{}_movehdup_ps({})", p, f(a)), Cls::F);
+        break;
+      case Op::VSubF:
+        set(d, fmt::format("{}_sub_ps({}, {})", p, f(a), f(b)), Cls::F);
+        break;
+      case Op::VMaxF:
+        set(d, fmt::format("{}_max_ps({}, {})", p, f(a), f(b)), Cls::F);
+        break;
+      case Op::VCvtTF32I32:
+        set(d, fmt::format("{}_cvttps_epi32({})", p, f(a)), Cls::I);
+        break;
+      case Op::VBcastSS:
+        set(d, fmt::format("{}_broadcastss_ps({})", p, f(a)), Cls::F);
+        break;
+      case Op::VLoadMz:
+        if (ty(c).kind == Kind::Mask)
+          set(d,
+              fmt::format("{}_maskz_loadu_ps(({}){}, (const float*){})", p,
+                          w == 512 ? "__mmask16" : "__mmask8", name(c), addr(in.mem)),
+              Cls::F);
+        else
+          set(d, fmt::format("_mm256_maskload_ps((const float*){}, {})", addr(in.mem), i(c)),
+              Cls::F);
+        break;
+      case Op::VCvtSsSd:
+        set(d, fmt::format("_mm_castpd_ps(_mm_cvtss_sd(_mm_castps_pd({0}), {0}))", f(a)), Cls::F);
+        break;
+      case Op::VCvtSdSs:
+        set(d, fmt::format("_mm_cvtsd_ss({0}, _mm_castps_pd({0}))", f(a)), Cls::F);
+        break;
+      case Op::VAddSD:
+        set(d, fmt::format("_mm_castpd_ps(_mm_add_sd(_mm_castps_pd({}), _mm_castps_pd({})))", f(a),
+                           f(b)),
+            Cls::F);
+        break;
+      case Op::VDivSD:
+        set(d, fmt::format("_mm_castpd_ps(_mm_div_sd(_mm_castps_pd({}), _mm_castps_pd({})))", f(a),
+                           f(b)),
+            Cls::F);
         break;
       case Op::VAddSS:
         set(d, fmt::format("_mm_add_ss({}, {})", f(a), f(b)), Cls::F);

@@ -53,6 +53,10 @@ class CompiledC {
   CompiledC(const CompiledC&) = delete;
   CompiledC& operator=(const CompiledC&) = delete;
   jit::LinearFn fn() const { return fn_; }
+  template <class Fn>
+  Fn fn_as() const {  // the same symbol, for a kernel of another ABI
+    return reinterpret_cast<Fn>(fn_);
+  }
   const std::string& error() const { return error_; }
 
  private:

@@ -29,10 +29,12 @@ TEST(JitGenerators, TableIsConsistent) {
     EXPECT_GT(g.n_isa, 0);
     for (int i = 0; i < g.n_isa; ++i)
       EXPECT_TRUE(feature_from_name(g.isa[i]).has_value()) << "unknown feature " << g.isa[i];
-    // Same argument kinds as the reference kernel of its format (linear_<w>_f32__ref).
-    std::string fmt(g.name.substr(0, g.name.find("__")));  // linear_q4_0x8
+    // Same argument kinds as the reference kernel of its op and format: <op>_<w>_f32__ref
+    // for linear (linear_q4_0x8__avx2 -> linear_q4_0_f32__ref), <op>_f32__ref otherwise.
+    std::string fmt(g.name.substr(0, g.name.find("__")));  // linear_q4_0x8, attention_f32
     fmt = fmt.substr(0, fmt.find("x8"));
-    const KernelSymbol* ref = find_kernel_symbol(fmt + "_f32__ref");
+    const KernelSymbol* ref = find_kernel_symbol(fmt + "__ref");
+    if (!ref) ref = find_kernel_symbol(fmt + "_f32__ref");
     ASSERT_NE(ref, nullptr);
     ASSERT_EQ(g.n_args, ref->n_args);
     for (int i = 0; i < g.n_args; ++i) EXPECT_EQ(g.args[i], ref->args[i]) << "argument " << i;

@@ -1,0 +1,399 @@
+// attention_f32 generators (gen_attention.h): one body for both ISA levels.
+#include "jit/gen_attention.h"
+
+#include <fmt/format.h>
+
+#include "jit/gen_lanes16.h"
+#include "jit/gen_tile.h"
+
+namespace cke::jit::gen {
+namespace {
+
+using kir::Builder;
+using kir::Cls;
+using kir::Cmp;
+using kir::Kind;
+using kir::Mem;
+using kir::V;
+
+constexpr uint32_t kNegInf = 0xFF800000u;
+constexpr uint32_t kMinus200 = 0xC3480000u;  // -200.0f: exp(x) rounds to +0 below it
+constexpr uint32_t kMinus100 = 0xC2C80000u;
+constexpr uint32_t kMinus126 = 0xC2FC0000u;
+
+// ggml_v_expf's constants (AVX-512 build), as the reference (ops_ggml_math.cpp) writes them.
+struct ExpConsts {
+  V16 lo, log2e, round, ln2hi_neg, ln2lo_neg, c4, c3, c2, c1, c0, one, m100, m126;
+  V bias;  // 127 in every dword (integer)
+};
+
+uint32_t bits(float f) {
+  uint32_t u;
+  static_assert(sizeof u == sizeof f);
+  __builtin_memcpy(&u, &f, 4);
+  return u;
+}
+
+ExpConsts exp_consts(Lanes16& L) {
+  ExpConsts c;
+  c.lo = L.splat(kMinus200, "x_lo");
+  c.log2e = L.splat(bits(0x1.715476p+0f), "log2e");
+  c.round = L.splat(bits(0x1.8p23f), "round");
+  c.ln2hi_neg = L.splat(bits(-0x1.62e4p-1f), "ln2hi_neg");
+  c.ln2lo_neg = L.splat(bits(-0x1.7f7d1cp-20f), "ln2lo_neg");
+  c.c4 = L.splat(bits(0x1.0e4020p-7f), "c4");
+  c.c3 = L.splat(bits(0x1.573e2ep-5f), "c3");
+  c.c2 = L.splat(bits(0x1.555e66p-3f), "c2");
+  c.c1 = L.splat(bits(0x1.fffdb6p-2f), "c1");
+  c.c0 = L.splat(bits(0x1.ffffecp-1f), "c0");
+  c.one = L.splat(bits(1.0f), "one");
+  c.m100 = L.splat(kMinus100, "m100");
+  c.m126 = L.splat(kMinus126, "m126");
+  c.bias = L.b.vec(L.width(), Cls::I, "bias127");
+  L.b.vsplat32(c.bias, 127);
+  return c;
+}
+
+// 2^k for integer-valued float lanes k in [-126, 127]: the bits (k + 127) << 23.
+void pow2(Lanes16& L, const ExpConsts& c, V16 d, V16 k) {
+  Builder& b = L.b;
+  for (int h = 0; h < L.parts; ++h) {
+    V i = b.vec(L.width(), Cls::I, "k_i");
+    b.vcvtt_f32_i32(i, k.part[h]);
+    b.vadd_i32(i, i, c.bias);
+    b.vsll_i32(i, i, 23);
+    b.vcopy(d.part[h], b.view(i, L.width(), Cls::F));
+  }
+}
+
+// d = ggml_v_expf(x) for lanes x <= 0 or NaN (gen_attention.h says how).
+void exp16(Lanes16& L, const ExpConsts& c, V16 d, V16 x) {
+  V16 xc = L.vec("xc"), z = L.vec("z"), n = L.vec("n"), r = L.vec("r"), u = L.vec("u");
+  L.max(xc, c.lo, x);  // maxps(lo, x): a NaN x stays NaN
+  L.copy(z, c.round);
+  L.fma(z, xc, c.log2e);  // z = fma(x, log2e, 1.5 * 2^23)
+  L.sub(n, z, c.round);   // n = round(x * log2e)
+  L.copy(r, xc);
+  L.fma(r, n, c.ln2hi_neg);  // b = fma(-n, ln2hi, x)
+  L.fma(r, n, c.ln2lo_neg);  // b = fma(-n, ln2lo, b)
+  L.mul(u, r, r);
+  V16 t1 = L.vec("t1"), t2 = L.vec("t2"), j = L.vec("j");
+  L.copy(t1, c.c3);
+  L.fma(t1, c.c4, r);  // fma(c4, b, c3)
+  L.copy(t2, c.c1);
+  L.fma(t2, c.c2, r);  // fma(c2, b, c1)
+  L.fma(t2, t1, u);    // fma(., u, .)
+  L.copy(j, c.one);
+  L.fma(j, c.c0, r);  // fma(c0, b, 1)
+  L.fma(j, t2, u);    // j
+  // vscalefps(j, n) = j * 2^n rounded once.
+  V16 n1 = L.vec("n1"), n2 = L.vec("n2"), p1 = L.vec("p1"), p2 = L.vec("p2");
+  L.max(n1, n, c.m100);   // n1 = max(n, -100): j * 2^n1 is normal, exact
+  L.sub(n2, n, n1);       // n - n1 (0 unless n < -100)
+  L.max(n2, n2, c.m126);  // 2^n2 normal; below 2^-226 the product is 0 either way
+  pow2(L, c, p1, n1);
+  pow2(L, c, p2, n2);
+  L.mul(d, j, p1);
+  L.mul(d, d, p2);
+}
+
+struct Masks {
+  Lanes16& L;
+  V table;  // AVX2: 16 dwords of all-ones, then 16 of zeros
+
+  explicit Masks(Lanes16& l) : L(l) {
+    if (L.parts == 1) return;
+    Builder& b = L.b;
+    table = b.stack(128, "mask_table");
+    V ones = b.vec(256, Cls::I, "ones"), zeros = b.vec(256, Cls::I, "zeros");
+    b.vsplat32(ones, 0xFFFFFFFFu);
+    b.vzero(zeros);
+    for (int k = 0; k < 4; ++k) b.vstore(Mem{table, {}, 1, 32 * k}, k < 2 ? ones : zeros);
+  }
+
+  // d = the first r (0..16) floats at m, zeros after; lanes past r are not read.
+  void load_first(V16 d, Mem m, V r) {
+    Builder& b = L.b;
+    if (L.parts == 1) {
+      V k = b.mask("k");
+      b.kfirst_n(k, r);
+      b.vload_mz(d.part[0], m, k);
+      return;
+    }
+    V off = b.i64("moff"), sixteen = b.imm(16, "sixteen");
+    b.sub(off, sixteen, r);
+    for (int h = 0; h < 2; ++h) {
+      V mk = b.vec(256, Cls::I, "mk");
+      b.vload(mk, Mem{table, off, 4, 32 * h});
+      Mem mh = m;
+      mh.disp += 32 * h;
+      b.vload_mz(d.part[h], mh, mk);
+    }
+  }
+};
+
+void ret_if(Builder& b, V a, Cmp c, V x) {
+  b.if_(a, c, x);
+  b.ret();
+  b.end_if();
+}
+void ret_if(Builder& b, V a, Cmp c, int64_t x) {
+  b.if_(a, c, x);
+  b.ret();
+  b.end_if();
+}
+
+bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::Module* m,
+           std::string* err) {
+  int cells = 32768;
+  if (!int_params(params, generator, {{"cells", &cells}}, err)) return false;
+  if (cells < 16 || cells > (1 << 20) || cells % 16 != 0) {
+    *err = fmt::format("generator '{}': cells = {} (a multiple of 16 in [16, 1048576])",
+                       generator, cells);
+    return false;
+  }
+  m->isa = isa_features(isa);
+  m->comment = fmt::format(
+      "generator {}, cells {}: contract attention.f32.ggml (ggml's non-flash attention:\n"
+      "vec_dot_f32 scores, soft_max with ggml_v_expf and a double sum, tinyBLAS / vec_dot KQV)",
+      generator, cells);
+  Builder b(*m, m->name,
+            {Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::I64, Kind::I64, Kind::I64,
+             Kind::I64, Kind::I64, Kind::I64, Kind::F32, Kind::I64, Kind::I64, Kind::I64});
+  const V q = b.arg(0), kc = b.arg(1), vc = b.arg(2), out = b.arg(3), hd = b.arg(4),
+          nh = b.arg(5), nhkv = b.arg(6), nctx = b.arg(7), pos0 = b.arg(8), T = b.arg(9),
+          scale = b.arg(10), window = b.arg(11), h0 = b.arg(12), h1 = b.arg(13);
+
+  // Shapes the plan has proved; anything else computes nothing (as the reference).
+  ret_if(b, hd, Cmp::LE, 0);
+  ret_if(b, nhkv, Cmp::LE, 0);
+  V group = b.i64("group"), tmp = b.i64("tmp"), end = b.i64("end");
+  b.div(group, nh, nhkv);
+  b.mul(tmp, group, nhkv);
+  ret_if(b, tmp, Cmp::NE, nh);
+  ret_if(b, pos0, Cmp::LT, 0);
+  ret_if(b, T, Cmp::LE, 0);
+  b.add(end, pos0, T);
+  ret_if(b, end, Cmp::GT, nctx);
+  ret_if(b, end, Cmp::GT, int64_t(cells));
+  ret_if(b, h0, Cmp::LT, 0);
+  ret_if(b, h1, Cmp::GT, nh);
+  ret_if(b, h0, Cmp::GE, h1);
+
+  Lanes16 L(b, isa);
+  const ExpConsts ec = exp_consts(L);
+  Masks masks(L);
+  const V e = b.stack(int64_t(cells) * 4, "probs");
+  const V16 ninf = L.splat(kNegInf, "ninf");
+  V ninf1 = b.vec(128, Cls::F, "ninf1");
+  b.vsplat32(ninf1, kNegInf);
+  V one_d = b.vec(128, Cls::F, "one_d");
+  b.vconst32(one_d, {0u, 0x3FF00000u, 0u, 0u});  // 1.0 (double) in the low 64 bits
+
+  // KQV arithmetic: tinyBLAS (one accumulator) for T >= 2 and head_dim % 4 == 0.
+  V tiny = b.imm(0, "tinyblas"), hd4 = b.i64("hd4");
+  b.andi(hd4, hd, 3);
+  b.if_(T, Cmp::GE, 2);
+  b.if_(hd4, Cmp::EQ, 0);
+  b.movi(tiny, 1);
+  b.end_if();
+  b.end_if();
+
+  // Byte strides.
+  V hd_bytes = b.i64("hd_bytes"), kv_bytes = b.i64("kv_bytes"), tok_bytes = b.i64("tok_bytes"),
+    vrow_bytes = b.i64("vrow_bytes"), vhead_bytes = b.i64("vhead_bytes");
+  b.muli(hd_bytes, hd, 4);
+  b.mul(kv_bytes, nhkv, hd_bytes);
+  b.mul(tok_bytes, nh, hd_bytes);
+  b.muli(vrow_bytes, nctx, 4);
+  b.mul(vhead_bytes, vrow_bytes, hd);
+  V np = b.i64("np"), np_bytes = b.i64("np_bytes");
+  b.andi(np, hd, ~int64_t(63));
+  b.muli(np_bytes, np, 4);
+
+  V zero = b.imm(0, "zero"), one = b.imm(1, "one"), c16 = b.imm(16, "c16"),
+    c64b = b.imm(64, "c64b"), c256b = b.imm(256, "c256b");
+  V t = b.i64("t"), h = b.i64("h"), j = b.i64("j"), g = b.i64("g"), d = b.i64("d"),
+    c = b.i64("c"), i = b.i64("i");
+  V p = b.i64("p"), len = b.i64("len"), len16 = b.i64("len16"), first = b.i64("first"),
+    f = b.i64("f"), hk = b.i64("hk"), off = b.i64("off"), r = b.i64("r"), lim = b.i64("lim");
+  V qt = b.ptr("qt"), ot = b.ptr("ot"), qh = b.ptr("qh"), oh = b.ptr("oh"), kh = b.ptr("kh"),
+    kj = b.ptr("kj"), vh = b.ptr("vh"), vrow = b.ptr("vrow"), eg = b.ptr("eg");
+
+  b.for_(t, zero, T, one);
+  b.add(p, pos0, t);
+  b.addi(len, p, 1);
+  b.addi(len16, len, 15);
+  b.andi(len16, len16, ~int64_t(15));
+  b.movi(first, 0);
+  b.if_(window, Cmp::GT, 0);
+  b.sub(f, p, window);
+  b.addi(f, f, 1);
+  b.if_(f, Cmp::GT, 0);
+  b.mov(first, f);
+  b.end_if();
+  b.end_if();
+  b.mul(off, t, tok_bytes);
+  b.ptr_add(qt, q, off, 1);
+  b.ptr_add(ot, out, off, 1);
+
+  b.for_(h, h0, h1, one);
+  b.mul(off, h, hd_bytes);
+  b.ptr_add(qh, qt, off, 1);
+  b.ptr_add(oh, ot, off, 1);
+  b.div(hk, h, group);
+  b.mul(off, hk, hd_bytes);
+  b.ptr_add(kh, kc, off, 1);
+  b.mul(off, hk, vhead_bytes);
+  b.ptr_add(vh, vc, off, 1);
+
+  // Scores of cells [first, len); -inf for [0, first) and the padding [len, len16).
+  b.addi(off, len16, -16);
+  L.store(Mem{e, off, 4, 0}, ninf);
+  b.for_(j, zero, first, one);
+  b.vstore_ss(Mem{e, j, 4, 0}, ninf1);
+  b.end_for();
+  b.mul(off, first, kv_bytes);
+  b.ptr_add(kj, kh, off, 1);
+  b.for_(j, first, len, one);
+  {
+    V16 acc[4];
+    for (int a = 0; a < 4; ++a) acc[a] = L.zero("acc");
+    b.for_(c, zero, np_bytes, c256b);
+    for (int a = 0; a < 4; ++a) {
+      V16 kx = L.vec("kx");
+      L.load(kx, Mem{kj, c, 1, 64 * a});
+      L.fma_m(acc[a], kx, Mem{qh, c, 1, 64 * a});
+    }
+    b.end_for();
+    V s = L.fold4_reduce_add(acc);
+    V x1 = b.vec(128, Cls::F, "x1"), y1 = b.vec(128, Cls::F, "y1");
+    b.for_(i, np, hd, one);  // sum = sum + fl(x * y)
+    b.vload_ss(x1, Mem{kj, i, 4, 0});
+    b.vload_ss(y1, Mem{qh, i, 4, 0});
+    b.vmul_ss(x1, x1, y1);
+    b.vadd_ss(s, s, x1);
+    b.end_for();
+    b.vmul_ss(s, s, scale);
+    b.vstore_ss(Mem{e, j, 4, 0}, s);
+  }
+  b.ptr_add(kj, kj, kv_bytes, 1);
+  b.end_for();
+
+  // Row max, then e = exp(w - max) per 16-group with the group sums added in double.
+  V16 mx = L.vec("mx");
+  L.copy(mx, ninf);
+  b.for_(g, zero, len16, c16);
+  {
+    V16 w = L.vec("w");
+    L.load(w, Mem{e, g, 4, 0});
+    L.max(mx, mx, w);
+  }
+  b.end_for();
+  const V16 mxv = L.bcast(L.reduce_max(mx), "mxv");
+  V sum = b.vec(128, Cls::F, "sum");
+  b.vzero(sum);
+  b.for_(g, zero, len16, c16);
+  {
+    V16 w = L.vec("w"), ex = L.vec("ex");
+    L.load(w, Mem{e, g, 4, 0});
+    L.sub(w, w, mxv);
+    exp16(L, ec, ex, w);
+    L.store(Mem{e, g, 4, 0}, ex);
+    V s = L.reduce_add(ex), sd = b.vec(128, Cls::F, "sd");
+    b.vcvt_ss_sd(sd, s);
+    b.vadd_sd(sum, sum, sd);
+  }
+  b.end_for();
+  V inv = b.vec(128, Cls::F, "inv");
+  b.vdiv_sd(inv, one_d, sum);
+  b.vcvt_sd_ss(inv, inv);
+  const V16 invv = L.bcast(inv, "invv");
+  b.for_(g, zero, len16, c16);
+  {
+    V16 w = L.vec("w");
+    L.load(w, Mem{e, g, 4, 0});
+    L.mul(w, w, invv);
+    L.store(Mem{e, g, 4, 0}, w);
+  }
+  b.end_for();
+
+  // out[d] = V^T row d . p over cells [0, len).
+  V full = b.i64("full"), full_bytes = b.i64("full_bytes");
+  b.if_(tiny, Cmp::EQ, 1);
+  b.andi(full, len, ~int64_t(15));
+  b.muli(full_bytes, full, 4);
+  b.mov(vrow, vh);
+  b.for_(d, zero, hd, one);
+  {
+    V16 acc = L.zero("acc");
+    b.for_(c, zero, full_bytes, c64b);
+    V16 vx = L.vec("vx");
+    L.load(vx, Mem{vrow, c, 1, 0});
+    L.fma_m(acc, vx, Mem{e, c, 1, 0});
+    b.end_for();
+    b.sub(r, len, full);
+    b.if_(r, Cmp::GT, 0);
+    V16 vx2 = L.vec("vx"), px = L.vec("px");
+    masks.load_first(vx2, Mem{vrow, full, 4, 0}, r);
+    masks.load_first(px, Mem{e, full, 4, 0}, r);
+    L.fma(acc, vx2, px);
+    b.end_if();
+    b.vstore_ss(Mem{oh, d, 4, 0}, L.reduce_add(acc));
+  }
+  b.ptr_add(vrow, vrow, vrow_bytes, 1);
+  b.end_for();
+  b.end_if();
+
+  b.if_(tiny, Cmp::EQ, 0);
+  b.andi(full, len, ~int64_t(63));
+  b.muli(full_bytes, full, 4);
+  b.mov(vrow, vh);
+  b.for_(d, zero, hd, one);
+  {
+    V16 acc[4];
+    for (int a = 0; a < 4; ++a) acc[a] = L.zero("acc");
+    b.for_(c, zero, full_bytes, c256b);
+    for (int a = 0; a < 4; ++a) {
+      V16 vx = L.vec("vx");
+      L.load(vx, Mem{vrow, c, 1, 64 * a});
+      L.fma_m(acc[a], vx, Mem{e, c, 1, 64 * a});
+    }
+    b.end_for();
+    b.if_(len, Cmp::GT, full);  // the last chunk: groups of cells full + 16a, r valid each
+    for (int a = 0; a < 4; ++a) {
+      b.sub(r, len, full);
+      b.addi(r, r, -16 * a);
+      b.if_(r, Cmp::LT, 0);
+      b.movi(r, 0);
+      b.end_if();
+      b.movi(lim, 16);
+      b.min(r, r, lim);
+      b.ptr_add(eg, e, full, 4);
+      V16 vx = L.vec("vx"), px = L.vec("px");
+      masks.load_first(vx, Mem{vrow, full, 4, 64 * a}, r);
+      masks.load_first(px, Mem{eg, {}, 1, 64 * a}, r);
+      L.fma(acc[a], vx, px);
+    }
+    b.end_if();
+    b.vstore_ss(Mem{oh, d, 4, 0}, L.fold4_reduce_add(acc));
+  }
+  b.ptr_add(vrow, vrow, vrow_bytes, 1);
+  b.end_for();
+  b.end_if();
+
+  b.end_for();  // h
+  b.end_for();  // t
+  return true;
+}
+
+}  // namespace
+
+bool build_attention_f32_avx512(const GeneratorParams& p, kir::Module* m, std::string* err) {
+  return build("attention_f32__avx512", Isa::Avx512, p, m, err);
+}
+bool build_attention_f32_avx2(const GeneratorParams& p, kir::Module* m, std::string* err) {
+  return build("attention_f32__avx2", Isa::Avx2, p, m, err);
+}
+
+}  // namespace cke::jit::gen
