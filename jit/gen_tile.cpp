@@ -112,7 +112,7 @@ void emit_grid(Builder& e, const Grid& g, V w_n0, V rb, V n0, V n1, V act, V as,
   V n = e.i64("n"), rows = e.i64("rows"), left = e.i64("left"), step = e.imm(g.R, "R");
   V wn = e.ptr("wn"), yn = e.ptr("yn");
   V full = e.i64("full"), rem = e.i64("rem"), t = e.i64("t"), gs = e.imm(g.G, "G");
-  if (g.G < 1 || g.G > 7) throw std::logic_error("kir: token groups of 1..7 tokens");
+  if (g.G < 1 || g.G > 8) throw std::logic_error("kir: token groups of 1..8 tokens");
   V at = e.ptr("at"), yt = e.ptr("yt"), tmp = e.i64("tmp");
   e.div(full, ntok, gs);  // whole groups (G need not be a power of two)
   e.mul(full, full, gs);

@@ -235,7 +235,8 @@ CompiledC::CompiledC(const std::string& c_source, const std::string& id,
     error_ = dlerror();
     return;
   }
-  fn_ = reinterpret_cast<jit::LinearFn>(dlsym(handle_, id.c_str()));
+  sym_ = dlsym(handle_, id.c_str());
+  fn_ = reinterpret_cast<jit::LinearFn>(sym_);
   if (!fn_) error_ = "no symbol " + id + " in " + so.string();
   fs::remove_all(dir);
 }

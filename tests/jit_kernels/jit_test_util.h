@@ -55,13 +55,14 @@ class CompiledC {
   jit::LinearFn fn() const { return fn_; }
   template <class Fn>
   Fn fn_as() const {  // the same symbol, for a kernel of another ABI
-    return reinterpret_cast<Fn>(fn_);
+    return reinterpret_cast<Fn>(sym_);
   }
   const std::string& error() const { return error_; }
 
  private:
   void* handle_ = nullptr;
   jit::LinearFn fn_ = nullptr;
+  void* sym_ = nullptr;
   std::string error_;
 };
 
