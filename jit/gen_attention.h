@@ -9,11 +9,7 @@
 //           rounded products added in order; then fl(· scale); masked cells -inf
 //   max     lane-wise vmaxps, then across lanes (any order gives the same value unless a
 //           score is NaN, and then every probability is NaN either way)
-//   exp     ggml_v_expf's polynomial; its vscalefps (j · 2^n rounded once) as two exact
-//           power-of-two products: (j · 2^max(n,-100)) · 2^max(n-max(n,-100), -126), the
-//           first exact, the second the one rounding (subnormals included). Arguments are
-//           clamped to >= -200 first (exp is 0 there either way), so -inf needs no branch.
-//           Valid for x <= 0 or NaN, which a softmax argument x = w - max always is.
+//   exp     ggml_v_expf (gen_lanes16.h exp16: vscalefps as two power-of-two products)
 //   sum     each 16-group's reduce_add tree converted to double and added in order;
 //           inv = (float)(1.0 / sum); p = fl(e · inv)
 //   KQV     per output dim d, V^T row d (cells contiguous) · p over cells 0..p: one 16-lane

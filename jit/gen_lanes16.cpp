@@ -2,6 +2,7 @@
 
 namespace cke::jit::gen {
 
+using kir::Builder;
 using kir::Cls;
 using kir::Mem;
 using kir::V;
@@ -72,6 +73,12 @@ void Lanes16::mul(V16 d, V16 a, V16 x) {
 void Lanes16::max(V16 d, V16 a, V16 x) {
   for (int h = 0; h < parts; ++h) b.vmax_f(d.part[h], a.part[h], x.part[h]);
 }
+void Lanes16::min(V16 d, V16 a, V16 x) {
+  for (int h = 0; h < parts; ++h) b.vmin_f(d.part[h], a.part[h], x.part[h]);
+}
+void Lanes16::div(V16 d, V16 a, V16 x) {
+  for (int h = 0; h < parts; ++h) b.vdiv_f(d.part[h], a.part[h], x.part[h]);
+}
 void Lanes16::copy(V16 d, V16 a) {
   for (int h = 0; h < parts; ++h) b.vcopy(d.part[h], a.part[h]);
 }
@@ -113,6 +120,83 @@ V Lanes16::reduce_max(V16 v) {
   b.vmovshdup(t, m);
   b.vmax_f(m, m, t);
   return m;
+}
+
+namespace {
+
+uint32_t bits(float f) {
+  uint32_t u;
+  static_assert(sizeof u == sizeof f);
+  __builtin_memcpy(&u, &f, 4);
+  return u;
+}
+
+// 2^k for integer-valued float lanes k in [-126, 127]: the bits (k + 127) << 23.
+void pow2(Lanes16& L, const ExpConsts& c, V16 d, V16 k) {
+  Builder& b = L.b;
+  for (int h = 0; h < L.parts; ++h) {
+    V i = b.vec(L.width(), Cls::I, "k_i");
+    b.vcvtt_f32_i32(i, k.part[h]);
+    b.vadd_i32(i, i, c.bias);
+    b.vsll_i32(i, i, 23);
+    b.vcopy(d.part[h], b.view(i, L.width(), Cls::F));
+  }
+}
+
+}  // namespace
+
+ExpConsts exp_consts(Lanes16& L) {
+  ExpConsts c;
+  c.lo = L.splat(bits(-200.0f), "x_lo");
+  c.hi = L.splat(bits(200.0f), "x_hi");
+  c.log2e = L.splat(bits(0x1.715476p+0f), "log2e");
+  c.round = L.splat(bits(0x1.8p23f), "round");
+  c.ln2hi_neg = L.splat(bits(-0x1.62e4p-1f), "ln2hi_neg");
+  c.ln2lo_neg = L.splat(bits(-0x1.7f7d1cp-20f), "ln2lo_neg");
+  c.c4 = L.splat(bits(0x1.0e4020p-7f), "c4");
+  c.c3 = L.splat(bits(0x1.573e2ep-5f), "c3");
+  c.c2 = L.splat(bits(0x1.555e66p-3f), "c2");
+  c.c1 = L.splat(bits(0x1.fffdb6p-2f), "c1");
+  c.c0 = L.splat(bits(0x1.ffffecp-1f), "c0");
+  c.one = L.splat(bits(1.0f), "one");
+  c.m100 = L.splat(bits(-100.0f), "m100");
+  c.m126 = L.splat(bits(-126.0f), "m126");
+  c.p127 = L.splat(bits(127.0f), "p127");
+  c.bias = L.b.vec(L.width(), Cls::I, "bias127");
+  L.b.vsplat32(c.bias, 127);
+  return c;
+}
+
+void exp16(Lanes16& L, const ExpConsts& c, V16 d, V16 x) {
+  V16 xc = L.vec("xc"), z = L.vec("z"), n = L.vec("n"), r = L.vec("r"), u = L.vec("u");
+  L.max(xc, c.lo, x);   // maxps(lo, x), minps(hi, x): a NaN x stays NaN
+  L.min(xc, c.hi, xc);
+  L.copy(z, c.round);
+  L.fma(z, xc, c.log2e);  // z = fma(x, log2e, 1.5 * 2^23)
+  L.sub(n, z, c.round);   // n = round(x * log2e)
+  L.copy(r, xc);
+  L.fma(r, n, c.ln2hi_neg);  // b = fma(-n, ln2hi, x)
+  L.fma(r, n, c.ln2lo_neg);  // b = fma(-n, ln2lo, b)
+  L.mul(u, r, r);
+  V16 t1 = L.vec("t1"), t2 = L.vec("t2"), j = L.vec("j");
+  L.copy(t1, c.c3);
+  L.fma(t1, c.c4, r);  // fma(c4, b, c3)
+  L.copy(t2, c.c1);
+  L.fma(t2, c.c2, r);  // fma(c2, b, c1)
+  L.fma(t2, t1, u);    // fma(., u, .)
+  L.copy(j, c.one);
+  L.fma(j, c.c0, r);  // fma(c0, b, 1)
+  L.fma(j, t2, u);    // j
+  V16 n1 = L.vec("n1"), n2 = L.vec("n2"), p1 = L.vec("p1"), p2 = L.vec("p2");
+  L.max(n1, n, c.m100);
+  L.min(n1, n1, c.p127);
+  L.sub(n2, n, n1);
+  L.max(n2, n2, c.m126);
+  L.min(n2, n2, c.p127);
+  pow2(L, c, p1, n1);
+  pow2(L, c, p2, n2);
+  L.mul(d, j, p1);
+  L.mul(d, d, p2);
 }
 
 }  // namespace cke::jit::gen

@@ -34,6 +34,8 @@ struct Lanes16 {
   void sub(V16 d, V16 a, V16 b);
   void mul(V16 d, V16 a, V16 b);
   void max(V16 d, V16 a, V16 b);               // x86 maxps (a NaN gives b)
+  void min(V16 d, V16 a, V16 b);               // x86 minps (a NaN gives b)
+  void div(V16 d, V16 a, V16 b);
   void copy(V16 d, V16 a);
 
   // Lane 0 of the result: GCC's _mm512_reduce_add_ps of v (ggml_vec_reduce / reduce_add16):
@@ -44,5 +46,20 @@ struct Lanes16 {
   // Lane 0: the largest lane (for NaN-free v; order of the max tree unspecified).
   kir::V reduce_max(V16 v);
 };
+
+// ggml_v_expf of an AVX-512 build on 16 lanes, bit for bit (kernels/ref/ops_ggml_math.cpp
+// ggml_expf), on both ISA levels. Its polynomial j ~ exp(x - n ln2) as ggml writes it;
+// its vscalefps(j, n) = j * 2^n rounded once as two power-of-two products:
+//   (j * 2^n1) * 2^n2,  n1 = clamp(n, -100, 127),  n2 = clamp(n - n1, -126, 127)
+// The first is exact (j in [0.7, 1.42], so j * 2^n1 is normal), the second is the one
+// rounding (subnormal results and overflow to inf included). x is clamped to [-200, 200]
+// first (exp is +0 below and inf above either way; ggml's |n| > 192 branch), which keeps
+// every 2^k finite and needs no branch; NaN stays NaN.
+struct ExpConsts {
+  V16 lo, hi, log2e, round, ln2hi_neg, ln2lo_neg, c4, c3, c2, c1, c0, one, m100, m126, p127;
+  kir::V bias;  // 127 in every dword (integer)
+};
+ExpConsts exp_consts(Lanes16& L);
+void exp16(Lanes16& L, const ExpConsts& c, V16 d, V16 x);
 
 }  // namespace cke::jit::gen

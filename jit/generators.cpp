@@ -3,6 +3,7 @@
 #include <array>
 
 #include "jit/gen_attention.h"
+#include "jit/gen_glu.h"
 #include "jit/gen_linear_f32.h"
 #include "jit/gen_linear_q.h"
 #include "jit/gen_linear_q6_K.h"
@@ -43,8 +44,9 @@ constexpr std::string_view kAvx2[] = {"avx2", "fma", "f16c"};
 constexpr LinearFn kLinear = nullptr;
 
 constexpr gen::AttentionFn kAttention = nullptr;
+constexpr gen::GluFn kGlu = nullptr;
 
-const std::array<Generator, 12> kGenerators = {
+const std::array<Generator, 14> kGenerators = {
     make_generator("linear_q8_0__avx512vnni",
                    "q8_0 linear, ggml vec_dot lanes, 2 rows per zmm, vpdpbusd", kAvx512Vnni,
                    kLinear, &gen::build_linear_q8_0_avx512vnni),
@@ -80,6 +82,12 @@ const std::array<Generator, 12> kGenerators = {
     make_generator("attention_f32__avx2",
                    "attention over the F32 KV cache, ggml non-flash arithmetic, 16 lanes as ymm pairs",
                    kAvx2, kAttention, &gen::build_attention_f32_avx2),
+    make_generator("swiglu_f32__avx512",
+                   "SwiGLU, ggml_vec_swiglu_f32 (ggml_v_expf, true division), 16 lanes per zmm",
+                   kAvx512, kGlu, &gen::build_swiglu_f32_avx512),
+    make_generator("swiglu_f32__avx2",
+                   "SwiGLU, ggml_vec_swiglu_f32 (ggml_v_expf, true division), 16 lanes as ymm pairs",
+                   kAvx2, kGlu, &gen::build_swiglu_f32_avx2),
 };
 
 }  // namespace

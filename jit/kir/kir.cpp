@@ -312,6 +312,8 @@ KIR_V2(vmul_ss, VMulSS)
 KIR_V2(vfma_ss, VFmaSS)
 KIR_V2(vsub_f, VSubF)
 KIR_V2(vmax_f, VMaxF)
+KIR_V2(vmin_f, VMinF)
+KIR_V2(vdiv_f, VDivF)
 #undef KIR_V2
 #define KIR_V2(fn, OP)              \
   void Builder::fn(V d, V a, V b) { \

@@ -126,6 +126,8 @@ enum class Op : uint8_t {
   VMovShdup,  // d = [a1, a1, a3, a3, ...]
   VSubF,      // d = a - b
   VMaxF,      // d = a > b ? a : b per lane (x86 maxps: a NaN in either gives b)
+  VMinF,      // d = a < b ? a : b per lane (x86 minps: a NaN in either gives b)
+  VDivF,      // d = a / b (correctly rounded)
   VCvtTF32I32,  // d = int32(trunc(a)) (0x80000000 for NaN and out of range)
   VBcastSS,     // every f32 lane of d = lane 0 of a (128 bits)
   VLoadMz,      // d = mem f32 lanes where mask c is set, 0 elsewhere; masked lanes are not
@@ -282,6 +284,8 @@ class Builder {
   void vmovshdup(V d, V a);
   void vsub_f(V d, V a, V b);
   void vmax_f(V d, V a, V b);
+  void vmin_f(V d, V a, V b);
+  void vdiv_f(V d, V a, V b);
   void vcvtt_f32_i32(V d, V a);
   void vbcast_ss(V d, V a);
   void vload_mz(V d, Mem m, V mask);

@@ -465,6 +465,12 @@ class FuncLowering {
       case Op::VMaxF:
         cc_.vmaxps(x(d), x(a), x(b));
         break;
+      case Op::VMinF:
+        cc_.vminps(x(d), x(a), x(b));
+        break;
+      case Op::VDivF:
+        cc_.vdivps(x(d), x(a), x(b));
+        break;
       case Op::VCvtTF32I32:
         cc_.vcvttps2dq(x(d), x(a));
         break;

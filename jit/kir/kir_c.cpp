@@ -423,6 +423,12 @@ class FuncRender {
       case Op::VMaxF:
         set(d, fmt::format("{}_max_ps({}, {})", p, f(a), f(b)), Cls::F);
         break;
+      case Op::VMinF:
+        set(d, fmt::format("{}_min_ps({}, {})", p, f(a), f(b)), Cls::F);
+        break;
+      case Op::VDivF:
+        set(d, fmt::format("{}_div_ps({}, {})", p, f(a), f(b)), Cls::F);
+        break;
       case Op::VCvtTF32I32:
         set(d, fmt::format("{}_cvttps_epi32({})", p, f(a)), Cls::I);
         break;
