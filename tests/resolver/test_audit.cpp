@@ -38,7 +38,7 @@ class AuditTree : public ::testing::Test {
     std::ifstream in(root_ / rel);
     return std::string(std::istreambuf_iterator<char>(in), {});
   }
-  AuditReport audit(bool update = false) { return run_audit({root_, {}, update}); }
+  AuditReport audit(bool update = false) { return run_audit({root_, {}, update, {}}); }
 
   fs::path root_;
 };
@@ -134,35 +134,35 @@ TEST_F(AuditTree, UpdateThenPassThenRegressionsFail) {
 
 TEST_F(AuditTree, DemotingTheOnlyProductionProviderFails) {
   ASSERT_TRUE(audit(true).ok());
-  std::string m = read("kernel_maps/swiglu_f32__ref.yaml");
+  std::string m = read("kernel_maps/geglu_f32__ref.yaml");
   m.replace(m.find("status: production"), 18, "status: candidate");
-  write("kernel_maps/swiglu_f32__ref.yaml", m);
+  write("kernel_maps/geglu_f32__ref.yaml", m);
   AuditReport a = audit();
   EXPECT_FALSE(a.ok());
-  EXPECT_TRUE(contains(a.ratchet_violations, "provider swiglu_f32__ref is no longer production"));
+  EXPECT_TRUE(contains(a.ratchet_violations, "provider geglu_f32__ref is no longer production"));
   for (const char* level : {"scalar", "avx2", "avx512", "avx512_vnni", "amx"})
     EXPECT_TRUE(contains(a.ratchet_violations,
-                         std::string("op glu.swiglu has no production provider on ") + level))
+                         std::string("op glu.geglu has no production provider on ") + level))
         << a.to_text();
 }
 
 TEST_F(AuditTree, IsaLevelsCountOpsWithoutProduction) {
-  // Only an AVX-512 provider for glu: scalar and avx2 hosts have none.
-  std::string m = read("kernel_maps/swiglu_f32__ref.yaml");
+  // Only an AVX-512 provider for geglu (which has no generated provider): scalar and avx2 hosts have none.
+  std::string m = read("kernel_maps/geglu_f32__ref.yaml");
   m.replace(m.find("isa: []"), 7, "isa: [avx512f]");
-  write("kernel_maps/swiglu_f32__ref.yaml", m);
+  write("kernel_maps/geglu_f32__ref.yaml", m);
   AuditReport a = audit(true);
   ASSERT_TRUE(a.ok()) << a.to_text();
-  EXPECT_EQ(a.current.ops_without_production["scalar"], std::vector<std::string>{"glu.swiglu"});
-  EXPECT_EQ(a.current.ops_without_production["avx2"], std::vector<std::string>{"glu.swiglu"});
+  EXPECT_EQ(a.current.ops_without_production["scalar"], std::vector<std::string>{"glu.geglu"});
+  EXPECT_EQ(a.current.ops_without_production["avx2"], std::vector<std::string>{"glu.geglu"});
   EXPECT_TRUE(a.current.ops_without_production["avx512"].empty());
   // Restoring the scalar provider is an improvement, not a failure.
-  write("kernel_maps/swiglu_f32__ref.yaml",
-        read("kernel_maps/swiglu_f32__ref.yaml").replace(m.find("isa: [avx512f]"), 14, "isa: []"));
+  write("kernel_maps/geglu_f32__ref.yaml",
+        read("kernel_maps/geglu_f32__ref.yaml").replace(m.find("isa: [avx512f]"), 14, "isa: []"));
   AuditReport b = audit();
   EXPECT_TRUE(b.ok()) << b.to_text();
   EXPECT_TRUE(contains(b.ratchet_improvements,
-                       "op glu.swiglu gained a production provider on scalar hosts"));
+                       "op glu.geglu gained a production provider on scalar hosts"));
 }
 
 TEST_F(AuditTree, ReferenceOnlyContractsMayOnlyShrink) {
@@ -242,7 +242,7 @@ TEST(Audit, RatchetRoundTrip) {
 }
 
 TEST(Audit, TheRealTreePasses) {
-  AuditOptions o{test::source_path(""), {}, false};
+  AuditOptions o{test::source_path(""), {}, false, {}};
   if (!kernel_symbols().empty()) o.symbols = linked_symbols();
   AuditReport r = run_audit(o);
   EXPECT_TRUE(r.ok()) << r.to_text();
