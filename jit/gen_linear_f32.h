@@ -20,9 +20,15 @@
 
 namespace cke::jit::gen {
 
+// F16 weights (contract linear.f16.ggml, activations converted to f16 by the plan) take the
+// same tiles: elements widened by vcvtph2ps (exact), ggml_vec_dot_f16's K % 64 tail as f32
+// products added to the sum in double, rounded to f32 at the end.
+
 // impl.params rows, tokens (AVX-512: rows 1..4, tokens 1..3, rows * tokens <= 6).
 bool build_linear_f32_avx512(const GeneratorParams& p, kir::Module* m, std::string* err);
 // impl.params rows, tokens: 1 x 1 only.
 bool build_linear_f32_avx2(const GeneratorParams& p, kir::Module* m, std::string* err);
+bool build_linear_f16_avx512(const GeneratorParams& p, kir::Module* m, std::string* err);
+bool build_linear_f16_avx2(const GeneratorParams& p, kir::Module* m, std::string* err);
 
 }  // namespace cke::jit::gen

@@ -46,7 +46,7 @@ constexpr LinearFn kLinear = nullptr;
 constexpr gen::AttentionFn kAttention = nullptr;
 constexpr gen::GluFn kGlu = nullptr;
 
-const std::array<Generator, 14> kGenerators = {
+const std::array<Generator, 16> kGenerators = {
     make_generator("linear_q8_0__avx512vnni",
                    "q8_0 linear, ggml vec_dot lanes, 2 rows per zmm, vpdpbusd", kAvx512Vnni,
                    kLinear, &gen::build_linear_q8_0_avx512vnni),
@@ -76,6 +76,12 @@ const std::array<Generator, 14> kGenerators = {
     make_generator("linear_f32__avx2",
                    "f32 linear, the AVX-512 build's 4x16 lanes as ymm pairs, reduce_add tree",
                    kAvx2, kLinear, &gen::build_linear_f32_avx2),
+    make_generator("linear_f16__avx512",
+                   "f16 linear, ggml_vec_dot_f16: vcvtph2ps, 4x16 accumulators, double tail",
+                   kAvx512, kLinear, &gen::build_linear_f16_avx512),
+    make_generator("linear_f16__avx2",
+                   "f16 linear, the AVX-512 build's 4x16 lanes as ymm pairs, double tail", kAvx2,
+                   kLinear, &gen::build_linear_f16_avx2),
     make_generator("attention_f32__avx512",
                    "attention over the F32 KV cache, ggml non-flash arithmetic, 16 lanes per zmm",
                    kAvx512, kAttention, &gen::build_attention_f32_avx512),

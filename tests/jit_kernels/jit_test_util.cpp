@@ -80,6 +80,19 @@ std::vector<uint8_t> make_weights(DType t, int64_t K, int64_t N, WeightStyle s, 
     }
     return w;
   }
+  if (t == DType::F16) {
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    auto* h = reinterpret_cast<uint16_t*>(w.data());
+    for (int64_t i = 0; i < K * N; ++i) {
+      if (s == WeightStyle::Extreme)
+        h[i] = f16(byte(rng) & 1 ? 65504.0f : -65504.0f);
+      else if (s == WeightStyle::SpecialScale && rare(rng))
+        h[i] = f16(special_value(rng));
+      else
+        h[i] = f16(nd(rng) * random_scale(rng));
+    }
+    return w;
+  }
   if (t == DType::Q6_K) {
     // ql, qh: any bits; scales: any int8 (Extreme: -128 / 127 with all quants 63 or 0);
     // d: as the other formats' scales.
