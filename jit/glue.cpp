@@ -47,6 +47,14 @@ BaseReg load_arg(x86::Compiler& cc, const GlueArg& a, const x86::Gp& ctx, const 
     case GlueArg::Src::RangeEnd:
       cc.mov(r, *end);
       break;
+    case GlueArg::Src::PtrPlusRuntime: {
+      x86::Gp t = cc.newInt64("row");
+      cc.mov(r, int64_t(a.imm));
+      cc.mov(t, x86::qword_ptr(ctx, int32_t(runtime_value_offset(a.runtime))));
+      cc.imul(t, t, int32_t(a.mult));
+      cc.add(r, t);
+      break;
+    }
   }
   return r;
 }
@@ -81,7 +89,8 @@ std::unique_ptr<KernelModule> emit_glue(const std::string& name, const std::vect
       return nullptr;
     }
     for (const GlueArg& a : s.args)
-      if (a.src == GlueArg::Src::Runtime && (int64_t(a.imm) != int32_t(int64_t(a.imm)))) {
+      if ((a.src == GlueArg::Src::Runtime && (int64_t(a.imm) != int32_t(int64_t(a.imm)))) ||
+          (a.src == GlueArg::Src::PtrPlusRuntime && a.mult != int32_t(a.mult))) {
         *err = "glue '" + name + "': step '" + s.name + "': runtime multiplier out of range";
         return nullptr;
       }
@@ -121,7 +130,7 @@ std::unique_ptr<KernelModule> emit_glue(const std::string& name, const std::vect
     cc.lea(task, x86::ptr(task_labels[i]));
     x86::Gp total = cc.newInt64("total"), align = cc.newInt64("align");
     if (s.split_by_tokens) {
-      cc.mov(total, x86::qword_ptr(ctx, int32_t(runtime_value_offset(RuntimeValue::NTokens))));
+      cc.mov(total, x86::qword_ptr(ctx, int32_t(runtime_value_offset(s.split_by))));
       if (s.split_total != 1) cc.imul(total, total, int32_t(s.split_total));
     } else {
       cc.mov(total, s.split_total);

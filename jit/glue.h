@@ -18,12 +18,14 @@
 namespace cke::jit {
 
 struct GlueArg {
-  enum class Src : uint8_t { Imm, Runtime, RangeBegin, RangeEnd };
+  // PtrPlusRuntime: imm + value * mult (a row of a token buffer: the output tail's)
+  enum class Src : uint8_t { Imm, Runtime, RangeBegin, RangeEnd, PtrPlusRuntime };
   ArgKind kind = ArgKind::I64;  // how the kernel receives it
   Src src = Src::Imm;
   uint64_t imm = 0;  // Imm: pointer or int64 bits; F32: the float's bits in low 32;
                      // Runtime: a multiplier (the argument is value * imm)
   RuntimeValue runtime = RuntimeValue::Pos0;
+  int64_t mult = 0;  // PtrPlusRuntime
 
   static GlueArg ptr(const void* p) { return {ArgKind::Ptr, Src::Imm, uint64_t(uintptr_t(p)), {}}; }
   static GlueArg i64(int64_t v) { return {ArgKind::I64, Src::Imm, uint64_t(v), {}}; }
@@ -33,6 +35,9 @@ struct GlueArg {
   }
   static GlueArg begin() { return {ArgKind::I64, Src::RangeBegin, 0, {}}; }
   static GlueArg end() { return {ArgKind::I64, Src::RangeEnd, 0, {}}; }
+  static GlueArg ptr_plus(const void* p, RuntimeValue v, int64_t mult) {
+    return {ArgKind::Ptr, Src::PtrPlusRuntime, uint64_t(uintptr_t(p)), v, mult};
+  }
 };
 
 struct GlueStep {
@@ -42,7 +47,8 @@ struct GlueStep {
   // split_total > 0: parallel over [0, split_total) (times n_tokens when split_by_tokens)
   // in chunks aligned to split_align.
   int64_t split_total = 0;
-  bool split_by_tokens = false;
+  bool split_by_tokens = false;  // total = ctx[split_by] * split_total
+  RuntimeValue split_by = RuntimeValue::NTokens;
   int64_t split_align = 1;
 };
 

@@ -18,7 +18,10 @@ enum class ArgKind : uint8_t { Ptr, I64, F32 };
 
 // The only dynamic values a kernel call may take (call_abi `runtime:<name>`): the position
 // of the chunk's first token, the tokens in the chunk, and the cache cells visible after it.
-enum class RuntimeValue : uint8_t { Pos0, NTokens, NKv };
+// OutFirst and NOut are the plan's own, never a map's: the first token row and the number of
+// rows its output tail computes (0 and n_tokens for every row's logits, n_tokens - 1 and 1
+// for the last row's; plan.h).
+enum class RuntimeValue : uint8_t { Pos0, NTokens, NKv, OutFirst, NOut };
 
 constexpr int kMaxKernelArgs = 16;
 

@@ -61,6 +61,9 @@ std::string render_arg(const EmitInput& in, const PlanArg& a) {
   const Graph& g = *in.graph;
   switch (a.kind) {
     case PlanArg::Kind::Arena:
+      if (a.row_bytes)
+        return fmt::format("A + {} + ctx->out_first * {} /* {}, row out_first */", a.offset,
+                           a.row_bytes, g.buffers[a.buffer].label());
       return fmt::format("A + {} /* {} */", a.offset, g.buffers[a.buffer].label());
     case PlanArg::Kind::Weight:
       return fmt::format("W + {} /* {} */", in.weight_offset[a.buffer], g.buffers[a.buffer].tensor);
@@ -98,8 +101,9 @@ void render_phase(const EmitInput& in, const PhasePlan& p, std::string* tasks, s
   for (size_t i = 0; i < p.steps.size(); ++i) {
     const PlanStep& s = p.steps[i];
     const GraphNode& n = in.graph->nodes[s.node];
-    *body += fmt::format("  /* [{}] {}: {} — {} */\n", i, n.label(), s.provider->id,
-                         why(*in.res, s.node, p.phase));
+    *body += fmt::format("  /* [{}] {}: {} — {}{} */\n", i, n.label(), s.provider->id,
+                         why(*in.res, s.node, p.phase),
+                         s.out_tail ? " (output tail: rows out_first .. +n_out)" : "");
     if (s.split_total <= 0) {
       *body += "  " + render_call(in, s) + "\n";
       continue;
@@ -108,8 +112,10 @@ void render_phase(const EmitInput& in, const PhasePlan& p, std::string* tasks, s
     *tasks += fmt::format(
         "static void {}(const cke_run_context* ctx, int64_t begin, int64_t end) {{\n  {}\n}}\n",
         task, render_call(in, s));
-    const std::string total = s.split_by_tokens ? fmt::format("ctx->n_tokens * {}", s.split_total)
-                                                : fmt::format("{}", s.split_total);
+    const std::string total =
+        s.split_by_tokens
+            ? fmt::format("ctx->{} * {}", runtime_value_name(s.split_by), s.split_total)
+            : fmt::format("{}", s.split_total);
     *body += fmt::format("  cke_parallel_for(ctx, {}, {}, {});\n", task, total, s.split_align);
   }
   *body += "}\n\n";
@@ -172,7 +178,10 @@ bool emit_c(const EmitInput& in, EmittedC* out, std::string* err) {
       "typedef struct cke_run_context {{\n  int64_t pos0;     /* position of the first token */\n"
       "  int64_t n_tokens; /* tokens in this call (T) */\n  int64_t n_kv;     /* pos0 + n_tokens "
       "*/\n"
-      "  void* pool;       /* thread pool for cke_parallel_for */\n}} cke_run_context;\n\n"
+      "  void* pool;       /* thread pool for cke_parallel_for */\n"
+      "  int64_t out_first; /* first row of the output tail: 0, or n_tokens - 1 for the last "
+      "row's logits */\n"
+      "  int64_t n_out;    /* rows of the output tail: n_tokens, or 1 */\n}} cke_run_context;\n\n"
       "extern const char cke_plan_sha256[];\n"
       "#define CKE_PLAN_STATE_BUFFERS {}\n"
       "/* weights: the GGUF file image; arena: >= the larger phase arena; state: KV buffers. */\n"

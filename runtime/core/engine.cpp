@@ -276,7 +276,9 @@ bool Engine::Impl::run(const PhasePlan& p, jit::GlueFn fn, std::span<const int32
                        float* logits_out, bool all_logits) {
   uint8_t* base = static_cast<uint8_t*>(arena->p);
   std::memcpy(base + p.tokens_offset, toks.data(), toks.size() * sizeof(int32_t));
-  RunContext ctx{pos, int64_t(toks.size()), pos + int64_t(toks.size()), pool.get()};
+  // The output tail (plan.h) computes every row's logits or the last row's only.
+  const int64_t T = int64_t(toks.size());
+  RunContext ctx{pos, T, pos + T, pool.get(), all_logits ? 0 : T - 1, all_logits ? T : 1};
   fn(&ctx);
   pos += int32_t(toks.size());
   if (logits_out) {

@@ -20,6 +20,10 @@ const void* address(const PlanArg& a, const PlanMemory& m) {
 jit::GlueArg lower(const PlanArg& a, const PlanMemory& m) {
   switch (a.kind) {
     case PlanArg::Kind::Arena:
+      if (a.row_bytes)
+        return jit::GlueArg::ptr_plus(address(a, m), RuntimeValue::OutFirst,
+                                      int64_t(a.row_bytes));
+      return jit::GlueArg::ptr(address(a, m));
     case PlanArg::Kind::Weight:
     case PlanArg::Kind::State:
       return jit::GlueArg::ptr(address(a, m));
@@ -46,6 +50,7 @@ std::unique_ptr<jit::KernelModule> glue(const PhasePlan& p, const PlanMemory& m,
     for (const PlanArg& a : s.args) g.args.push_back(lower(a, m));
     g.split_total = s.split_total;
     g.split_by_tokens = s.split_by_tokens;
+    g.split_by = s.split_by;
     g.split_align = s.split_align;
     steps.push_back(std::move(g));
   }

@@ -51,6 +51,39 @@ static bool check_abi(const KernelMap& m, const KernelSymbol& k, std::string* er
   return ok;
 }
 
+// Bytes of one token row of b, or 0 when b is not a whole number of token rows.
+static size_t token_row_bytes(const GraphBuffer& b) {
+  const size_t one = buffer_bytes(b, 1), two = buffer_bytes(b, 2);
+  return one > 0 && two == 2 * one ? one : 0;
+}
+
+// PhasePlan's output tail: from the last step back while steps are row-wise.
+static void mark_output_tail(const Graph& graph, PhasePlan* p) {
+  size_t first = p->steps.size();
+  while (first > 0) {
+    const PlanStep& s = p->steps[first - 1];
+    bool row_wise = true;
+    for (const PlanArg& a : s.args) {
+      if (a.kind == PlanArg::Kind::State) row_wise = false;
+      if (a.kind == PlanArg::Kind::Runtime && a.runtime != RuntimeValue::NTokens)
+        row_wise = false;
+      if (a.kind == PlanArg::Kind::Arena && token_row_bytes(graph.buffers[a.buffer]) == 0)
+        row_wise = false;
+    }
+    if (!row_wise) break;
+    --first;
+  }
+  for (size_t i = first; i < p->steps.size(); ++i) {
+    PlanStep& s = p->steps[i];
+    s.out_tail = true;
+    s.split_by = RuntimeValue::NOut;
+    for (PlanArg& a : s.args) {
+      if (a.kind == PlanArg::Kind::Arena) a.row_bytes = token_row_bytes(graph.buffers[a.buffer]);
+      if (a.kind == PlanArg::Kind::Runtime) a.runtime = RuntimeValue::NOut;
+    }
+  }
+}
+
 bool build_phase_plan(const Graph& graph, const Resolution& res, Phase phase, int64_t max_tokens,
                       const KernelLookup& lookup, PhasePlan* out, std::string* err) {
   PhasePlan p;
@@ -163,6 +196,7 @@ bool build_phase_plan(const Graph& graph, const Resolution& res, Phase phase, in
     *err = graph.circuit_file + ": no step reads the input or writes the output";
     return false;
   }
+  if (phase == Phase::Prefill) mark_output_tail(graph, &p);
   *out = std::move(p);
   return true;
 }
@@ -180,6 +214,7 @@ std::string plan_text(const Graph& graph, const PhasePlan& p) {
       switch (x.kind) {
         case PlanArg::Kind::Arena:
           s += fmt::format("{}@arena+{}", graph.buffers[x.buffer].label(), x.offset);
+          if (x.row_bytes) s += fmt::format("+out_first*{}", x.row_bytes);
           break;
         case PlanArg::Kind::Weight:
           s += graph.buffers[x.buffer].tensor;
@@ -207,7 +242,10 @@ std::string plan_text(const Graph& graph, const PhasePlan& p) {
     }
     s += ")";
     if (st.split_total > 0)
-      s += fmt::format("  || split {}{} by {}", st.split_total, st.split_by_tokens ? "*T" : "",
+      s += fmt::format("  || split {}{} by {}", st.split_total,
+                       !st.split_by_tokens                       ? ""
+                       : st.split_by == RuntimeValue::NTokens ? "*T"
+                                                                 : "*n_out",
                        st.split_align);
     s += "\n";
   }

@@ -19,8 +19,9 @@ namespace cke {
 struct PlanArg {
   enum class Kind : uint8_t { Arena, Weight, State, I64, F32, Runtime, RangeBegin, RangeEnd };
   Kind kind;
-  int buffer = -1;    // Arena/Weight/State: Graph::buffers index
-  size_t offset = 0;  // Arena: byte offset
+  int buffer = -1;       // Arena/Weight/State: Graph::buffers index
+  size_t offset = 0;     // Arena: byte offset
+  size_t row_bytes = 0;  // Arena in the output tail: + ctx->out_first * row_bytes
   int64_t i64 = 0;    // I64: value; Runtime: multiplier
   float f32 = 0;
   RuntimeValue runtime{};
@@ -31,11 +32,20 @@ struct PlanStep {
   const KernelMap* provider;  // the winner (its id is the symbol)
   KernelSymbol symbol;        // the function: linked (impl.function) or generated
   std::vector<PlanArg> args;  // in call_abi order
-  int64_t split_total = 0;    // 0: not split; else [0, total) (x n_tokens if by_tokens)
+  int64_t split_total = 0;    // 0: not split; else [0, total) (x split_by if by_tokens)
   bool split_by_tokens = false;
+  RuntimeValue split_by = RuntimeValue::NTokens;  // NOut in the output tail
   int64_t split_align = 1;
+  bool out_tail = false;  // in the output tail (see PhasePlan)
 };
 
+// The output tail of a prefill plan: the longest run of last steps that work row by row
+// (no KV state, no position, every arena buffer in rows of tokens) — in a decoder, from
+// the last layer's output projection to the logits. It computes ctx->n_out rows from row
+// ctx->out_first: every row (0, n_tokens) when the caller wants every position's logits,
+// the last row (n_tokens - 1, 1) when it wants the next token's only — as llama.cpp's
+// output ids do. Each tail step then runs with T = 1, so a contract whose arithmetic
+// depends on T (the repacked gemm/gemv split) computes that row as a single token.
 struct PhasePlan {
   Phase phase;
   int64_t max_tokens;  // 1 for decode

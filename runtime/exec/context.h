@@ -15,10 +15,12 @@ namespace cke {
 struct ThreadPool;  // runtime/exec/parallel.h
 
 struct RunContext {
-  int64_t pos0;      // absolute position of the first token of this call
-  int64_t n_tokens;  // tokens in this call (T)
-  int64_t n_kv;      // pos0 + n_tokens: cache cells visible after this call
-  ThreadPool* pool;  // where parallel steps run (never null; 1 thread = inline)
+  int64_t pos0;       // absolute position of the first token of this call
+  int64_t n_tokens;   // tokens in this call (T)
+  int64_t n_kv;       // pos0 + n_tokens: cache cells visible after this call
+  ThreadPool* pool;   // where parallel steps run (never null; 1 thread = inline)
+  int64_t out_first;  // the output tail's first row: 0 (every row's logits) or n_tokens - 1
+  int64_t n_out;      // rows the output tail computes: n_tokens or 1 (the last row's logits)
 };
 
 // Where each runtime value (kernels/registry.h) sits in RunContext.
@@ -30,6 +32,10 @@ inline constexpr size_t runtime_value_offset(RuntimeValue v) {
       return offsetof(RunContext, n_tokens);
     case RuntimeValue::NKv:
       return offsetof(RunContext, n_kv);
+    case RuntimeValue::OutFirst:
+      return offsetof(RunContext, out_first);
+    case RuntimeValue::NOut:
+      return offsetof(RunContext, n_out);
   }
   return 0;
 }

@@ -51,7 +51,7 @@ TEST(Glue, ConstantsFloatsAndRuntimeValuesReachTheKernel) {
   auto m = emit_glue("t", {s, s}, &err);
   ASSERT_TRUE(m) << err;
   ThreadPool pool(1);
-  RunContext ctx{11, 5, 16, &pool};
+  RunContext ctx{11, 5, 16, &pool, 0, 5};
   m->entry_as<jit::GlueFn>()(&ctx);
   ASSERT_EQ(g_calls.size(), 2u);
   const std::vector<int64_t> want = {-7, 11, 5, 48, int64_t(1) << 40, 3, 9};
@@ -74,7 +74,7 @@ TEST(Glue, ParallelStepCoversEveryRowOnceForAnyThreadCount) {
     auto m = emit_glue("p", {s}, &err);
     ASSERT_TRUE(m) << err;
     ThreadPool pool(threads);
-    RunContext ctx{3, 1, 4, &pool};
+    RunContext ctx{3, 1, 4, &pool, 0, 1};
     m->entry_as<jit::GlueFn>()(&ctx);
     for (int64_t r = 0; r < 37; ++r)
       EXPECT_EQ(y[r], r * 1000 + 3) << "row " << r << " threads " << threads;
@@ -93,9 +93,38 @@ TEST(Glue, ParallelStepSplitByTokens) {
   auto m = emit_glue("pt", {s}, &err);
   ASSERT_TRUE(m) << err;
   ThreadPool pool(2);
-  RunContext ctx{0, 7, 7, &pool};
+  RunContext ctx{0, 7, 7, &pool, 0, 7};
   m->entry_as<jit::GlueFn>()(&ctx);
   for (int64_t r = 0; r < 40; ++r) EXPECT_EQ(y[r], r < 28 ? r * 1000 : -1) << "row " << r;
+}
+
+// The output tail's arguments: a row pointer base + out_first * row_bytes, and a split over
+// n_out rows of tokens.
+TEST(Glue, OutputTailRowsFollowTheContext) {
+  for (auto [out_first, n_out] : {std::pair<int64_t, int64_t>{0, 7}, {6, 1}}) {
+    std::vector<int64_t> y(40, -1);
+    GlueStep s;
+    s.name = "fill_rows";
+    s.fn = reinterpret_cast<const void*>(&fill_rows);
+    // Rows of 4 int64: the row pointer moves by 32 bytes per out_first.
+    s.args = {GlueArg::ptr_plus(y.data(), RuntimeValue::OutFirst, 4 * sizeof(int64_t)),
+              GlueArg::rt(RuntimeValue::NOut), GlueArg::begin(), GlueArg::end()};
+    s.split_total = 4;
+    s.split_by_tokens = true;
+    s.split_by = RuntimeValue::NOut;
+    std::string err;
+    auto m = emit_glue("tail", {s}, &err);
+    ASSERT_TRUE(m) << err;
+    ThreadPool pool(2);
+    RunContext ctx{0, 7, 7, &pool, out_first, n_out};
+    m->entry_as<jit::GlueFn>()(&ctx);
+    for (int64_t r = 0; r < 40; ++r) {
+      const int64_t local = r - 4 * out_first;  // row within the tail's first token row
+      const bool in = local >= 0 && local < 4 * n_out;
+      EXPECT_EQ(y[size_t(r)], in ? local * 1000 + n_out : -1)
+          << "row " << r << " out_first " << out_first;
+    }
+  }
 }
 
 TEST(Glue, MissingFunctionIsAnError) {

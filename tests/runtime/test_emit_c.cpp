@@ -47,12 +47,15 @@ std::unique_ptr<Engine> load(const std::string& model, int threads, const std::s
   return e;
 }
 
-// All logits of: every sequence's prefill, then its reference greedy tokens one decode step
-// at a time.
+// All logits of: every sequence's prefill (last row alone, then every row), then its
+// reference greedy tokens one decode step at a time.
 std::vector<float> all_logits(Engine& e, const test::RefModel& ref) {
   std::vector<float> out, rows;
   std::string err;
   for (const auto& s : ref.sequences) {
+    e.rewind(0);
+    EXPECT_TRUE(e.eval(s.eval_ids, &rows, false, &err)) << err;  // the output tail alone
+    out.insert(out.end(), rows.begin(), rows.end());
     e.rewind(0);
     EXPECT_TRUE(e.eval(s.eval_ids, &rows, true, &err)) << err;
     out.insert(out.end(), rows.begin(), rows.end());

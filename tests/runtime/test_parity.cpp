@@ -31,6 +31,8 @@ double bound_for(const std::string& stem) {
 
 struct SeqRun {
   std::vector<float> prefill;   // rows x n_vocab
+  std::vector<float> last;      // the prefill's last row, computed alone (output tail, T = 1)
+  std::vector<float> prefix;    // the last row of a prefill of all but the last token, alone
   std::vector<float> forced;    // 32 rows: row 0 = last prefill row, then decode steps
   std::vector<int32_t> greedy;  // our own greedy continuation (32 tokens)
 };
@@ -39,6 +41,12 @@ SeqRun run_sequence(Engine& e, const test::RefSequence& s) {
   SeqRun r;
   std::string err;
   const size_t nv = size_t(e.n_vocab());
+  // The next-token logits only (what generation asks for): the plan's output tail computes
+  // the last row alone.
+  e.rewind(0);
+  EXPECT_TRUE(e.eval({s.eval_ids.data(), s.eval_ids.size() - 1}, &r.prefix, false, &err)) << err;
+  e.rewind(0);
+  EXPECT_TRUE(e.eval(s.eval_ids, &r.last, false, &err)) << err;
   e.rewind(0);
   EXPECT_TRUE(e.eval(s.eval_ids, &r.prefill, true, &err)) << err;
   // Teacher forcing through the decode path.
@@ -93,6 +101,20 @@ TEST_P(Parity, LogitsAndGreedyMatchLlamaCpp) {
     EXPECT_EQ(0, std::memcmp(r.prefill.data(), r2.prefill.data(), r.prefill.size() * 4));
     EXPECT_EQ(0, std::memcmp(r.forced.data(), r2.forced.data(), r.forced.size() * 4));
     EXPECT_EQ(r.greedy, r2.greedy);
+
+    // The output tail alone. Its steps run with T = 1; for T = 1 (mod 4), which every
+    // reference sequence has, today's contracts compute the batch's last row that way too
+    // (the repacked kernels' gemm/gemv split and the 4x8 activation quantizer leave it on
+    // the single-token path), so the bits are the batch's.
+    ASSERT_EQ(s.eval_ids.size() % 4, 1u);
+    ASSERT_EQ(r.last.size(), nv);
+    EXPECT_EQ(0, std::memcmp(r.last.data(), &r.prefill[r.prefill.size() - nv], nv * 4))
+        << "last-row logits differ from the batch's last row";
+    // A prefill of one token less, last row alone: llama.cpp's row of the full batch within
+    // the bound (it differs from our batch row only in which repacked path ran).
+    EXPECT_LE(test::nmse(r.prefix.data(), &s.exact.prefill[(s.exact.rows - 2) * nv], nv), bound)
+        << "last row of a prefix";
+    EXPECT_EQ(0, std::memcmp(r.last.data(), r2.last.data(), nv * 4));
 
     double worst = 0;
     for (int row = 0; row < s.exact.rows; ++row) {
