@@ -69,8 +69,8 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
   int cells = 32768;
   if (!int_params(params, generator, {{"cells", &cells}}, err)) return false;
   if (cells < 16 || cells > (1 << 20) || cells % 16 != 0) {
-    *err = fmt::format("generator '{}': cells = {} (a multiple of 16 in [16, 1048576])",
-                       generator, cells);
+    *err = fmt::format("generator '{}': cells = {} (a multiple of 16 in [16, 1048576])", generator,
+                       cells);
     return false;
   }
   m->isa = isa_features(isa);
@@ -79,11 +79,11 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
       "vec_dot_f32 scores, soft_max with ggml_v_expf and a double sum, tinyBLAS / vec_dot KQV)",
       generator, cells);
   Builder b(*m, m->name,
-            {Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::I64, Kind::I64, Kind::I64,
-             Kind::I64, Kind::I64, Kind::I64, Kind::F32, Kind::I64, Kind::I64, Kind::I64});
-  const V q = b.arg(0), kc = b.arg(1), vc = b.arg(2), out = b.arg(3), hd = b.arg(4),
-          nh = b.arg(5), nhkv = b.arg(6), nctx = b.arg(7), pos0 = b.arg(8), T = b.arg(9),
-          scale = b.arg(10), window = b.arg(11), h0 = b.arg(12), h1 = b.arg(13);
+            {Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::I64, Kind::I64, Kind::I64, Kind::I64,
+             Kind::I64, Kind::I64, Kind::F32, Kind::I64, Kind::I64, Kind::I64});
+  const V q = b.arg(0), kc = b.arg(1), vc = b.arg(2), out = b.arg(3), hd = b.arg(4), nh = b.arg(5),
+          nhkv = b.arg(6), nctx = b.arg(7), pos0 = b.arg(8), T = b.arg(9), scale = b.arg(10),
+          window = b.arg(11), h0 = b.arg(12), h1 = b.arg(13);
 
   // Shapes the plan has proved; anything else computes nothing (as the reference).
   ret_if(b, hd, Cmp::LE, 0);
@@ -134,8 +134,8 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
 
   V zero = b.imm(0, "zero"), one = b.imm(1, "one"), c16 = b.imm(16, "c16"),
     c64b = b.imm(64, "c64b"), c256b = b.imm(256, "c256b");
-  V t = b.i64("t"), h = b.i64("h"), j = b.i64("j"), g = b.i64("g"), d = b.i64("d"),
-    c = b.i64("c"), i = b.i64("i");
+  V t = b.i64("t"), h = b.i64("h"), j = b.i64("j"), g = b.i64("g"), d = b.i64("d"), c = b.i64("c"),
+    i = b.i64("i");
   V p = b.i64("p"), len = b.i64("len"), len16 = b.i64("len16"), first = b.i64("first"),
     f = b.i64("f"), hk = b.i64("hk"), off = b.i64("off"), r = b.i64("r"), lim = b.i64("lim");
   V qt = b.ptr("qt"), ot = b.ptr("ot"), qh = b.ptr("qh"), oh = b.ptr("oh"), kh = b.ptr("kh"),

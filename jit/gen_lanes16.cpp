@@ -169,7 +169,7 @@ ExpConsts exp_consts(Lanes16& L) {
 
 void exp16(Lanes16& L, const ExpConsts& c, V16 d, V16 x) {
   V16 xc = L.vec("xc"), z = L.vec("z"), n = L.vec("n"), r = L.vec("r"), u = L.vec("u");
-  L.max(xc, c.lo, x);   // maxps(lo, x), minps(hi, x): a NaN x stays NaN
+  L.max(xc, c.lo, x);  // maxps(lo, x), minps(hi, x): a NaN x stays NaN
   L.min(xc, c.hi, xc);
   L.copy(z, c.round);
   L.fma(z, xc, c.log2e);  // z = fma(x, log2e, 1.5 * 2^23)

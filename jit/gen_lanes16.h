@@ -26,15 +26,15 @@ struct Lanes16 {
   // of `bits`, or lane 0 of a 128-bit value.
   V16 splat(uint32_t bits, const char* name);
   V16 bcast(kir::V lane0, const char* name);
-  void load(V16 d, kir::Mem m);                // 16 floats at m
+  void load(V16 d, kir::Mem m);  // 16 floats at m
   void store(kir::Mem m, V16 a);
-  void fma(V16 d, V16 a, V16 b);               // d = fma(a, b, d)
-  void fma_m(V16 d, V16 a, kir::Mem m);        // d = fma(a, [m], d)
+  void fma(V16 d, V16 a, V16 b);         // d = fma(a, b, d)
+  void fma_m(V16 d, V16 a, kir::Mem m);  // d = fma(a, [m], d)
   void add(V16 d, V16 a, V16 b);
   void sub(V16 d, V16 a, V16 b);
   void mul(V16 d, V16 a, V16 b);
-  void max(V16 d, V16 a, V16 b);               // x86 maxps (a NaN gives b)
-  void min(V16 d, V16 a, V16 b);               // x86 minps (a NaN gives b)
+  void max(V16 d, V16 a, V16 b);  // x86 maxps (a NaN gives b)
+  void min(V16 d, V16 a, V16 b);  // x86 minps (a NaN gives b)
   void div(V16 d, V16 a, V16 b);
   void copy(V16 d, V16 a);
 

@@ -141,16 +141,17 @@ bool build_float(const char* generator, Isa isa, Elem el, const GeneratorParams&
     return false;
   }
   m->isa = isa_features(isa);
-  m->comment =
-      el == Elem::F32
-          ? fmt::format("generator {}, rows {}, tokens {}: contract linear.f32.ggml "
-                        "(ggml_vec_dot_f32 of an AVX-512 build:\n4 x 16-lane FMA accumulators, "
-                        "_mm512_reduce_add_ps tree, K % 64 tail)",
-                        generator, rows, tokens)
-          : fmt::format("generator {}, rows {}, tokens {}: contract linear.f16.ggml "
-                        "(ggml_vec_dot_f16 of an AVX-512 build:\nvcvtph2ps, 4 x 16-lane FMA "
-                        "accumulators, reduce tree, K % 64 tail added in double)",
-                        generator, rows, tokens);
+  m->comment = el == Elem::F32
+                   ? fmt::format(
+                         "generator {}, rows {}, tokens {}: contract linear.f32.ggml "
+                         "(ggml_vec_dot_f32 of an AVX-512 build:\n4 x 16-lane FMA accumulators, "
+                         "_mm512_reduce_add_ps tree, K % 64 tail)",
+                         generator, rows, tokens)
+                   : fmt::format(
+                         "generator {}, rows {}, tokens {}: contract linear.f16.ggml "
+                         "(ggml_vec_dot_f16 of an AVX-512 build:\nvcvtph2ps, 4 x 16-lane FMA "
+                         "accumulators, reduce tree, K % 64 tail added in double)",
+                         generator, rows, tokens);
   const std::string& name = m->name;
   Builder e(
       *m, name,

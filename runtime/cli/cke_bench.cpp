@@ -1,11 +1,15 @@
-// cke-bench: end-to-end prefill and decode throughput, in the spirit of llama-bench.
+// cke-bench: end-to-end prefill and decode throughput, in the shape of llama-bench.
 //
-//   cke-bench -m model.gguf -p 512 -n 128 -t 2 --isa avx2,avx512 -r 3
+//   cke-bench -m model.gguf -p 512 -n 128 -t 2 --isa avx2,avx512 -r 3 [--probe]
 //
-// Every (ISA cap, threads) combination compiles its own plan; pp<N> evaluates N prompt
-// tokens from an empty cache (prefill plan, chunks of -b), tg<N> N single-token decode
-// steps. Results are tokens/s, mean ± stddev over -r repetitions, as a markdown table or
-// JSON; compare rows of one run (the machine may be shared and noisy).
+// Every (model, ISA cap, threads) combination compiles its own plan; pp<N> evaluates N
+// prompt tokens from an empty cache (prefill plan, chunks of -b, the next token's logits
+// only, as llama-bench), tg<N> N single-token decode steps. Results are tokens/s, mean ±
+// stddev over -r repetitions, as llama-bench's markdown table (plus load and compile
+// times) or JSON. --probe measures the machine's limits first (machine_probe.h) and adds
+// what fraction of them each test reaches: decode as GB/s of weights read per second
+// against the read bandwidth, prefill as GOPS (2 per weight element per token) against
+// the FMA and int8 peaks. Compare rows of one run: the machine may be shared and noisy.
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
@@ -15,6 +19,7 @@
 #include <random>
 #include <sstream>
 
+#include "runtime/cli/machine_probe.h"
 #include "runtime/core/engine.h"
 
 namespace {
@@ -39,13 +44,26 @@ Stat stat(const std::vector<double>& v) {
   return s;
 }
 
+std::string human_params(int64_t n) {
+  return n >= 1'000'000'000 ? fmt::format("{:.2f} B", n / 1e9)
+         : n >= 1'000'000   ? fmt::format("{:.2f} M", n / 1e6)
+                            : fmt::format("{:.2f} K", n / 1e3);
+}
+
+std::string human_size(int64_t b) {
+  return b >= (int64_t(1) << 30) ? fmt::format("{:.2f} GiB", double(b) / (1 << 30))
+                                 : fmt::format("{:.2f} MiB", double(b) / (1 << 20));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"cke-bench: prefill and decode tokens/s of a compiled model"};
-  std::string model, isas = "", threads_list = "0", out_format = "md";
+  std::vector<std::string> models;
+  std::string isas = "", threads_list = "0", out_format = "md";
   int32_t n_prompt = 512, n_gen = 128, reps = 3, n_batch = 256;
-  app.add_option("-m,--model", model, "GGUF model")->required();
+  bool probe = false;
+  app.add_option("-m,--model", models, "GGUF model (repeat for several)")->required()->take_all();
   app.add_option("-p,--n-prompt", n_prompt, "prompt tokens for the pp test (0: skip)")
       ->check(CLI::Range(0, 1 << 20));
   app.add_option("-n,--n-gen", n_gen, "generated tokens for the tg test (0: skip)")
@@ -55,6 +73,8 @@ int main(int argc, char** argv) {
   app.add_option("--isa", isas, "comma-separated ISA caps to compare (empty: as probed)");
   app.add_option("-r,--repetitions", reps, "repetitions")->check(CLI::Range(1, 1000));
   app.add_option("-o,--output", out_format, "md or json")->check(CLI::IsMember({"md", "json"}));
+  app.add_flag("--probe", probe,
+               "measure read bandwidth and FMA/int8 peaks first; report each test's fraction");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -70,66 +90,108 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  nlohmann::json rows = nlohmann::json::array();
+  const cke::HostCaps host = cke::HostCaps::probe();
+  nlohmann::json rows = nlohmann::json::array(), limits_json = nlohmann::json::object();
+  std::map<int, cke::MachineLimits> limits;  // by thread count
   if (out_format == "md")
-    fmt::print("| model | isa | threads | test | t/s |\n|---|---|---:|---|---:|\n");
-  for (const std::string& isa : caps)
-    for (int t : threads) {
-      cke::EngineOptions o;
-      o.model_path = model;
-      o.isa = isa;
-      o.n_threads = t;
-      o.n_batch = n_batch;
-      o.n_ctx = std::max(n_prompt, n_gen + 1);
-      std::string err;
-      auto e = cke::Engine::load(o, &err);
-      if (!e) {
-        fmt::print(stderr, "cke-bench: {}\n", err);
-        return 1;
-      }
-      std::mt19937 rng(1234);
-      std::uniform_int_distribution<int32_t> tok(0, e->n_vocab() - 1);
-      auto run = [&](const std::string& test, int n, bool prefill) {
-        std::vector<double> tps;
-        std::vector<int32_t> ids(static_cast<size_t>(n), 0);
-        for (auto& id : ids) id = tok(rng);
-        std::vector<float> logits;
-        for (int r = 0; r < reps + 1; ++r) {  // the first run warms caches and pages in weights
-          e->rewind(0);
-          auto t0 = std::chrono::steady_clock::now();
-          if (prefill) {
-            if (!e->eval(ids, &logits, false, &err)) return false;
-          } else {
-            for (int i = 0; i < n; ++i)
-              if (!e->eval({&ids[size_t(i)], 1}, &logits, false, &err)) return false;
-          }
-          const double s =
-              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-          if (r > 0) tps.push_back(n / s);
+    fmt::print(
+        "| model | size | params | isa | threads | test | t/s | load ms | compile ms |{}\n"
+        "|---|---:|---:|---|---:|---|---:|---:|---:|{}\n",
+        probe ? " of limit |" : "", probe ? "---|" : "");
+  for (const std::string& model : models)
+    for (const std::string& isa : caps)
+      for (int t : threads) {
+        cke::EngineOptions o;
+        o.model_path = model;
+        o.isa = isa;
+        o.n_threads = t;
+        o.n_batch = n_batch;
+        o.n_ctx = std::max(n_prompt, n_gen + 1);
+        std::string err;
+        auto e = cke::Engine::load(o, &err);
+        if (!e) {
+          fmt::print(stderr, "cke-bench: {}\n", err);
+          return 1;
         }
-        const Stat st = stat(tps);
-        const std::string isa_name = isa.empty() ? "probed" : isa;
-        if (out_format == "md")
-          fmt::print("| {} | {} | {} | {} | {:.2f} ± {:.2f} |\n",
-                     model.substr(model.find_last_of('/') + 1), isa_name, e->n_threads(), test,
-                     st.mean, st.sd);
-        rows.push_back({{"model", model},
-                        {"isa", isa_name},
-                        {"threads", e->n_threads()},
-                        {"test", test},
-                        {"n", n},
-                        {"tokens_per_second", st.mean},
-                        {"stddev", st.sd},
-                        {"samples", tps},
-                        {"compile_ms", e->stats().compile_ms}});
-        return true;
-      };
-      if ((n_prompt > 0 && !run(fmt::format("pp{}", n_prompt), n_prompt, true)) ||
-          (n_gen > 0 && !run(fmt::format("tg{}", n_gen), n_gen, false))) {
-        fmt::print(stderr, "cke-bench: {}\n", err);
-        return 1;
+        const cke::EngineStats& es = e->stats();
+        if (probe && !limits.count(e->n_threads())) {
+          const cke::MachineLimits m = cke::probe_machine(host, e->n_threads());
+          limits[e->n_threads()] = m;
+          limits_json[std::to_string(e->n_threads())] = {{"read_gbps", m.read_gbps},
+                                                         {"f32_gflops", m.f32_gflops},
+                                                         {"fma_isa", m.fma_isa},
+                                                         {"int8_gops", m.int8_gops},
+                                                         {"int8_isa", m.int8_isa}};
+          if (out_format == "md")
+            fmt::print(stderr,
+                       "cke-bench: {} threads: read {:.1f} GB/s, f32 FMA {:.0f} GFLOPS ({}), "
+                       "int8 {:.0f} GOPS ({})\n",
+                       e->n_threads(), m.read_gbps, m.f32_gflops, m.fma_isa, m.int8_gops,
+                       m.int8_isa);
+        }
+        std::mt19937 rng(1234);
+        std::uniform_int_distribution<int32_t> tok(0, e->n_vocab() - 1);
+        auto run = [&](const std::string& test, int n, bool prefill) {
+          std::vector<double> tps;
+          std::vector<int32_t> ids(static_cast<size_t>(n), 0);
+          for (auto& id : ids) id = tok(rng);
+          std::vector<float> logits;
+          for (int r = 0; r < reps + 1; ++r) {  // the first run warms caches, pages in weights
+            e->rewind(0);
+            auto t0 = std::chrono::steady_clock::now();
+            if (prefill) {
+              if (!e->eval(ids, &logits, false, &err)) return false;
+            } else {
+              for (int i = 0; i < n; ++i)
+                if (!e->eval({&ids[size_t(i)], 1}, &logits, false, &err)) return false;
+            }
+            const double s =
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            if (r > 0) tps.push_back(n / s);
+          }
+          const Stat st = stat(tps);
+          const std::string isa_name = isa.empty() ? "probed" : isa;
+          // Fractions of the machine's limits.
+          const double gbps = st.mean * double(es.decode_weight_bytes) / 1e9;
+          const double gops = st.mean * 2.0 * double(es.decode_weight_elements) / 1e9;
+          std::string frac;
+          nlohmann::json row = {
+              {"model", model},  {"size_bytes", es.file_bytes},  {"params", es.n_params},
+              {"isa", isa_name}, {"threads", e->n_threads()},    {"test", test},
+              {"n", n},          {"tokens_per_second", st.mean}, {"stddev", st.sd},
+              {"samples", tps},  {"load_ms", es.load_ms},        {"compile_ms", es.compile_ms}};
+          if (probe) {
+            const cke::MachineLimits& m = limits[e->n_threads()];
+            if (prefill) {
+              frac = fmt::format("{:.0f} GOPS: {:.0f}% f32 FMA, {:.0f}% int8", gops,
+                                 100 * gops / m.f32_gflops, 100 * gops / m.int8_gops);
+              row["gops"] = gops;
+              row["fraction_of_f32_peak"] = gops / m.f32_gflops;
+              row["fraction_of_int8_peak"] = gops / m.int8_gops;
+            } else {
+              frac = fmt::format("{:.1f} GB/s: {:.0f}% read", gbps, 100 * gbps / m.read_gbps);
+              row["weight_gbps"] = gbps;
+              row["fraction_of_read_bandwidth"] = gbps / m.read_gbps;
+            }
+          }
+          if (out_format == "md")
+            fmt::print("| {} | {} | {} | {} | {} | {} | {:.2f} ± {:.2f} | {:.1f} | {:.1f} |{}\n",
+                       model.substr(model.find_last_of('/') + 1), human_size(es.file_bytes),
+                       human_params(es.n_params), isa_name, e->n_threads(), test, st.mean, st.sd,
+                       es.load_ms, es.compile_ms, probe ? " " + frac + " |" : "");
+          rows.push_back(row);
+          return true;
+        };
+        if ((n_prompt > 0 && !run(fmt::format("pp{}", n_prompt), n_prompt, true)) ||
+            (n_gen > 0 && !run(fmt::format("tg{}", n_gen), n_gen, false))) {
+          fmt::print(stderr, "cke-bench: {}\n", err);
+          return 1;
+        }
       }
-    }
-  if (out_format == "json") fmt::print("{}\n", rows.dump(2));
+  if (out_format == "json") {
+    nlohmann::json out = {{"results", rows}};
+    if (probe) out["machine_limits_by_threads"] = limits_json;
+    fmt::print("{}\n", out.dump(2));
+  }
   return 0;
 }

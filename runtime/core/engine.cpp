@@ -91,6 +91,7 @@ struct Engine::Impl {
   bool build_plans(std::string* err);                    // phase plans, memory, the hash
   bool make_backend(std::string* err);                   // JIT glue or emitted C
   PlanMemory memory() const;
+  void count_weights();  // EngineStats n_params, file_bytes, decode_weight_bytes
   bool run(const PhasePlan& p, jit::GlueFn fn, std::span<const int32_t> toks, float* logits_out,
            bool all_logits);
   EmitInput emit_input() const;
@@ -272,6 +273,22 @@ bool Engine::Impl::make_backend(std::string* err) {
   return true;
 }
 
+void Engine::Impl::count_weights() {
+  for (const gguf::TensorInfo& t : file->tensors()) stats.n_params += t.n_elements();
+  stats.file_bytes = int64_t(file->bytes().size());
+  std::vector<bool> seen(graph->buffers.size(), false);
+  for (const PlanStep& s : decode.steps) {
+    if (s.provider->op == "embed") continue;
+    for (const PlanArg& a : s.args) {
+      if (a.kind != PlanArg::Kind::Weight || seen[size_t(a.buffer)]) continue;
+      seen[size_t(a.buffer)] = true;
+      const gguf::TensorInfo* t = file->tensor(graph->buffers[a.buffer].tensor);
+      stats.decode_weight_bytes += int64_t(t->n_bytes);
+      stats.decode_weight_elements += t->n_elements();
+    }
+  }
+}
+
 bool Engine::Impl::run(const PhasePlan& p, jit::GlueFn fn, std::span<const int32_t> toks,
                        float* logits_out, bool all_logits) {
   uint8_t* base = static_cast<uint8_t*>(arena->p);
@@ -320,6 +337,7 @@ std::unique_ptr<Engine> Engine::load(const EngineOptions& options, std::string* 
   auto t1 = std::chrono::steady_clock::now();
   if (!impl->compile(err)) return nullptr;
   impl->stats.compile_ms = ms_since(t1);
+  impl->count_weights();
   return std::unique_ptr<Engine>(new Engine(std::move(impl)));
 }
 

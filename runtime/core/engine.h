@@ -33,6 +33,12 @@ struct EngineOptions {
 struct EngineStats {
   double load_ms = 0;     // open + validate + tokenizer
   double compile_ms = 0;  // circuit, resolve, plan, JIT
+  int64_t n_params = 0;   // elements of every tensor in the file (llama-bench's "params")
+  int64_t file_bytes = 0;
+  // Weight bytes one decode step reads: every weight a decode step takes whole (an embed
+  // step reads one row, so its table is not counted unless a matmul also reads it).
+  int64_t decode_weight_bytes = 0;
+  int64_t decode_weight_elements = 0;  // their elements: the multiply-adds of one token
 };
 
 class Engine {

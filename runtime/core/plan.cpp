@@ -65,8 +65,7 @@ static void mark_output_tail(const Graph& graph, PhasePlan* p) {
     bool row_wise = true;
     for (const PlanArg& a : s.args) {
       if (a.kind == PlanArg::Kind::State) row_wise = false;
-      if (a.kind == PlanArg::Kind::Runtime && a.runtime != RuntimeValue::NTokens)
-        row_wise = false;
+      if (a.kind == PlanArg::Kind::Runtime && a.runtime != RuntimeValue::NTokens) row_wise = false;
       if (a.kind == PlanArg::Kind::Arena && token_row_bytes(graph.buffers[a.buffer]) == 0)
         row_wise = false;
     }
@@ -243,9 +242,9 @@ std::string plan_text(const Graph& graph, const PhasePlan& p) {
     s += ")";
     if (st.split_total > 0)
       s += fmt::format("  || split {}{} by {}", st.split_total,
-                       !st.split_by_tokens                       ? ""
+                       !st.split_by_tokens                    ? ""
                        : st.split_by == RuntimeValue::NTokens ? "*T"
-                                                                 : "*n_out",
+                                                              : "*n_out",
                        st.split_align);
     s += "\n";
   }

@@ -132,16 +132,15 @@ std::string compare(const Loaded& l, const Shape& s, const float* k, const float
   const size_t n = size_t(s.hd * s.nh * c.T);
   const float sentinel = -12345.678f;
   std::vector<float> yr(n, sentinel), yj(n, sentinel), yc(n, sentinel);
-  l.ref(q.data(), k, v, yr.data(), s.hd, s.nh, s.nhkv, s.nctx, c.pos0, c.T, c.scale, c.window,
-        c.h0, c.h1);
-  l.fn(q.data(), k, v, yj.data(), s.hd, s.nh, s.nhkv, s.nctx, c.pos0, c.T, c.scale, c.window,
-       c.h0, c.h1);
-  l.cfn(q.data(), k, v, yc.data(), s.hd, s.nh, s.nhkv, s.nctx, c.pos0, c.T, c.scale, c.window,
-        c.h0, c.h1);
+  l.ref(q.data(), k, v, yr.data(), s.hd, s.nh, s.nhkv, s.nctx, c.pos0, c.T, c.scale, c.window, c.h0,
+        c.h1);
+  l.fn(q.data(), k, v, yj.data(), s.hd, s.nh, s.nhkv, s.nctx, c.pos0, c.T, c.scale, c.window, c.h0,
+       c.h1);
+  l.cfn(q.data(), k, v, yc.data(), s.hd, s.nh, s.nhkv, s.nctx, c.pos0, c.T, c.scale, c.window, c.h0,
+        c.h1);
   const std::string where = "hd=" + std::to_string(s.hd) + " nh=" + std::to_string(s.nh) +
-                            " nhkv=" + std::to_string(s.nhkv) +
-                            " nctx=" + std::to_string(s.nctx) + " pos0=" +
-                            std::to_string(c.pos0) + " T=" + std::to_string(c.T) +
+                            " nhkv=" + std::to_string(s.nhkv) + " nctx=" + std::to_string(s.nctx) +
+                            " pos0=" + std::to_string(c.pos0) + " T=" + std::to_string(c.T) +
                             " window=" + std::to_string(c.window) + " heads [" +
                             std::to_string(c.h0) + "," + std::to_string(c.h1) + ")";
   for (size_t i = 0; i < n; ++i) {
@@ -176,8 +175,13 @@ void sweep(const Loaded& l) {
         EXPECT_EQ(compare(l, s, c.k.data(), c.v.data(), q, call), "");
       }
       // Prefill chunks.
-      for (auto [pos0, T] : {std::pair<int64_t, int64_t>{0, 2}, {0, 17}, {3, 5}, {15, 33},
-                             {30, 3}, {0, 64}, {64, 65}}) {
+      for (auto [pos0, T] : {std::pair<int64_t, int64_t>{0, 2},
+                             {0, 17},
+                             {3, 5},
+                             {15, 33},
+                             {30, 3},
+                             {0, 64},
+                             {64, 65}}) {
         if (pos0 + T > s.nctx) continue;
         const Cache c = make_cache(s, pos0 + T, rng);
         const std::vector<float> q = make_q(s, T, 1.0f, rng);
@@ -212,7 +216,7 @@ void edge_data(const Loaded& l) {
         << "query magnitude " << mag;
   }
   std::vector<float> q = make_q(s, 2, 1.0f, rng);
-  q[3] = std::numeric_limits<float>::quiet_NaN();                 // head 0, token 0
+  q[3] = std::numeric_limits<float>::quiet_NaN();                    // head 0, token 0
   q[size_t(s.hd * 5 + 1)] = std::numeric_limits<float>::infinity();  // head 5, token 0
   q[size_t(s.hd * (s.nh + 9))] = -std::numeric_limits<float>::infinity();
   EXPECT_EQ(compare(l, s, c.k.data(), c.v.data(), q, Call{90, 2, 0, 0, s.nh, 0.125f}), "");
@@ -266,8 +270,8 @@ void bad_calls(const Loaded& l) {
   const float sentinel = 7.0f;
   auto untouched = [&](Shape sh, Call cl) {
     std::vector<float> y(size_t(s.hd * s.nh * 4), sentinel);
-    l.fn(q.data(), c.k.data(), c.v.data(), y.data(), sh.hd, sh.nh, sh.nhkv, sh.nctx, cl.pos0,
-         cl.T, cl.scale, cl.window, cl.h0, cl.h1);
+    l.fn(q.data(), c.k.data(), c.v.data(), y.data(), sh.hd, sh.nh, sh.nhkv, sh.nctx, cl.pos0, cl.T,
+         cl.scale, cl.window, cl.h0, cl.h1);
     for (float x : y)
       if (x != sentinel) return false;
     return true;
@@ -285,10 +289,9 @@ void bad_calls(const Loaded& l) {
 // n_ctx <= cells, so the plan never makes this call).
 void cells_bound(const Loaded& l) {
   const int64_t cells = std::stoll(l.map->impl.generator_params.at("cells"));
-  EXPECT_FALSE(l.map->admits({{"n_head", 32}, {"n_head_kv", 4}, {"window", 0},
-                              {"n_ctx", cells + 1}}));
-  EXPECT_TRUE(
-      l.map->admits({{"n_head", 32}, {"n_head_kv", 4}, {"window", 0}, {"n_ctx", cells}}));
+  EXPECT_FALSE(
+      l.map->admits({{"n_head", 32}, {"n_head_kv", 4}, {"window", 0}, {"n_ctx", cells + 1}}));
+  EXPECT_TRUE(l.map->admits({{"n_head", 32}, {"n_head_kv", 4}, {"window", 0}, {"n_ctx", cells}}));
 }
 
 void run_all(const std::string& id) {

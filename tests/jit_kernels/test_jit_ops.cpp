@@ -92,8 +92,8 @@ std::string diff(const std::vector<float>& jit, const std::vector<float>& ref,
                  const std::vector<float>& in1) {
   for (size_t i = 0; i < jit.size(); ++i) {
     if (!same(jit[i], ref[i]))
-      return fmt::format("[{}] inputs {}, {}: jit {} reference {}", i, show(in0[i]),
-                         show(in1[i]), show(jit[i]), show(ref[i]));
+      return fmt::format("[{}] inputs {}, {}: jit {} reference {}", i, show(in0[i]), show(in1[i]),
+                         show(jit[i]), show(ref[i]));
     if (!same(jit[i], c[i]))
       return fmt::format("[{}]: jit {} emitted C {}", i, show(jit[i]), show(c[i]));
   }
@@ -123,8 +123,7 @@ std::string glu_case(const Loaded& l, const std::vector<float>& g, const std::ve
   reinterpret_cast<GluFn>(l.fn)(gi.data(), u.data(), gi.data(), n, T);
   reinterpret_cast<GluFn>(l.fn)(g.data(), ui.data(), ui.data(), n, T);
   for (size_t i = 0; i < cnt; ++i)
-    if (!same(gi[i], yr[i]) || !same(ui[i], yr[i]))
-      return fmt::format("in place [{}] differs", i);
+    if (!same(gi[i], yr[i]) || !same(ui[i], yr[i])) return fmt::format("in place [{}] differs", i);
   return "";
 }
 
@@ -150,8 +149,8 @@ void run_glu(const std::string& id) {
   {  // special values in every position of a 16-group
     const float inf = std::numeric_limits<float>::infinity(),
                 nan = std::numeric_limits<float>::quiet_NaN();
-    const float specials[] = {0.0f, -0.0f, inf, -inf, nan, 1e-45f, -1e-45f, 88.7f, -88.7f,
-                              103.9f, -103.9f, 200.5f, -200.5f, 3e38f, -3e38f, 1.0f};
+    const float specials[] = {0.0f,   -0.0f,  inf,     -inf,   nan,     1e-45f, -1e-45f, 88.7f,
+                              -88.7f, 103.9f, -103.9f, 200.5f, -200.5f, 3e38f,  -3e38f,  1.0f};
     std::vector<float> g(256), u(256);
     for (int i = 0; i < 256; ++i) {
       g[size_t(i)] = specials[i % 16];
@@ -183,8 +182,7 @@ TEST(JitOps, EveryGeneratedProviderHasATest) {
   std::vector<std::string> tested = {"swiglu_f32_f32_16l__avx2", "swiglu_f32_f32_16l__avx512"};
   std::vector<std::string> maps;
   for (const KernelMap& m : real_registry().maps())
-    if (m.op != "linear" && m.op != "attention" && !m.impl.generator.empty())
-      maps.push_back(m.id);
+    if (m.op != "linear" && m.op != "attention" && !m.impl.generator.empty()) maps.push_back(m.id);
   std::sort(maps.begin(), maps.end());
   EXPECT_EQ(maps, tested);
 }
