@@ -70,7 +70,11 @@ struct Engine::Impl {
   std::optional<Graph> graph;
   HostCaps caps;
   Resolution res;
-  nlohmann::json trace;
+  ResolveOptions resolve_options;
+  std::string plan_sha256;
+  // The X-Ray trace, made on first use: it records every rejection of every node (tens of
+  // thousands of entries), which costs more than resolving itself.
+  std::optional<nlohmann::json> trace;
   std::string arch;
   int32_t n_ctx = 0, n_vocab = 0, pos = 0;
   PhasePlan prefill, decode;
@@ -111,7 +115,7 @@ EmitInput Engine::Impl::emit_input() const {
       in.weight_offset[i] = file->tensor(b.tensor)->data - file->bytes().data();
     if (b.kind == BufferKind::State) in.state_slot[i] = in.n_state++;
   }
-  in.plan_sha256 = trace.value("plan_sha256", "");
+  in.plan_sha256 = plan_sha256;
   in.model_name = std::filesystem::path(opt.model_path).filename().string();
   return in;
 }
@@ -210,10 +214,8 @@ bool Engine::Impl::resolve_kernels(std::string* err) {
     }
     caps = *capped;
   }
-  ResolveOptions ro;
-  ro.allow_candidate = opt.allow_candidate;
-  res = resolve(*graph, *registry, caps, ro);
-  trace = xray_trace(res, *graph, *registry, caps, ro);
+  resolve_options.allow_candidate = opt.allow_candidate;
+  res = resolve(*graph, *registry, caps, resolve_options);
   if (!res.ok()) {
     *err = fmt::format("{}: the model does not compile for this host:\n{}", opt.model_path,
                        res.fault_report());
@@ -227,8 +229,7 @@ bool Engine::Impl::build_plans(std::string* err) {
   if (!build_phase_plan(*graph, res, Phase::Prefill, graph->max_tokens, lookup, &prefill, err) ||
       !build_phase_plan(*graph, res, Phase::Decode, 1, lookup, &decode, err))
     return false;
-  trace["plan_sha256"] =
-      sha256_hex(cke::plan_text(*graph, prefill) + cke::plan_text(*graph, decode));
+  plan_sha256 = sha256_hex(cke::plan_text(*graph, prefill) + cke::plan_text(*graph, decode));
   state.resize(graph->buffers.size());
   for (size_t i = 0; i < graph->buffers.size(); ++i)
     if (graph->buffers[i].kind == BufferKind::State)
@@ -263,7 +264,7 @@ bool Engine::Impl::make_backend(std::string* err) {
     // The flags come from this plan's own C; the directory must hold the same plan.
     EmittedC c;
     if (!cke::emit_c(emit_input(), &c, err)) return false;
-    backend = load_emitted_c_backend(opt.run_emitted_dir, c, trace.value("plan_sha256", ""), *graph,
+    backend = load_emitted_c_backend(opt.run_emitted_dir, c, plan_sha256, *graph,
                                      memory(), err);
   }
   if (!backend) return false;
@@ -363,7 +364,12 @@ const EngineStats& Engine::stats() const {
   return impl_->stats;
 }
 const nlohmann::json& Engine::trace() const {
-  return impl_->trace;
+  Impl& m = *impl_;
+  if (!m.trace) {
+    m.trace = xray_trace(m.res, *m.graph, *m.registry, m.caps, m.resolve_options);
+    (*m.trace)["plan_sha256"] = m.plan_sha256;
+  }
+  return *m.trace;
 }
 
 void Engine::rewind(int32_t pos) {

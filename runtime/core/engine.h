@@ -67,7 +67,8 @@ class Engine {
   bool runs_emitted_c() const;
 
   std::string plan_text() const;        // cke-run --plan
-  const nlohmann::json& trace() const;  // X-Ray (cke.xray/1), with the plan's hash
+  // X-Ray (cke.xray/1), with the plan's hash; made on the first call (not thread-safe).
+  const nlohmann::json& trace() const;
 
   struct Impl;
 

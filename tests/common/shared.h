@@ -27,6 +27,8 @@ inline std::string source_path(const std::string& rel) {
 // Skips the current test when a shared file is absent; declares `var` with its full path.
 #define CKE_REQUIRE_SHARED(var, rel)                                                  \
   const std::string var = ::cke::test::shared_path(rel);                             \
-  if (!std::filesystem::exists(var))                                                  \
-  GTEST_SKIP() << "shared test data absent: " << var                                  \
-               << " (set CKE_SHARED or place ../shared beside the repository)"
+  if (!std::filesystem::exists(var)) {                                                \
+    GTEST_SKIP() << "shared test data absent: " << var                                \
+                 << " (set CKE_SHARED or place ../shared beside the repository)";     \
+  }                                                                                   \
+  static_assert(true)

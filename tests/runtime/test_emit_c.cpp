@@ -104,7 +104,9 @@ TEST_P(EmitC, EmittedCIsBitIdenticalToTheJit) {
     const std::string plan = jit->plan_text();
     const int generated = check_generated_kernels_are_emitted(plan, dir);
     for (const char* w : {"-Q8_0", "-Q4_0", "-F32"})
-      if (stem.find(w) != std::string::npos) EXPECT_GT(generated, 0) << plan;
+      if (stem.find(w) != std::string::npos) {
+        EXPECT_GT(generated, 0) << plan;
+      }
     const std::vector<float> want = all_logits(*jit, *ref);
     for (int threads : {1, 2}) {
       auto c = load(ref->model_path, threads, dir, isa);

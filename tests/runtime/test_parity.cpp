@@ -62,7 +62,9 @@ SeqRun run_sequence(Engine& e, const test::RefSequence& s) {
   for (size_t k = 0; k < s.exact.greedy.size(); ++k) {
     const int32_t t = argmax(row.data(), int32_t(nv));
     r.greedy.push_back(t);
-    if (k + 1 < s.exact.greedy.size()) EXPECT_TRUE(e.eval({&t, 1}, &row, true, &err)) << err;
+    if (k + 1 < s.exact.greedy.size()) {
+      EXPECT_TRUE(e.eval({&t, 1}, &row, true, &err)) << err;
+    }
   }
   return r;
 }
@@ -188,7 +190,9 @@ TEST(Stories260K, GreedyTextMatchesLlamaCpp) {
     for (int k = 0; k < 32; ++k) {
       const int32_t t = argmax(logits.data(), e->n_vocab());
       got.push_back(t);
-      if (k < 31) ASSERT_TRUE(e->eval({&t, 1}, &logits, false, &err)) << err;
+      if (k < 31) {
+        ASSERT_TRUE(e->eval({&t, 1}, &logits, false, &err)) << err;
+      }
     }
     EXPECT_EQ(got, c.at("greedy_tokens").get<std::vector<int32_t>>()) << prompt;
     // The reference text is llama.cpp's detokenization of the continuation alone.
