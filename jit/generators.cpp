@@ -3,6 +3,7 @@
 #include <array>
 
 #include "jit/gen_attention.h"
+#include "jit/gen_elementwise.h"
 #include "jit/gen_glu.h"
 #include "jit/gen_linear_f32.h"
 #include "jit/gen_linear_q.h"
@@ -45,8 +46,10 @@ constexpr LinearFn kLinear = nullptr;
 
 constexpr gen::AttentionFn kAttention = nullptr;
 constexpr gen::GluFn kGlu = nullptr;
+constexpr gen::AddFn kAdd = nullptr;
+constexpr gen::KvStoreFn kKvStore = nullptr;
 
-const std::array<Generator, 16> kGenerators = {
+const std::array<Generator, 20> kGenerators = {
     make_generator("linear_q8_0__avx512vnni",
                    "q8_0 linear, ggml vec_dot lanes, 2 rows per zmm, vpdpbusd", kAvx512Vnni,
                    kLinear, &gen::build_linear_q8_0_avx512vnni),
@@ -88,6 +91,14 @@ const std::array<Generator, 16> kGenerators = {
     make_generator("attention_f32__avx2",
                    "attention over the F32 KV cache, ggml non-flash arithmetic, 16 lanes as ymm pairs",
                    kAvx2, kAttention, &gen::build_attention_f32_avx2),
+    make_generator("add_f32__avx512", "elementwise add, 16 lanes per zmm", kAvx512, kAdd,
+                   &gen::build_add_f32_avx512),
+    make_generator("add_f32__avx2", "elementwise add, 16 lanes as ymm pairs", kAvx2, kAdd,
+                   &gen::build_add_f32_avx2),
+    make_generator("kv_store_f32__avx512", "F32 KV cache store: K rows by zmm, V transposed",
+                   kAvx512, kKvStore, &gen::build_kv_store_f32_avx512),
+    make_generator("kv_store_f32__avx2", "F32 KV cache store: K rows by ymm pairs, V transposed",
+                   kAvx2, kKvStore, &gen::build_kv_store_f32_avx2),
     make_generator("swiglu_f32__avx512",
                    "SwiGLU, ggml_vec_swiglu_f32 (ggml_v_expf, true division), 16 lanes per zmm",
                    kAvx512, kGlu, &gen::build_swiglu_f32_avx512),

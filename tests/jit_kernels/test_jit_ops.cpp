@@ -1,4 +1,4 @@
-// Each generated provider of an elementwise op in kernel_maps/ (today: glu) against the
+// Each generated provider of an elementwise op in kernel_maps/ (glu, add, kv_store) against the
 // reference kernel of its contract, and its emitted C against its machine code: every
 // output bit-identical (a NaN matches any NaN), on random rows over the whole range of the
 // op's arithmetic (exp overflow and underflow, subnormal results), special values (±0,
@@ -13,6 +13,7 @@
 #include <limits>
 #include <random>
 
+#include "jit/gen_elementwise.h"
 #include "jit/gen_glu.h"
 #include "jit/kir/kir_c.h"
 #include "jit_test_util.h"
@@ -167,9 +168,84 @@ void run_glu(const std::string& id) {
   }
 }
 
+// ---- add ----
+
+void run_add(const std::string& id) {
+  std::string skip;
+  const Loaded l = load(id, "add", &skip);
+  if (!skip.empty()) GTEST_SKIP() << skip;
+  ASSERT_NE(l.fn, nullptr);
+  ASSERT_NE(l.cfn, nullptr);
+  std::mt19937 rng(37);
+  using jit::gen::AddFn;
+  const float inf = std::numeric_limits<float>::infinity(),
+              nan = std::numeric_limits<float>::quiet_NaN();
+  // Lengths around the 16-lane groups; values with cancellation, specials, subnormals.
+  for (int64_t n : {1, 15, 16, 17, 31, 64, 2048, 2053}) {
+    auto a = glu_inputs(n, -1e3f, 1e3f, rng), b = glu_inputs(n, -1e3f, 1e3f, rng);
+    for (int64_t i = 0; i < n; i += 7) b[size_t(i)] = -a[size_t(i)];
+    const float sp[] = {inf, -inf, nan, 0.0f, -0.0f, 1e-45f, -3e38f, 3e38f};
+    for (int64_t i = 3; i < n; i += 11) a[size_t(i)] = sp[size_t(i) % 8];
+    std::vector<float> yr(size_t(n), 7.0f), yj = yr, yc = yr;
+    reinterpret_cast<AddFn>(l.ref)(a.data(), b.data(), yr.data(), n);
+    reinterpret_cast<AddFn>(l.fn)(a.data(), b.data(), yj.data(), n);
+    reinterpret_cast<AddFn>(l.cfn)(a.data(), b.data(), yc.data(), n);
+    EXPECT_EQ(diff(yj, yr, yc, a, b), "") << "n=" << n;
+    std::vector<float> ai = a;  // in place on a
+    reinterpret_cast<AddFn>(l.fn)(ai.data(), b.data(), ai.data(), n);
+    EXPECT_EQ(diff(ai, yr, ai, a, b), "") << "in place, n=" << n;
+  }
+  std::vector<float> a(4, 1.0f), y(4, 7.0f);
+  reinterpret_cast<AddFn>(l.fn)(a.data(), a.data(), y.data(), 0);
+  for (float v : y) EXPECT_EQ(v, 7.0f) << "n = 0 writes nothing";
+}
+
+// ---- kv_store ----
+
+void run_kv_store(const std::string& id) {
+  std::string skip;
+  const Loaded l = load(id, "kv_store", &skip);
+  if (!skip.empty()) GTEST_SKIP() << skip;
+  ASSERT_NE(l.fn, nullptr);
+  ASSERT_NE(l.cfn, nullptr);
+  std::mt19937 rng(41);
+  using jit::gen::KvStoreFn;
+  for (auto [kv, nctx] : {std::pair<int64_t, int64_t>{256, 64}, {8, 37}, {130, 20}})
+    for (auto [pos0, T] : {std::pair<int64_t, int64_t>{0, 1}, {5, 1}, {0, 7}, {3, 17},
+                           {nctx - 1, 1}, {nctx - 4, 4}, {nctx - 2, 4}, {-1, 1}, {0, 0}}) {
+      const auto k = glu_inputs(kv * std::max<int64_t>(T, 1), -5, 5, rng),
+                 v = glu_inputs(kv * std::max<int64_t>(T, 1), -5, 5, rng);
+      const size_t cache = size_t(kv * nctx);
+      std::vector<float> kr(cache, 9.0f), vr(cache, 9.0f), kj = kr, vj = vr, kc = kr, vcc = vr;
+      reinterpret_cast<KvStoreFn>(l.ref)(k.data(), v.data(), kr.data(), vr.data(), kv, nctx,
+                                         pos0, T);
+      reinterpret_cast<KvStoreFn>(l.fn)(k.data(), v.data(), kj.data(), vj.data(), kv, nctx, pos0,
+                                        T);
+      reinterpret_cast<KvStoreFn>(l.cfn)(k.data(), v.data(), kc.data(), vcc.data(), kv, nctx,
+                                         pos0, T);
+      const std::string where = fmt::format("kv={} n_ctx={} pos0={} T={}", kv, nctx, pos0, T);
+      EXPECT_EQ(0, std::memcmp(kj.data(), kr.data(), cache * 4)) << "K cache, " << where;
+      EXPECT_EQ(0, std::memcmp(vj.data(), vr.data(), cache * 4)) << "V cache, " << where;
+      EXPECT_EQ(0, std::memcmp(kc.data(), kj.data(), cache * 4)) << "K cache (C), " << where;
+      EXPECT_EQ(0, std::memcmp(vcc.data(), vj.data(), cache * 4)) << "V cache (C), " << where;
+    }
+}
+
 }  // namespace
 
 // One TEST per provider id (the name cke-audit looks for).
+TEST(JitOps, add_f32_f32_16l__avx512) {
+  run_add("add_f32_f32_16l__avx512");
+}
+TEST(JitOps, add_f32_f32_16l__avx2) {
+  run_add("add_f32_f32_16l__avx2");
+}
+TEST(JitOps, kv_store_f32_f32_16l__avx512) {
+  run_kv_store("kv_store_f32_f32_16l__avx512");
+}
+TEST(JitOps, kv_store_f32_f32_16l__avx2) {
+  run_kv_store("kv_store_f32_f32_16l__avx2");
+}
 TEST(JitOps, swiglu_f32_f32_16l__avx512) {
   run_glu("swiglu_f32_f32_16l__avx512");
 }
@@ -179,7 +255,9 @@ TEST(JitOps, swiglu_f32_f32_16l__avx2) {
 
 // Every generated provider of ops other than linear and attention has a TEST above.
 TEST(JitOps, EveryGeneratedProviderHasATest) {
-  std::vector<std::string> tested = {"swiglu_f32_f32_16l__avx2", "swiglu_f32_f32_16l__avx512"};
+  std::vector<std::string> tested = {"add_f32_f32_16l__avx2",        "add_f32_f32_16l__avx512",
+                                     "kv_store_f32_f32_16l__avx2",   "kv_store_f32_f32_16l__avx512",
+                                     "swiglu_f32_f32_16l__avx2",     "swiglu_f32_f32_16l__avx512"};
   std::vector<std::string> maps;
   for (const KernelMap& m : real_registry().maps())
     if (m.op != "linear" && m.op != "attention" && !m.impl.generator.empty()) maps.push_back(m.id);
