@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -35,13 +37,20 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 }
 
 // 64-byte aligned, zeroed memory.
+// Zeroed, page-aligned memory from a fresh anonymous mapping: the kernel hands out zero
+// pages as they are first touched, so a 4096-cell KV cache costs nothing until used (no
+// memset of every page at load).
 struct AlignedBuf {
   void* p = nullptr;
+  size_t bytes = 0;
   explicit AlignedBuf(size_t n) {
-    p = std::aligned_alloc(64, std::max<size_t>(64, (n + 63) / 64 * 64));
-    if (p) std::memset(p, 0, std::max<size_t>(64, (n + 63) / 64 * 64));
+    bytes = std::max<size_t>(64, n);
+    void* m = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    p = m == MAP_FAILED ? nullptr : m;
   }
-  ~AlignedBuf() { std::free(p); }
+  ~AlignedBuf() {
+    if (p) munmap(p, bytes);
+  }
   AlignedBuf(const AlignedBuf&) = delete;
   AlignedBuf& operator=(const AlignedBuf&) = delete;
 };
@@ -231,9 +240,16 @@ bool Engine::Impl::build_plans(std::string* err) {
     return false;
   plan_sha256 = sha256_hex(cke::plan_text(*graph, prefill) + cke::plan_text(*graph, decode));
   state.resize(graph->buffers.size());
-  for (size_t i = 0; i < graph->buffers.size(); ++i)
-    if (graph->buffers[i].kind == BufferKind::State)
-      state[i] = std::make_unique<AlignedBuf>(buffer_bytes(graph->buffers[i], graph->max_tokens));
+  for (size_t i = 0; i < graph->buffers.size(); ++i) {
+    if (graph->buffers[i].kind != BufferKind::State) continue;
+    const size_t bytes = buffer_bytes(graph->buffers[i], graph->max_tokens);
+    state[i] = std::make_unique<AlignedBuf>(bytes);
+    if (!state[i]->p) {
+      *err = fmt::format("out of memory for {} ({} bytes; -c sets the context)",
+                         graph->buffers[i].label(), bytes);
+      return false;
+    }
+  }
   arena = std::make_unique<AlignedBuf>(std::max(prefill.arena_bytes, decode.arena_bytes));
   if (!arena->p) {
     *err = "out of memory for the activation arena";
