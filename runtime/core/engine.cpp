@@ -203,6 +203,20 @@ bool Engine::Impl::build_graph(GgufFacts& facts, std::string* err) {
     *err = opt.model_path + ": " + format_errors(errors);
     return false;
   }
+  // Every tensor of the file must be one the circuit reads, as llama.cpp refuses a file
+  // with tensors it did not create: a tensor nobody computes with means the circuit is not
+  // this model (e.g. block_count smaller than the blocks in the file).
+  std::set<std::string_view> used;
+  for (const GraphBuffer& b : graph->buffers)
+    if (b.kind == BufferKind::Weight) used.insert(b.tensor);
+  for (const gguf::TensorInfo& t : file->tensors())
+    if (!used.count(t.name)) {
+      *err = fmt::format(
+          "{}: tensor '{}' is not read by circuit {} ({} of the file's {} tensors are): the "
+          "file holds a model the circuit does not describe",
+          opt.model_path, t.name, graph->circuit_file, used.size(), file->tensors().size());
+      return false;
+    }
   if (auto v = graph->value("n_vocab"); v && v->is_int()) n_vocab = int32_t(v->i);
   if (n_vocab != tok->n_vocab()) {
     *err = fmt::format("{}: the output has {} rows but the tokenizer has {} tokens", opt.model_path,

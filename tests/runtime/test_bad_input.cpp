@@ -76,6 +76,23 @@ TEST(BadModel, MissingTensorIsNamed) {
   EXPECT_NE(err.find("llama.yaml"), std::string::npos) << err;  // the circuit that needs it
 }
 
+// A file with tensors the circuit does not read is another model than the circuit says:
+// here block_count = 3 while blk.3.* and blk.4.* are in the file.
+TEST(BadModel, UnreadTensorIsNamed) {
+  CKE_REQUIRE_SHARED(src, "models/stories260K.gguf");
+  auto path = rewrite(
+      src, "unread",
+      [](std::string_view k, gguf::Writer& w, const gguf::Value&) {
+        if (k != "llama.block_count") return false;
+        w.add_u32("llama.block_count", 3);
+        return true;
+      },
+      keep_tensor);
+  const std::string err = load_error(path);
+  EXPECT_NE(err.find("tensor 'blk.3."), std::string::npos) << err;
+  EXPECT_NE(err.find("is not read by circuit"), std::string::npos) << err;
+}
+
 TEST(BadModel, WrongShapeIsNamed) {
   CKE_REQUIRE_SHARED(src, "models/stories260K.gguf");
   auto path = rewrite(src, "shape", keep_kv, [](const gguf::TensorInfo& t, gguf::Writer& w) {
