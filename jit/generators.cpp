@@ -7,6 +7,7 @@
 #include "jit/gen_glu.h"
 #include "jit/gen_linear_f32.h"
 #include "jit/gen_linear_q.h"
+#include "jit/gen_linear_q4_K.h"
 #include "jit/gen_linear_q6_K.h"
 #include "jit/jit_runtime.h"
 #include "jit/kir/kir_asmjit.h"
@@ -49,7 +50,7 @@ constexpr gen::GluFn kGlu = nullptr;
 constexpr gen::AddFn kAdd = nullptr;
 constexpr gen::KvStoreFn kKvStore = nullptr;
 
-const std::array<Generator, 20> kGenerators = {
+const std::array<Generator, 22> kGenerators = {
     make_generator("linear_q8_0__avx512vnni",
                    "q8_0 linear, ggml vec_dot lanes, 2 rows per zmm, vpdpbusd", kAvx512Vnni,
                    kLinear, &gen::build_linear_q8_0_avx512vnni),
@@ -62,6 +63,9 @@ const std::array<Generator, 20> kGenerators = {
     make_generator("linear_q6_K__avx512vnni",
                    "q6_K linear, ggml vec_dot_q6_K lanes, two chunks per zmm, vpdpbusd",
                    kAvx512Vnni, kLinear, &gen::build_linear_q6_K_avx512vnni),
+    make_generator("linear_q4_Kx8__avx512vnni",
+                   "q4_K linear, ggml's repacked q4_K_8x8 gemm/gemv, one lane per row of 16",
+                   kAvx512Vnni, kLinear, &gen::build_linear_q4_Kx8_avx512vnni),
     make_generator("linear_f32__avx512",
                    "f32 linear, ggml_vec_dot_f32 4x16 accumulators, reduce_add tree", kAvx512,
                    kLinear, &gen::build_linear_f32_avx512),
@@ -76,6 +80,9 @@ const std::array<Generator, 20> kGenerators = {
     make_generator("linear_q6_K__avx2",
                    "q6_K linear, ggml vec_dot_q6_K lanes, one chunk per ymm, vpmaddubsw", kAvx2,
                    kLinear, &gen::build_linear_q6_K_avx2),
+    make_generator("linear_q4_Kx8__avx2",
+                   "q4_K linear, ggml's repacked q4_K_8x8 gemm/gemv, one lane per row of 8", kAvx2,
+                   kLinear, &gen::build_linear_q4_Kx8_avx2),
     make_generator("linear_f32__avx2",
                    "f32 linear, the AVX-512 build's 4x16 lanes as ymm pairs, reduce_add tree",
                    kAvx2, kLinear, &gen::build_linear_f32_avx2),

@@ -147,6 +147,13 @@ V Builder::stack(int64_t bytes, const std::string& name) {
   emit(Op::Stack, d).imm = bytes;
   return d;
 }
+void Builder::ptr_align(V d, V a, int64_t align) {
+  need(d, Kind::Ptr, "ptr_align");
+  need(a, Kind::Ptr, "ptr_align");
+  if (align < 1 || (align & (align - 1)) != 0 || align > 4096)
+    throw std::logic_error("kir: ptr_align to a power of two up to 4096");
+  emit(Op::Align, d, a).imm = align;
+}
 
 void Builder::for_(V var, V begin, V end, V step) {
   need(var, Kind::I64, "for");
@@ -281,6 +288,10 @@ void Builder::vcopy(V d, V a) {
   need_vec(a, type(d).bits, "vcopy");
   emit(Op::VCopy, d, a);
 }
+void Builder::vprefetch(Mem m) {
+  need_mem(m);
+  emit(Op::VPrefetch).mem = m;
+}
 
 #define KIR_V2(fn, OP)              \
   void Builder::fn(V d, V a, V b) { \
@@ -292,6 +303,7 @@ void Builder::vcopy(V d, V a) {
 KIR_V2(vand, VAnd)
 KIR_V2(vsub_i8, VSubI8)
 KIR_V2(vadd_i32, VAddI32)
+KIR_V2(vadd_i16, VAddI16)
 KIR_V2(vsign_i8, VSignI8)
 KIR_V2(vmaddubs_w, VMaddUbsW)
 KIR_V2(vmadd_wd, VMaddWd)
@@ -361,6 +373,11 @@ void Builder::vsll_i32(V d, V a, int imm) {
   need_vec(a, type(d).bits, "vsll_i32");
   emit(Op::VSllI32, d, a).imm = imm;
 }
+void Builder::vsrl_i32(V d, V a, int imm) {
+  need_vec(d, 0, "vsrl_i32");
+  need_vec(a, type(d).bits, "vsrl_i32");
+  emit(Op::VSrlI32, d, a).imm = imm;
+}
 void Builder::vperm_d(V d, V a, V idx) {
   need_vec(d, 0, "vperm_d");
   if (type(d).bits < 256) throw std::logic_error("kir: vperm_d needs 256 or 512 bits");
@@ -403,6 +420,13 @@ void Builder::vshuf128(V d, V a, V b, int imm) {
   need_vec(a, 512, "vshuf128");
   need_vec(b, 512, "vshuf128");
   emit(Op::VShuf128, d, a, b).imm = imm;
+}
+void Builder::vcombine128(V d, V a, V b, int imm) {
+  need_vec(d, 256, "vcombine128");
+  need_vec(a, 256, "vcombine128");
+  need_vec(b, 256, "vcombine128");
+  if (imm < 0 || imm > 3) throw std::logic_error("kir: vcombine128 selects with 2 bits");
+  emit(Op::VCombine128, d, a, b).imm = imm;
 }
 void Builder::vcvt_f16_f32(V d, V a) {
   need_vec(d, 0, "vcvt_f16_f32");

@@ -64,6 +64,7 @@ enum class Op : uint8_t {
   Min,     // d = min(a, b) (signed)
   PtrAdd,  // d(ptr) = a(ptr) + b(i64) * imm
   Stack,   // d(ptr) = a frame buffer of imm bytes, 16-byte aligned
+  Align,   // d(ptr) = a(ptr) rounded up to a multiple of imm (a power of two)
   // structured control flow
   For,     // for (d = a; d < b; d += c) {     (c an i64 value)
   EndFor,  // }
@@ -88,10 +89,12 @@ enum class Op : uint8_t {
   VExtract,    // d = block imm (of d's width) of a
   VView,       // d = the low bits(d) of a, read-only alias (class may differ)
   VCopy,       // d = a
+  VPrefetch,   // a hint to load mem's cache line (prefetcht0): no value, never faults
   // vectors: integer arithmetic (lane sizes in the name)
   VAnd,       // d = a & b
   VSubI8,     // d = a - b (wrapping bytes)
   VAddI32,    // d = a + b
+  VAddI16,    // d = a + b (wrapping, per 16 bits)
   VAbsI8,     // d = |a| (-128 stays 0x80)
   VSignI8,    // d = vpsignb(a, b): a negated where b < 0, zeroed where b == 0 (<= 256 bits)
   VSrlI16,    // d = a >> imm (logical, per 16 bits)
@@ -104,6 +107,7 @@ enum class Op : uint8_t {
   VMulLoI32,  // d = low 32 bits of a * b per dword
   VSllI16,    // d = a << imm (per 16 bits)
   VSllI32,    // d = a << imm (per 32 bits)
+  VSrlI32,    // d = a >> imm (logical, per 32 bits)
   VPermD,     // d[i] = a[b[i]] (dwords; b holds lane indices) (256 or 512 bits)
   VSxBD,      // d = the low int8 lanes of a (128 bits) sign-extended to int32 (d: 256/512)
   VSxBW,      // d = int8 lanes of a (128 bits) sign-extended to int16 (d: 256 bits)
@@ -115,6 +119,7 @@ enum class Op : uint8_t {
   VUnpackLo64,
   VUnpackHi64,  // per 128-bit block
   VShuf128,     // d = vshuf{f,i}32x4(a, b, imm) (512) / vperm2 style not used
+  VCombine128,  // d (256) = [128-bit block (imm & 1) of a, block (imm >> 1 & 1) of b]
   // vectors: float arithmetic (f32 lanes)
   VCvtI32F32,  // d = float(a) (round to nearest even)
   VCvtF16F32,  // d = f32 of the low fp16 lanes of a (a has half d's bits, >= 128)
@@ -221,6 +226,7 @@ class Builder {
   void min(V d, V a, V b);
   void ptr_add(V d, V base, V index, int64_t scale);
   V stack(int64_t bytes, const std::string& name);
+  void ptr_align(V d, V a, int64_t align);
 
   // control flow
   void for_(V var, V begin, V end, V step);
@@ -248,9 +254,11 @@ class Builder {
   void vextract(V d, V a, int block);
   V view(V a, int bits, Cls cls);
   void vcopy(V d, V a);
+  void vprefetch(Mem m);
   void vand(V d, V a, V b);
   void vsub_i8(V d, V a, V b);
   void vadd_i32(V d, V a, V b);
+  void vadd_i16(V d, V a, V b);
   void vabs_i8(V d, V a);
   void vsign_i8(V d, V a, V b);
   void vsrl_i16(V d, V a, int imm);
@@ -263,6 +271,7 @@ class Builder {
   void vmullo_i32(V d, V a, V b);
   void vsll_i16(V d, V a, int imm);
   void vsll_i32(V d, V a, int imm);
+  void vsrl_i32(V d, V a, int imm);
   void vperm_d(V d, V a, V idx);
   void vsx_bd(V d, V a);
   void vsx_bw(V d, V a);
@@ -274,6 +283,7 @@ class Builder {
   void vunpack_lo64(V d, V a, V b);
   void vunpack_hi64(V d, V a, V b);
   void vshuf128(V d, V a, V b, int imm);
+  void vcombine128(V d, V a, V b, int imm);
   void vcvt_i32_f32(V d, V a);
   void vcvt_f16_f32(V d, V a);
   void vadd_f(V d, V a, V b);

@@ -214,6 +214,11 @@ class FuncLowering {
         cc_.lea(g(d), s);
         break;
       }
+      case Op::Align:
+        if (d.id != a.id) cc_.mov(g(d), g(a));
+        cc_.add(g(d), in.imm - 1);
+        cc_.and_(g(d), -in.imm);
+        break;
       case Op::For: {
         Block bl{true, cc_.newLabel(), cc_.newLabel(), d, b, c};
         cc_.mov(g(d), g(a));
@@ -337,6 +342,9 @@ class FuncLowering {
       case Op::VCopy:
         cc_.vmovaps(x(d), x(a));
         break;
+      case Op::VPrefetch:
+        cc_.prefetcht0(mem(in.mem, 1));
+        break;
       case Op::VAnd:
         if (avx512_)
           cc_.vpandd(x(d), x(a), x(b));
@@ -348,6 +356,9 @@ class FuncLowering {
         break;
       case Op::VAddI32:
         cc_.vpaddd(x(d), x(a), x(b));
+        break;
+      case Op::VAddI16:
+        cc_.vpaddw(x(d), x(a), x(b));
         break;
       case Op::VAbsI8:
         cc_.vpabsb(x(d), x(a));
@@ -388,6 +399,9 @@ class FuncLowering {
         break;
       case Op::VSllI32:
         cc_.vpslld(x(d), x(a), in.imm);
+        break;
+      case Op::VSrlI32:
+        cc_.vpsrld(x(d), x(a), in.imm);
         break;
       case Op::VPermD:
         cc_.vpermd(x(d), x(b), x(a));  // vpermd dst, idx, src
@@ -431,6 +445,12 @@ class FuncLowering {
         break;
       case Op::VUnpackHi64:
         cc_.vpunpckhqdq(x(d), x(a), x(b));
+        break;
+      case Op::VCombine128:
+        if (avx512_)  // registers 16-31 need the EVEX form
+          cc_.vshufi64x2(x(d), x(a), x(b), in.imm);
+        else
+          cc_.vperm2i128(x(d), x(a), x(b), (in.imm & 1) | ((2 | (in.imm >> 1 & 1)) << 4));
         break;
       case Op::VShuf128:
         cc_.vshufi32x4(x(d), x(a), x(b), in.imm);

@@ -201,6 +201,10 @@ class FuncRender {
       case Op::Stack:
         line(fmt::format("{0} = {0}_buf;", name(d)));
         break;
+      case Op::Align:
+        line(fmt::format("{} = (uint8_t*)(((uintptr_t){} + {}u) & ~(uintptr_t){}u);", name(d),
+                         name(a), in.imm - 1, in.imm - 1));
+        break;
       case Op::For:
         line(fmt::format("for ({0} = {1}; {0} < {2}; {0} += {3}) {{", name(d), name(a), name(b),
                          name(c)));
@@ -301,6 +305,9 @@ class FuncRender {
       case Op::VCopy:
         set(d, opnd(a, ty(d).cls), ty(d).cls);
         break;
+      case Op::VPrefetch:
+        line(fmt::format("_mm_prefetch((const char*){}, _MM_HINT_T0);", addr(in.mem)));
+        break;
       case Op::VAnd:
         set(d, fmt::format("{}_and_{}({}, {})", p, SI(w), i(a), i(b)), Cls::I);
         break;
@@ -309,6 +316,9 @@ class FuncRender {
         break;
       case Op::VAddI32:
         set(d, fmt::format("{}_add_epi32({}, {})", p, i(a), i(b)), Cls::I);
+        break;
+      case Op::VAddI16:
+        set(d, fmt::format("{}_add_epi16({}, {})", p, i(a), i(b)), Cls::I);
         break;
       case Op::VAbsI8:
         set(d, fmt::format("{}_abs_epi8({})", p, i(a)), Cls::I);
@@ -350,6 +360,9 @@ class FuncRender {
       case Op::VSllI32:
         set(d, fmt::format("{}_slli_epi32({}, {})", p, i(a), in.imm), Cls::I);
         break;
+      case Op::VSrlI32:
+        set(d, fmt::format("{}_srli_epi32({}, {})", p, i(a), in.imm), Cls::I);
+        break;
       case Op::VPermD:
         if (w == 512)
           set(d, fmt::format("_mm512_permutexvar_epi32({}, {})", i(b), i(a)), Cls::I);
@@ -386,6 +399,12 @@ class FuncRender {
         break;
       case Op::VUnpackHi64:
         set(d, fmt::format("{}_unpackhi_epi64({}, {})", p, i(a), i(b)), Cls::I);
+        break;
+      case Op::VCombine128:
+        set(d,
+            fmt::format("_mm256_permute2x128_si256({}, {}, 0x{:02X})", i(a), i(b),
+                        (in.imm & 1) | ((2 | (in.imm >> 1 & 1)) << 4)),
+            Cls::I);
         break;
       case Op::VShuf128:
         set(d, fmt::format("_mm512_shuffle_i32x4({}, {}, 0x{:02X})", i(a), i(b), in.imm), Cls::I);

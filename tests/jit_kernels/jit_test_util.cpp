@@ -111,6 +111,42 @@ std::vector<uint8_t> make_weights(DType t, int64_t K, int64_t N, WeightStyle s, 
       }
     return w;
   }
+  if (t == DType::Q4_K) {
+    // qs: any nibbles (Extreme: 0 or 15); 6-bit scales and mins packed as ggml packs them
+    // (Extreme: 63 or 0); d, dmin: as the other formats' scales (Extreme: +-65504).
+    auto scale = [&] {
+      return s == WeightStyle::Extreme ? f16(byte(rng) & 1 ? 65504.0f : -65504.0f)
+             : (s == WeightStyle::SpecialScale && rare(rng)) ? f16(special_value(rng))
+                                                             : f16(random_scale(rng));
+    };
+    for (int64_t r = 0; r < N; ++r)
+      for (int64_t b = 0; b < K / 256; ++b) {
+        auto* blk = reinterpret_cast<block_q4_K*>(w.data() + size_t(r) * rb) + b;
+        for (auto& v : blk->qs)
+          v = uint8_t(s == WeightStyle::Extreme
+                          ? (byte(rng) & 1 ? 0xFF : (byte(rng) & 1 ? 0xF0 : 0x0F))
+                          : byte(rng));
+        uint8_t sc[8], mn[8];
+        for (int j = 0; j < 8; ++j) {
+          sc[j] = uint8_t(s == WeightStyle::Extreme ? (byte(rng) & 1 ? 63 : 0) : byte(rng) & 63);
+          mn[j] = uint8_t(s == WeightStyle::Extreme ? (byte(rng) & 1 ? 63 : 0) : byte(rng) & 63);
+        }
+        std::memset(blk->scales, 0, sizeof blk->scales);
+        for (int j = 0; j < 8; ++j) {  // ggml's make_qkx2 packing (quant_q4k_q5k.cpp)
+          if (j < 4) {
+            blk->scales[j] = sc[j];
+            blk->scales[j + 4] = mn[j];
+          } else {
+            blk->scales[j + 4] = uint8_t((sc[j] & 0xF) | ((mn[j] & 0xF) << 4));
+            blk->scales[j - 4] = uint8_t(blk->scales[j - 4] | ((sc[j] >> 4) << 6));
+            blk->scales[j - 0] = uint8_t(blk->scales[j - 0] | ((mn[j] >> 4) << 6));
+          }
+        }
+        blk->d = scale();
+        blk->dmin = scale();
+      }
+    return w;
+  }
   const bool q8 = t == DType::Q8_0;
   const int64_t bb = q8 ? int64_t(sizeof(block_q8_0)) : int64_t(sizeof(block_q4_0));
   for (int64_t r = 0; r < N; ++r)

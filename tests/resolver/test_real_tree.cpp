@@ -195,8 +195,9 @@ TEST(RealTree, QuantizedWeightsPickTheirContracts) {
                                                          : "linear_q4_0_f32_4x2__avx2");
       EXPECT_EQ(s.contract->id, "linear.q4_0.ggml");
     }
-    if (label == "blk.1.ffn_down") {
-      EXPECT_EQ(s.provider->id, "linear_f16_f32__ref");
+    if (label == "blk.1.ffn_down") {  // f16: the generated f32-lane tiles, 1x1 at AVX2
+      EXPECT_EQ(s.provider->id, "linear_f16_f32_1x1__avx2");
+      EXPECT_EQ(s.contract->id, "linear.f16.ggml");
       EXPECT_EQ(s.contract->activation_quant, DType::F16);
     }
   }

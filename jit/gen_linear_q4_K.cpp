@@ -1,0 +1,580 @@
+// Generated linear kernels for Q4_K weights, contract linear.q4_Kx8.ggml (ggml's repacked
+// q4_K_8x8 gemm/gemv, kernels/ref/linear_dot_repack.cpp q4_K_8x8): a tile of weight rows
+// with ONE INT32 LANE PER ROW, as the q4_0 gemm16 (gen_linear_q_rows16.cpp). AVX-512 VNNI:
+// 16 rows per zmm; AVX2: 8 rows per ymm.
+//
+// Layout. Per super-block (256 elements; row block: d, dmin, 12 bytes of packed 6-bit scales
+// and mins, 128 bytes of nibbles) and 64-element chunk c, the 32 quant bytes of the tile's
+// rows are transposed once for all tokens of the tile (dword unpacks and 128-bit shuffles):
+// Q_d (d = 0..7) holds in lane r dword d of row r's chunk, i.e. elements 4d..4d+3 of
+// sub-block 2c (low nibbles, W_lo_d) and of sub-block 2c+1 (high nibbles, W_hi_d). A token's
+// sub-block sum is then, with its activation dword d broadcast to every lane, 8 vpdpbusd of
+// W_d (unsigned 0..15) by it (signed int8) — AVX2: 8 vpmaddubsw, 7 vpaddw, 1 vpmaddwd by 1s,
+// exact too: a 16-bit lane sums 16 products of at most 15 * 128 — giving s_j per row, exact,
+// with no horizontal sum. Rows stay in natural lane order.
+//
+// Why the bits are the reference's. The contract wants, per granule (gemm: one chunk =
+// sub-blocks 2c, 2c+1; gemv: the whole super-block), acc = fma(float(isum), fl(d_w*d_a), acc)
+// with isum = sum_j sc_j * s_j, and accmin = fma(float(imin), fl(dmin_w*d_a), accmin) with
+// imin = sum_j m_j * (bsums[2j] + bsums[2j+1]); the result is acc - accmin. All integers here
+// are small: |s_j| <= 32*15*128 = 61440, sc_j, m_j <= 63, |bsum32| <= 4096, so every product
+// sc_j * s_j (< 2^22) and m_j * bsum32_j, and every sum of at most 4 of the former (< 2^24)
+// or 8 of the latter (< 2^21) is an integer below 2^24: exact in f32. So the integer sums are
+// formed in f32 with FMAs (s_j converted exactly, sc_j, m_j, bsum32_j as exact floats): a
+// chain starting from +0 computes the exact value, and as +0 + (-0) = +0 it is never -0, i.e.
+// it IS float(isum) / float(imin), bit for bit. The gemv's 8-sub-block isum (up to 2^25) is
+// two exact 4-term chains and one f32 add: one rounding of the exact sum to nearest even,
+// which is vcvtdq2ps(isum). Then the two FMAs per granule and the final subtraction are the
+// contract's own operations, in its order, one float lane per output. (FMAs instead of
+// vpmulld keep the integer ports for the dot products.)
+//
+// Scales and mins: the rows' 16-byte block heads (d|dmin, 3 dwords of packed scales) are
+// transposed to one dword per lane the same way, ggml's utmp unpacking (lanes::unpack_scales_k4)
+// runs lane by lane (its 32-bit shifts only move bits that its byte masks then keep within a
+// byte, so 16-bit shifts compute it), and each 6-bit value becomes an f32 lane vector.
+//
+// Tokens: a tile takes up to 8 (two groups of 4 from one moving pointer each); the first
+// n_gemm of them use the gemm granule, the next n_gemv the gemv granule (the entry's grid gives
+// the tokens past the last whole 4 to the gemv, as the contract splits them). Float
+// accumulators and per-token/per-block factors live in an aligned frame buffer (the W vectors
+// fill half the register file). Rows past nrows - 1 re-read row nrows - 1 (never past the
+// buffer); their lanes are not stored.
+#include "jit/gen_linear_q4_K.h"
+
+#include <fmt/format.h>
+
+#include <cstddef>
+#include <stdexcept>
+#include <vector>
+
+#include "jit/gen_tile.h"
+#include "kernels/formats/blocks.h"
+
+namespace cke::jit::gen {
+namespace {
+
+using kir::Builder;
+using kir::Cls;
+using kir::Kind;
+using kir::Mem;
+using kir::V;
+
+constexpr int kWBlock = int(sizeof(block_q4_K));  // 144
+constexpr int kWQs = int(offsetof(block_q4_K, qs));
+constexpr int kABlock = int(sizeof(block_q8_K));  // 292
+constexpr int kAQs = int(offsetof(block_q8_K, qs));
+constexpr int kABsums = int(offsetof(block_q8_K, bsums));
+static_assert(offsetof(block_q4_K, d) == 0 && offsetof(block_q4_K, dmin) == 2 &&
+              offsetof(block_q4_K, scales) == 4 && offsetof(block_q8_K, d) == 0);
+// The tile reads its rows super-block by super-block, 16 (8) streams a row apart that hardware
+// prefetchers follow poorly: each row's super-block kPrefetch ahead is prefetched (decode
+// streams weights from DRAM ~1.2x faster with it, on this Xeon).
+constexpr int kPrefetch = 2;
+
+// Frame buffer slots of one vector each: the super-block's f32 scales sc_j and mins m_j, the
+// AVX2 tile's W_hi (it keeps only W_lo in registers), a store scratch, then per token: acc,
+// accmin, fl(d_w*d_a), fl(dmin_w*d_a), two partial isums (the gemv's 4-sub-block chains; the
+// gemm's chunk between the AVX2 passes), and the 8 bsum32_j as f32.
+constexpr int kSc = 0, kMn = 8, kWhi = 16, kScratch = 24, kTok0 = 25;
+constexpr int kAcc = 0, kAccMin = 1, kD = 2, kDMin = 3, kPartA = 4, kPartB = 5, kB32 = 6,
+              kTokSlots = 7;
+
+class Tile {
+ public:
+  Tile(kir::Module& m, const std::string& name, bool avx512, int n_gemm, int n_gemv)
+      : b_(open_tile(m, name)),
+        a_(begin_tile(b_)),
+        avx512_(avx512),
+        rows_(avx512 ? 16 : 8),
+        bits_(avx512 ? 512 : 256),
+        n_gemm_(n_gemm),
+        tokens_(n_gemm + n_gemv) {
+    if (tokens_ < 1 || tokens_ > 8) throw std::logic_error("kir: q4_K tile takes 1..8 tokens");
+  }
+
+  int build();
+
+ private:
+  int vb() const { return bits_ / 8; }
+  Mem slot(int s, int disp = 0) const { return Mem{frame_, {}, 1, s * vb() + disp}; }
+  Mem tok(int t, int s, int disp = 0) const { return slot(kTok0 + t * kTokSlots + s, disp); }
+  Mem act(int t, int32_t disp) const { return tr_[t / 4].at(t % 4, disp); }
+  Mem row(int r, int32_t disp) const { return Mem{wb_, roff_[size_t(r)], 1, disp}; }
+  V vec(const char* n, Cls c = Cls::I) { return b_.vec(bits_, c, n); }
+  V splat(const char* n, uint32_t v) {
+    V x = vec(n);
+    b_.vsplat32(x, v);
+    return x;
+  }
+  bool gemm(int t) const { return t < n_gemm_; }
+  int part_slot(int t, int c) const { return gemm(t) || c < 2 ? kPartA : kPartB; }
+
+  void heads();
+  void scales(V u0, V u1, V u2);
+  void token_factors();
+  void transpose_chunk(int c, V q[8]);
+  void chunk_avx512(int c, V q[8]);
+  void chunk_avx2(int c, V q[8]);
+  V start_part(int t, int c);
+  void finish(int t, int c, V part, const V fmn[2]);
+  void store();
+
+  Builder b_;
+  TileArgs a_;
+  bool avx512_;
+  int rows_, bits_, n_gemm_, tokens_;
+  std::vector<V> roff_;
+  V frame_, wb_, dw_, dminw_, even_odd_;
+  TokenRows tr_[2];
+};
+
+int Tile::build() {
+  Builder& b = b_;
+  // Byte offsets of the rows from w, clamped to nrows - 1.
+  {
+    V last = b.i64("last"), i = b.i64("i");
+    b.addi(last, a_.nrows, -1);
+    for (int r = 0; r < rows_; ++r) {
+      roff_.push_back(b.i64("roff"));
+      b.movi(i, r);
+      b.min(i, i, last);
+      b.mul(roff_.back(), i, a_.rb);
+    }
+  }
+  // Aligned to the vector size: its loads and stores split no cache line.
+  frame_ = b.ptr("frame");
+  b.ptr_align(frame_, b.stack((kTok0 + tokens_ * kTokSlots + 1) * vb(), "frame_raw"), vb());
+
+  tr_[0] = token_rows(b, a_.a, a_.as, std::min(tokens_, 4));
+  if (tokens_ > 4) {
+    V a4 = b.ptr("act4"), s4 = b.i64("s4");
+    b.muli(s4, a_.as, 4);
+    b.ptr_add(a4, a_.a, s4, 1);
+    tr_[1] = token_rows(b, a4, a_.as, tokens_ - 4);
+  }
+  {
+    V z = vec("z", Cls::F);
+    b.vzero(z);
+    for (int t = 0; t < tokens_; ++t) {
+      b.vstore(tok(t, kAcc), z);
+      b.vstore(tok(t, kAccMin), z);
+    }
+  }
+
+  {
+    const uint32_t n = uint32_t(rows_);  // f32 lanes per vector
+    std::vector<uint32_t> eo;
+    for (uint32_t l = 0; l < n; ++l) eo.push_back(l < n / 2 ? 2 * l : 2 * (l - n / 2) + 1);
+    even_odd_ = vec("even_odd");
+    b.vconst32(even_odd_, eo);
+  }
+  V off = b.i64("off"), end = b.i64("end");
+  wb_ = b.ptr("wb");
+  b.muli(end, a_.n, kWBlock);
+  b.for_(off, b.imm(0, "zero_i"), end, b.imm(kWBlock, "block_bytes"));
+  b.ptr_add(wb_, a_.w, off, 1);  // this super-block of row 0; row r at wb + roff[r]
+  // The rows' super-block kPrefetch ahead, if the rows have it.
+  V ahead = b.i64("ahead");
+  b.addi(ahead, off, kPrefetch * kWBlock);
+  b.if_(ahead, kir::Cmp::LT, end);
+  for (int r = 0; r < rows_; ++r)
+    for (int l = 0; l < kWBlock; l += 64) b.vprefetch(row(r, kPrefetch * kWBlock + l));
+  b.end_if();
+  heads();
+  token_factors();
+  for (int c = 0; c < 4; ++c) {
+    V q[8];
+    transpose_chunk(c, q);
+    if (avx512_)
+      chunk_avx512(c, q);
+    else
+      chunk_avx2(c, q);
+  }
+  b.addi(tr_[0].base, tr_[0].base, kABlock);
+  if (tokens_ > 4) b.addi(tr_[1].base, tr_[1].base, kABlock);
+  b.end_for();
+  store();
+  return b.index();
+}
+
+// The block heads, one dword per lane: H_i's 128-bit block k = row 4k + i; the 4x4 dword
+// transposes within 128-bit blocks give lane r = dword of row r. Then d and dmin as f32
+// lanes, the scales and mins into the frame.
+void Tile::heads() {
+  Builder& b = b_;
+  const int blocks = rows_ / 4;
+  V H[4];
+  for (int i = 0; i < 4; ++i) {
+    H[i] = vec("H");
+    b.vbcast128(H[i], row(i, 0));
+    for (int k = 1; k < blocks; ++k) {
+      V x = b.vec(128, Cls::I, "head");
+      b.vload(x, row(4 * k + i, 0));
+      b.vinsert(H[i], H[i], x, k);
+    }
+  }
+  V lo01 = vec("lo01"), hi01 = vec("hi01"), lo23 = vec("lo23"), hi23 = vec("hi23");
+  b.vunpack_lo32(lo01, H[0], H[1]);
+  b.vunpack_hi32(hi01, H[0], H[1]);
+  b.vunpack_lo32(lo23, H[2], H[3]);
+  b.vunpack_hi32(hi23, H[2], H[3]);
+  V dd = vec("d_dmin"), u0 = vec("u0"), u1 = vec("u1"), u2 = vec("u2");
+  b.vunpack_lo64(dd, lo01, lo23);  // lane r: d | dmin << 16 of row r
+  b.vunpack_hi64(u0, lo01, lo23);  // scales bytes 0-3
+  b.vunpack_lo64(u1, hi01, hi23);  // 4-7
+  b.vunpack_hi64(u2, hi01, hi23);  // 8-11
+
+  // d and dmin: the fp16 pairs of each half as f32 [d, dmin, d, dmin, ...], split by vpermd
+  // into [d of the half | dmin of the half], then the halves joined by 128-bit shuffles.
+  const int hb = bits_ / 2;
+  V ddh = b.vec(hb, Cls::I, "d_dmin_hi"), f0 = vec("f0", Cls::F), f1 = vec("f1", Cls::F),
+    p0 = vec("p0", Cls::F), p1 = vec("p1", Cls::F);
+  b.vextract(ddh, dd, 1);
+  b.vcvt_f16_f32(f0, b.view(dd, hb, Cls::I));
+  b.vcvt_f16_f32(f1, ddh);
+  b.vperm_d(p0, f0, even_odd_);  // [d rows of half 0, dmin rows of half 0]
+  b.vperm_d(p1, f1, even_odd_);
+  dw_ = vec("dw", Cls::F);
+  dminw_ = vec("dminw", Cls::F);
+  if (avx512_) {
+    b.vshuf128(dw_, p0, p1, 0x44);
+    b.vshuf128(dminw_, p0, p1, 0xEE);
+  } else {
+    b.vcombine128(dw_, p0, p1, 0);
+    b.vcombine128(dminw_, p0, p1, 3);
+  }
+  scales(u0, u1, u2);
+}
+
+// ggml's utmp unpacking, per lane: sc 0-3, sc 4-7, m 0-3, m 4-7 (a byte each), then each
+// 6-bit value as an f32 lane vector in the frame.
+void Tile::scales(V u0, V u1, V u2) {
+  Builder& b = b_;
+  V k3f = splat("k3f", 0x3F3F3F3Fu), k0f = splat("k0f", 0x0F0F0F0Fu),
+    k03 = splat("k03", 0x03030303u), kff = splat("kff", 0x000000FFu);
+  V sc_a = vec("sc03"), sc_b = vec("sc47"), mn_a = vec("mn03"), mn_b = vec("mn47");
+  V t1 = vec("t1"), t2 = vec("t2");
+  b.vand(sc_a, u0, k3f);
+  b.vsrl_i16(t1, u0, 6);
+  b.vand(t1, t1, k03);
+  b.vsll_i16(t1, t1, 4);
+  b.vand(sc_b, u2, k0f);
+  b.vor(sc_b, sc_b, t1);
+  b.vand(mn_a, u1, k3f);
+  b.vsrl_i16(t1, u1, 6);
+  b.vand(t1, t1, k03);
+  b.vsll_i16(t1, t1, 4);
+  b.vsrl_i16(t2, u2, 4);
+  b.vand(t2, t2, k0f);
+  b.vor(mn_b, t2, t1);
+  for (int j = 0; j < 8; ++j)
+    for (int mins = 0; mins < 2; ++mins) {
+      const V src = mins ? (j < 4 ? mn_a : mn_b) : (j < 4 ? sc_a : sc_b);
+      const int k = j % 4;
+      V v = vec("byte"), f = vec(mins ? "fm" : "fsc", Cls::F);
+      if (k == 0) {
+        b.vand(v, src, kff);
+      } else {
+        b.vsrl_i32(v, src, 8 * k);
+        if (k < 3) b.vand(v, v, kff);
+      }
+      b.vcvt_i32_f32(f, v);
+      b.vstore(slot((mins ? kMn : kSc) + j), f);
+    }
+}
+
+// Per token: fl(d_w * d_a), fl(dmin_w * d_a), and bsum32_j = bsums[2j] + bsums[2j+1] as f32.
+void Tile::token_factors() {
+  Builder& b = b_;
+  V ones = b.vec(256, Cls::I, "ones16");
+  b.vsplat32(ones, 0x00010001u);
+  for (int t = 0; t < tokens_; ++t) {
+    V da = vec("da", Cls::F), d = vec("d", Cls::F);
+    b.vbcast_f32(da, act(t, 0));
+    b.vmul_f(d, dw_, da);
+    b.vstore(tok(t, kD), d);
+    b.vmul_f(d, dminw_, da);
+    b.vstore(tok(t, kDMin), d);
+    V bs = b.vec(256, Cls::I, "bsums"), b32 = b.vec(256, Cls::I, "bsum32"),
+      fb = b.vec(256, Cls::F, "fbsum32");
+    b.vload(bs, act(t, kABsums));
+    b.vmadd_wd(b32, bs, ones);  // exact: |sum| <= 4096
+    b.vcvt_i32_f32(fb, b32);
+    b.vstore(tok(t, kB32), fb);
+  }
+}
+
+// The chunk's 32 quant bytes of the rows as Q_d = dword d of rows 0..rows-1.
+//   AVX-512: Z_p = [row p | row p + 4] and Z_{4+p} = [row 8 + p | row 12 + p]; the 4x4 dword
+//   transposes within 128-bit blocks give T_k = [rows 0-3 dword k, rows 0-3 dword 4+k, rows
+//   4-7 dword k, rows 4-7 dword 4+k] (and rows 8-15), one 128-bit shuffle each Q_d.
+//   AVX2: Y_r = row r; T_k = [rows 0-3 dword k | rows 0-3 dword 4+k] (and rows 4-7), one
+//   128-bit combine each Q_d.
+void Tile::transpose_chunk(int c, V q[8]) {
+  Builder& b = b_;
+  const int qoff = kWQs + 32 * c;
+  V Z[8];
+  for (int p = 0; p < 8; ++p) {
+    Z[p] = vec("Z");
+    if (avx512_) {
+      const int r0 = p < 4 ? p : 4 + p;  // rows r0 and r0 + 4
+      V y = b.vec(256, Cls::I, "rowq");
+      b.vbcast256(Z[p], row(r0, qoff));
+      b.vload(y, row(r0 + 4, qoff));
+      b.vinsert(Z[p], Z[p], y, 1);
+    } else {
+      b.vload(Z[p], row(p, qoff));
+    }
+  }
+  V T[2][4];
+  for (int h = 0; h < 2; ++h) {
+    const V* z = Z + 4 * h;
+    V lo01 = vec("lo01"), hi01 = vec("hi01"), lo23 = vec("lo23"), hi23 = vec("hi23");
+    b.vunpack_lo32(lo01, z[0], z[1]);
+    b.vunpack_hi32(hi01, z[0], z[1]);
+    b.vunpack_lo32(lo23, z[2], z[3]);
+    b.vunpack_hi32(hi23, z[2], z[3]);
+    for (int k = 0; k < 4; ++k) T[h][k] = vec("T");
+    b.vunpack_lo64(T[h][0], lo01, lo23);
+    b.vunpack_hi64(T[h][1], lo01, lo23);
+    b.vunpack_lo64(T[h][2], hi01, hi23);
+    b.vunpack_hi64(T[h][3], hi01, hi23);
+  }
+  for (int d = 0; d < 8; ++d) {
+    q[d] = vec("Q");
+    if (avx512_)
+      b.vshuf128(q[d], T[0][d % 4], T[1][d % 4], d < 4 ? 0x88 : 0xDD);
+    else
+      b.vcombine128(q[d], T[0][d % 4], T[1][d % 4], d < 4 ? 0 : 3);
+  }
+}
+
+// A chunk's isum part starts from +0, or continues the gemv's chain.
+V Tile::start_part(int t, int c) {
+  V part = vec("isum", Cls::F);
+  if (gemm(t) || c % 2 == 0)
+    b_.vzero(part);
+  else
+    b_.vload(part, tok(t, part_slot(t, c)));
+  return part;
+}
+
+// After both sub-blocks of chunk c: the gemv keeps its chain until the super-block ends; a
+// granule's end updates acc and accmin (fmn: the chunk's two mins in registers, or none).
+void Tile::finish(int t, int c, V part, const V fmn[2]) {
+  Builder& b = b_;
+  if (!gemm(t) && c < 3) {
+    b.vstore(tok(t, part_slot(t, c)), part);
+    return;
+  }
+  if (!gemm(t)) {  // isum = chain A + chain B, rounded once (= vcvtdq2ps(isum))
+    V pa = vec("isum_a", Cls::F);
+    b.vload(pa, tok(t, kPartA));
+    b.vadd_f(part, pa, part);
+  }
+  V acc = vec("acc", Cls::F);
+  b.vload(acc, tok(t, kAcc));
+  b.vfma_m(acc, part, tok(t, kD));
+  b.vstore(tok(t, kAcc), acc);
+  // imin of the granule: sub-blocks 2c, 2c + 1 (gemm) or all 8 (gemv), an exact chain.
+  V mn = vec("imin", Cls::F);
+  b.vzero(mn);
+  const int jb = gemm(t) ? 2 * c : 0, je = gemm(t) ? 2 * c + 2 : 8;
+  for (int j = jb; j < je; ++j) {
+    V bj = vec("bsum32", Cls::F);
+    b.vbcast_f32(bj, tok(t, kB32, 4 * j));
+    if (gemm(t) && fmn && fmn[0].valid())
+      b.vfma(mn, bj, fmn[j - jb]);
+    else
+      b.vfma_m(mn, bj, slot(kMn + j));
+  }
+  V accm = vec("accmin", Cls::F);
+  b.vload(accm, tok(t, kAccMin));
+  b.vfma_m(accm, mn, tok(t, kDMin));
+  b.vstore(tok(t, kAccMin), accm);
+}
+
+// AVX-512: W_lo and W_hi (16 zmm) in registers; the sums of kInterleave tokens at a time, their
+// 2 * kInterleave vpdpbusd chains interleaved (latency 5; two issue per cycle).
+void Tile::chunk_avx512(int c, V q[8]) {
+  constexpr int kInterleave = 4;
+  Builder& b = b_;
+  V nib = splat("nib", 0x0F0F0F0Fu), w[2][8];
+  for (int d = 0; d < 8; ++d) {
+    w[0][d] = vec("Wlo");
+    w[1][d] = vec("Whi");
+    b.vand(w[0][d], q[d], nib);
+    b.vsrl_i16(w[1][d], q[d], 4);
+    b.vand(w[1][d], w[1][d], nib);
+  }
+  const int j0 = 2 * c;  // sub-blocks j0 (low nibbles) and j0 + 1 (high nibbles)
+  V fsc[2], fmn[2];      // their f32 scales and mins, for every token
+  for (int h = 0; h < 2; ++h) {
+    fsc[h] = vec("fsc", Cls::F);
+    b.vload(fsc[h], slot(kSc + j0 + h));
+    if (n_gemm_ > 0) {  // the gemv reads its 8 mins at the super-block's end
+      fmn[h] = vec("fmn", Cls::F);
+      b.vload(fmn[h], slot(kMn + j0 + h));
+    }
+  }
+  V s[8][2];
+  for (int t0 = 0; t0 < tokens_; t0 += kInterleave) {
+    const int te = std::min(tokens_, t0 + kInterleave);
+    for (int t = t0; t < te; ++t)
+      for (int h = 0; h < 2; ++h) {
+        s[t][h] = vec(h ? "s_hi" : "s_lo");
+        b.vzero(s[t][h]);
+      }
+    for (int d = 0; d < 8; ++d)
+      for (int t = t0; t < te; ++t)
+        for (int h = 0; h < 2; ++h) {
+          V ad = vec("ad");
+          b.vbcast_f32(ad, act(t, kAQs + 32 * (j0 + h) + 4 * d));  // activation dword (bits)
+          b.vdpbusd(s[t][h], w[h][d], ad);
+        }
+    for (int t = t0; t < te; ++t) {
+      V part = start_part(t, c);
+      for (int h = 0; h < 2; ++h) {
+        V f = vec("f", Cls::F);
+        b.vcvt_i32_f32(f, s[t][h]);
+        b.vfma(part, f, fsc[h]);
+      }
+      finish(t, c, part, fmn);
+    }
+  }
+}
+
+// AVX2 (16 ymm): one sub-block pass at a time with its 8 W in registers (W_hi waits in the
+// frame), one token at a time: 8 vpmaddubsw, 7 vpaddw, vpmaddwd by 1s.
+void Tile::chunk_avx2(int c, V q[8]) {
+  Builder& b = b_;
+  V nib = splat("nib", 0x0F0F0F0Fu), w[8];
+  for (int d = 0; d < 8; ++d) {
+    V hi = vec("Whi");
+    b.vsrl_i16(hi, q[d], 4);
+    b.vand(hi, hi, nib);
+    b.vstore(slot(kWhi + d), hi);
+    w[d] = vec("W");
+    b.vand(w[d], q[d], nib);
+  }
+  for (int h = 0; h < 2; ++h) {
+    if (h == 1)
+      for (int d = 0; d < 8; ++d) {
+        w[d] = vec("W");
+        b.vload(w[d], slot(kWhi + d));
+      }
+    const int j = 2 * c + h;
+    V ones = splat("ones16", 0x00010001u);
+    for (int t = 0; t < tokens_; ++t) {
+      V p = vec("p16"), s = vec("s");
+      for (int d = 0; d < 8; ++d) {
+        V ad = vec("ad"), x = d ? vec("x16") : p;
+        b.vbcast_f32(ad, act(t, kAQs + 32 * j + 4 * d));  // activation dword (bits)
+        b.vmaddubs_w(x, w[d], ad);                        // no saturation: |pair| <= 2 * 15 * 128
+        if (d) b.vadd_i16(p, p, x);                       // |16 products| <= 30720: no wrap
+      }
+      b.vmadd_wd(s, p, ones);
+      V f = vec("f", Cls::F), part;
+      b.vcvt_i32_f32(f, s);
+      if (h == 0) {
+        part = start_part(t, c);
+      } else {
+        part = vec("isum", Cls::F);
+        b.vload(part, tok(t, part_slot(t, c)));
+      }
+      b.vfma_m(part, f, slot(kSc + j));
+      if (h == 0)
+        b.vstore(tok(t, part_slot(t, c)), part);
+      else
+        finish(t, c, part, nullptr);
+    }
+  }
+}
+
+// y = acc - accmin, rows [0, nrows).
+void Tile::store() {
+  Builder& b = b_;
+  V yt = b.ptr("yt");
+  b.mov(yt, a_.y);
+  V mask;
+  if (avx512_) {
+    mask = b.mask("store");
+    b.kfirst_n(mask, a_.nrows);
+  }
+  for (int t = 0; t < tokens_; ++t) {
+    if (t > 0) b.ptr_add(yt, yt, a_.ys, 1);
+    V acc = vec("acc", Cls::F), o = vec("o", Cls::F);
+    b.vload(acc, tok(t, kAcc));
+    b.vload(o, tok(t, kAccMin));
+    b.vsub_f(o, acc, o);
+    if (avx512_) {
+      b.vstore_mk(Mem{yt, {}, 1, 0}, o, mask);
+      continue;
+    }
+    b.if_(a_.nrows, kir::Cmp::EQ, rows_);
+    b.vstore(Mem{yt, {}, 1, 0}, o);
+    b.end_if();
+    b.if_(a_.nrows, kir::Cmp::LT, rows_);  // lane by lane through the frame
+    b.vstore(slot(kScratch), o);
+    for (int r = 0; r < rows_; ++r) {
+      if (r > 0) b.if_(a_.nrows, kir::Cmp::GT, r);
+      V x = b.vec(128, Cls::F, "y1");
+      b.vload_ss(x, slot(kScratch, 4 * r));
+      b.vstore_ss(Mem{yt, {}, 1, 4 * r}, x);
+      if (r > 0) b.end_if();
+    }
+    b.end_if();
+  }
+}
+
+bool build_q4_Kx8(const char* gen, Isa isa, const GeneratorParams& params, kir::Module* m,
+                  std::string* err) {
+  const bool avx512 = isa != Isa::Avx2;
+  const int want_rows = avx512 ? 16 : 8;
+  int rows = want_rows, tokens = 1;
+  if (!int_params(params, gen, {{"rows", &rows}, {"tokens", &tokens}}, err)) return false;
+  if (rows != want_rows || (tokens != 1 && tokens != 4 && tokens != 8)) {
+    *err =
+        fmt::format("generator '{}': tile {}x{} is not one it can emit (rows {}, tokens 1, 4 or 8)",
+                    gen, rows, tokens, want_rows);
+    return false;
+  }
+  m->isa = isa_features(isa);
+  m->comment = fmt::format(
+      "generator {}, rows {}, tokens {}: ggml's repacked q4_K_8x8 gemm/gemv arithmetic of "
+      "contract linear.q4_Kx8.ggml, one lane per row\n(activations: Q8_K rows from the plan's "
+      "act_quant step)",
+      gen, rows, tokens);
+  Builder e(
+      *m, m->name,
+      {Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::I64, Kind::I64, Kind::I64, Kind::I64, Kind::I64});
+  auto tile = [&](const std::string& name, int n_gemm, int n_gemv) {
+    return Tile(*m, name, avx512, n_gemm, n_gemv).build();
+  };
+  Grid g;
+  g.R = rows;
+  g.G = tokens;
+  if (tokens == 1) {
+    // Decode: one token, the gemv granule (the map's phase is decode only: T = 1).
+    g.full_fn = tile(m->name + "_gemv1", 0, 1);
+  } else {
+    // Whole groups through the gemm; a group's last r tokens: the 4 of a whole 4 (if any)
+    // through the gemm, the T % 4 after them through the gemv.
+    g.full_fn = tile(fmt::format("{}_gemm{}", m->name, tokens), tokens, 0);
+    for (int r = 1; r < tokens; ++r)
+      g.rem_fn[r] = tile(fmt::format("{}_rest{}", m->name, r), r - r % 4, r % 4);
+  }
+  emit_linear_entry(e, g, {kQK_K, kWBlock, kABlock});
+  return true;
+}
+
+}  // namespace
+
+bool build_linear_q4_Kx8_avx512vnni(const GeneratorParams& p, kir::Module* m, std::string* err) {
+  return build_q4_Kx8("linear_q4_Kx8__avx512vnni", Isa::Avx512Vnni, p, m, err);
+}
+bool build_linear_q4_Kx8_avx2(const GeneratorParams& p, kir::Module* m, std::string* err) {
+  return build_q4_Kx8("linear_q4_Kx8__avx2", Isa::Avx2, p, m, err);
+}
+
+}  // namespace cke::jit::gen

@@ -1,0 +1,19 @@
+// Generated linear kernels for Q4_K weights under ggml's repacked q4_K_8x8 arithmetic
+// (contract linear.q4_Kx8.ggml): a tile of 16 (AVX-512 VNNI) or 8 (AVX2) rows with one lane per
+// weight row (see the .cpp).
+#pragma once
+
+#include <string>
+
+#include "jit/generators.h"
+#include "jit/kir/kir.h"
+
+namespace cke::jit::gen {
+
+// impl.params rows (16 at AVX-512 VNNI, 8 at AVX2), tokens (1: decode, every token through the
+// gemv granule; 4 or 8: prefill, groups of 4 through the gemm granule, the T % 4 rest through
+// the gemv).
+bool build_linear_q4_Kx8_avx512vnni(const GeneratorParams& p, kir::Module* m, std::string* err);
+bool build_linear_q4_Kx8_avx2(const GeneratorParams& p, kir::Module* m, std::string* err);
+
+}  // namespace cke::jit::gen
