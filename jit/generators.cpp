@@ -2,6 +2,7 @@
 
 #include <array>
 
+#include "jit/gen_act_quant.h"
 #include "jit/gen_attention.h"
 #include "jit/gen_elementwise.h"
 #include "jit/gen_glu.h"
@@ -49,8 +50,9 @@ constexpr gen::AttentionFn kAttention = nullptr;
 constexpr gen::GluFn kGlu = nullptr;
 constexpr gen::AddFn kAdd = nullptr;
 constexpr gen::KvStoreFn kKvStore = nullptr;
+constexpr gen::ActQuantFn kActQuant = nullptr;
 
-const std::array<Generator, 22> kGenerators = {
+const std::array<Generator, 24> kGenerators = {
     make_generator("linear_q8_0__avx512vnni",
                    "q8_0 linear, ggml vec_dot lanes, 2 rows per zmm, vpdpbusd", kAvx512Vnni,
                    kLinear, &gen::build_linear_q8_0_avx512vnni),
@@ -112,6 +114,12 @@ const std::array<Generator, 22> kGenerators = {
     make_generator("swiglu_f32__avx2",
                    "SwiGLU, ggml_vec_swiglu_f32 (ggml_v_expf, true division), 16 lanes as ymm pairs",
                    kAvx2, kGlu, &gen::build_swiglu_f32_avx2),
+    make_generator("act_quant_q8_0__avx512",
+                   "q8_0 activation quantization, ggml quantize_row_q8_0 (x86), EVEX ymm",
+                   kAvx512, kActQuant, &gen::build_act_quant_q8_0_avx512),
+    make_generator("act_quant_q8_0__avx2",
+                   "q8_0 activation quantization, ggml quantize_row_q8_0 (x86), ymm", kAvx2,
+                   kActQuant, &gen::build_act_quant_q8_0_avx2),
 };
 
 }  // namespace

@@ -481,6 +481,37 @@ void Builder::vstore_mk(Mem m, V a, V k) {
   need_mem(m);
   emit(Op::VStoreMk, {}, a, {}, k).mem = m;
 }
+void Builder::vcvt_f32_i32_rn(V d, V a) {
+  need_vec(d, 0, "vcvt_f32_i32_rn");
+  need_vec(a, type(d).bits, "vcvt_f32_i32_rn");
+  emit(Op::VCvtF32I32R, d, a);
+}
+void Builder::vcvt_f32_f16(V d, V a) {
+  need_vec(d, 128, "vcvt_f32_f16");
+  need_vec(a, 0, "vcvt_f32_f16");
+  if (type(a).bits > 256) throw std::logic_error("kir: vcvt_f32_f16 needs a of 128 or 256 bits");
+  emit(Op::VCvtF32F16, d, a);
+}
+void Builder::vpackss_dw(V d, V a, V b) {
+  need_vec(d, 0, "vpackss_dw");
+  need_vec(a, type(d).bits, "vpackss_dw");
+  need_vec(b, type(d).bits, "vpackss_dw");
+  emit(Op::VPackSsDw, d, a, b);
+}
+void Builder::vpackss_wb(V d, V a, V b) {
+  need_vec(d, 0, "vpackss_wb");
+  need_vec(a, type(d).bits, "vpackss_wb");
+  need_vec(b, type(d).bits, "vpackss_wb");
+  emit(Op::VPackSsWb, d, a, b);
+}
+void Builder::vstore_u16(Mem m, V a, int lane) {
+  need_vec(a, 128, "vstore_u16");
+  need_mem(m);
+  if (lane < 0 || lane > 7) throw std::logic_error("kir: vstore_u16 lane");
+  Inst& in = emit(Op::VStoreU16, {}, a);
+  in.mem = m;
+  in.imm = lane;
+}
 
 std::string validate(const Module& m) {
   if (m.funcs.empty()) return m.name + ": no functions";

@@ -150,6 +150,13 @@ enum class Op : uint8_t {
   KFirstN,     // d = (1 << a) - 1   (a in [0, 16])
   KFromBytes,  // d = the sign bits of a's bytes (vpmovb2m)
   VStoreMk,    // mem f32 lanes where mask c is set = a
+  // activation quantization (act_quant)
+  VCvtF32I32R,  // d = int32(round-to-nearest-even(a)) (0x80000000 for NaN and out of range)
+  VCvtF32F16,   // d (128, integer) = fp16 of a's f32 lanes (RNE; a 128/256 -> 4/8 halves,
+                // the upper halves of a 128-bit a's result are 0)
+  VPackSsDw,    // d = vpackssdw(a, b): per 128-bit block, int32 -> int16 saturated, a then b
+  VPackSsWb,    // d = vpacksswb(a, b): per 128-bit block, int16 -> int8 saturated, a then b
+  VStoreU16,    // mem (16 bits) = 16-bit lane imm of a (128 bits)
 };
 
 struct Inst {
@@ -310,6 +317,11 @@ class Builder {
   void kfirst_n(V d, V n);
   void kfrom_bytes(V d, V a);
   void vstore_mk(Mem m, V a, V k);
+  void vcvt_f32_i32_rn(V d, V a);
+  void vcvt_f32_f16(V d, V a);
+  void vpackss_dw(V d, V a, V b);
+  void vpackss_wb(V d, V a, V b);
+  void vstore_u16(Mem m, V a, int lane);
 
  private:
   Func& f();

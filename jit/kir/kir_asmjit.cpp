@@ -545,6 +545,21 @@ class FuncLowering {
       case Op::VStoreMk:
         cc_.k(k(c)).vmovups(mem(in.mem), x(a));
         break;
+      case Op::VCvtF32I32R:  // MXCSR's rounding: round to nearest even (the ABI default)
+        cc_.vcvtps2dq(x(d), x(a));
+        break;
+      case Op::VCvtF32F16:
+        cc_.vcvtps2ph(x(d).xmm(), x(a), 0);
+        break;
+      case Op::VPackSsDw:
+        cc_.vpackssdw(x(d), x(a), x(b));
+        break;
+      case Op::VPackSsWb:
+        cc_.vpacksswb(x(d), x(a), x(b));
+        break;
+      case Op::VStoreU16:
+        cc_.vpextrw(mem(in.mem, 2), x(a).xmm(), in.imm);
+        break;
     }
   }
 

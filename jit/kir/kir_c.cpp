@@ -505,6 +505,24 @@ class FuncRender {
                          ab == 512 ? "__mmask16" : "__mmask8", name(c), f(a)));
         break;
       }
+      case Op::VCvtF32I32R:
+        set(d, fmt::format("{}_cvtps_epi32({})", p, f(a)), Cls::I);
+        break;
+      case Op::VCvtF32F16:
+        set(d,
+            fmt::format("{}_cvtps_ph({}, _MM_FROUND_TO_NEAREST_INT)", P(ty(a).bits), f(a)),
+            Cls::I);
+        break;
+      case Op::VPackSsDw:
+        set(d, fmt::format("{}_packs_epi32({}, {})", p, i(a), i(b)), Cls::I);
+        break;
+      case Op::VPackSsWb:
+        set(d, fmt::format("{}_packs_epi16({}, {})", p, i(a), i(b)), Cls::I);
+        break;
+      case Op::VStoreU16:
+        line(fmt::format("*(uint16_t*){} = (uint16_t)_mm_extract_epi16({}, {});", addr(in.mem),
+                         i(a), in.imm));
+        break;
     }
   }
 

@@ -216,7 +216,7 @@ TEST(RealTree, QuantizedWeightsPickTheirContracts) {
   std::map<std::string, const Step*> dec;
   for (const Step* s : r.steps_for(Phase::Decode)) dec[g->nodes[s->node].label()] = s;
   ASSERT_TRUE(dec.count("blk.1.wq.x_q8_0"));
-  EXPECT_EQ(dec["blk.1.wq.x_q8_0"]->provider->id, "act_quant_q8_0__ref");
+  EXPECT_EQ(dec["blk.1.wq.x_q8_0"]->provider->id, "act_quant_q8_0_f32_16l__avx2");
   EXPECT_EQ(dec["blk.1.ffn_down.x_f16"]->provider->id, "act_quant_f16__ref");
   const int conv_out = dec["blk.1.wq.x_q8_0"]->args[1].buffer;
   for (const char* l : {"blk.1.wq", "blk.1.wk", "blk.1.wv"})
