@@ -14,6 +14,7 @@
 #include <limits>
 #include <random>
 
+#include "generated_kernel.h"
 #include "jit/gen_act_quant.h"
 #include "jit/kir/kir_c.h"
 #include "jit_test_util.h"
@@ -24,57 +25,9 @@ namespace {
 
 using jit::gen::ActQuantFn;
 
-struct Loaded {
-  const KernelMap* map = nullptr;
-  std::unique_ptr<jit::KernelModule> module;
-  std::unique_ptr<CompiledC> c;
-  ActQuantFn fn = nullptr, cfn = nullptr, ref = nullptr;
-};
-
+using Loaded = GeneratedKernel<ActQuantFn>;
 Loaded load(const std::string& id, std::string* skip) {
-  Loaded l;
-  const Registry& reg = real_registry();
-  l.map = reg.find_map(id);
-  if (!l.map || l.map->op != "act_quant" || l.map->impl.generator.empty()) {
-    ADD_FAILURE() << "no generated act_quant provider " << id << " in kernel_maps/";
-    return l;
-  }
-  const jit::Generator* gen = jit::find_generator(l.map->impl.generator);
-  if (!gen) {
-    ADD_FAILURE() << "no generator " << l.map->impl.generator;
-    return l;
-  }
-  if (std::string m = missing_isa(*gen); !m.empty()) {
-    *skip = "host lacks " + m + " needed by " + id;
-    return l;
-  }
-  const Contract* contract = reg.find_contract(l.map->contract);
-  const KernelSymbol* ref = contract ? find_kernel_symbol(contract->reference) : nullptr;
-  if (!ref) {
-    ADD_FAILURE() << id << ": no reference kernel for its contract";
-    return l;
-  }
-  l.ref = reinterpret_cast<ActQuantFn>(ref->fn);
-  std::string err, c;
-  l.module = jit::generate_kernel(gen->name, l.map->impl.generator_params, id, &err);
-  if (!l.module) {
-    ADD_FAILURE() << err;
-    return l;
-  }
-  l.fn = reinterpret_cast<ActQuantFn>(l.module->entry());
-  if (!jit::kernel_c_source(gen->name, l.map->impl.generator_params, id, &c, &err)) {
-    ADD_FAILURE() << err;
-    return l;
-  }
-  std::vector<std::string> isa;
-  for (Feature f : l.map->isa) isa.emplace_back(feature_name(f));
-  l.c = std::make_unique<CompiledC>(c, id, jit::kir::c_isa_flags(isa, nullptr));
-  if (!l.c->error().empty()) {
-    ADD_FAILURE() << l.c->error();
-    return l;
-  }
-  l.cfn = l.c->fn_as<ActQuantFn>();
-  return l;
+  return load_generated<ActQuantFn>(id, "act_quant", skip);
 }
 
 constexpr size_t kBlockBytes = 34;  // q8_0: fp16 d + 32 int8

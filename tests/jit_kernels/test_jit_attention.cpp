@@ -15,6 +15,7 @@
 #include <limits>
 #include <random>
 
+#include "generated_kernel.h"
 #include "jit/gen_attention.h"
 #include "jit/kir/kir_c.h"
 #include "jit_test_util.h"
@@ -29,57 +30,9 @@ struct Shape {
   int64_t hd, nh, nhkv, nctx;
 };
 
-struct Loaded {
-  const KernelMap* map = nullptr;
-  std::unique_ptr<jit::KernelModule> module;
-  std::unique_ptr<CompiledC> c;
-  AttnFn fn = nullptr, cfn = nullptr, ref = nullptr;
-};
-
+using Loaded = GeneratedKernel<AttnFn>;
 Loaded load(const std::string& id, std::string* skip) {
-  Loaded l;
-  const Registry& reg = real_registry();
-  l.map = reg.find_map(id);
-  if (!l.map || l.map->op != "attention" || l.map->impl.generator.empty()) {
-    ADD_FAILURE() << "no generated attention provider " << id << " in kernel_maps/";
-    return l;
-  }
-  const jit::Generator* gen = jit::find_generator(l.map->impl.generator);
-  if (!gen) {
-    ADD_FAILURE() << "no generator " << l.map->impl.generator;
-    return l;
-  }
-  if (std::string m = missing_isa(*gen); !m.empty()) {
-    *skip = "host lacks " + m + " needed by " + id;
-    return l;
-  }
-  const Contract* contract = reg.find_contract(l.map->contract);
-  const KernelSymbol* ref = contract ? find_kernel_symbol(contract->reference) : nullptr;
-  if (!ref) {
-    ADD_FAILURE() << id << ": no reference kernel for its contract";
-    return l;
-  }
-  l.ref = reinterpret_cast<AttnFn>(ref->fn);
-  std::string err, c;
-  l.module = jit::generate_kernel(gen->name, l.map->impl.generator_params, id, &err);
-  if (!l.module) {
-    ADD_FAILURE() << err;
-    return l;
-  }
-  l.fn = l.module->entry_as<AttnFn>();
-  if (!jit::kernel_c_source(gen->name, l.map->impl.generator_params, id, &c, &err)) {
-    ADD_FAILURE() << err;
-    return l;
-  }
-  std::vector<std::string> isa;
-  for (Feature f : l.map->isa) isa.emplace_back(feature_name(f));
-  l.c = std::make_unique<CompiledC>(c, id, jit::kir::c_isa_flags(isa, nullptr));
-  if (!l.c->error().empty()) {
-    ADD_FAILURE() << l.c->error();
-    return l;
-  }
-  l.cfn = l.c->fn_as<AttnFn>();
-  return l;
+  return load_generated<AttnFn>(id, "attention", skip);
 }
 
 // The cache of one layer: K [n_ctx][kv_dim], V^T [kv_dim][n_ctx]. Cells at or after

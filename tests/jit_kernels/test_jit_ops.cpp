@@ -13,6 +13,7 @@
 #include <limits>
 #include <random>
 
+#include "generated_kernel.h"
 #include "jit/gen_elementwise.h"
 #include "jit/gen_glu.h"
 #include "jit/kir/kir_c.h"
@@ -24,57 +25,9 @@ namespace {
 
 using jit::gen::GluFn;
 
-struct Loaded {
-  const KernelMap* map = nullptr;
-  std::unique_ptr<jit::KernelModule> module;
-  std::unique_ptr<CompiledC> c;
-  void *fn = nullptr, *cfn = nullptr, *ref = nullptr;
-};
-
+using Loaded = GeneratedKernel<void*>;
 Loaded load(const std::string& id, const std::string& op, std::string* skip) {
-  Loaded l;
-  const Registry& reg = real_registry();
-  l.map = reg.find_map(id);
-  if (!l.map || l.map->op != op || l.map->impl.generator.empty()) {
-    ADD_FAILURE() << "no generated " << op << " provider " << id << " in kernel_maps/";
-    return l;
-  }
-  const jit::Generator* gen = jit::find_generator(l.map->impl.generator);
-  if (!gen) {
-    ADD_FAILURE() << "no generator " << l.map->impl.generator;
-    return l;
-  }
-  if (std::string m = missing_isa(*gen); !m.empty()) {
-    *skip = "host lacks " + m + " needed by " + id;
-    return l;
-  }
-  const Contract* contract = reg.find_contract(l.map->contract);
-  const KernelSymbol* ref = contract ? find_kernel_symbol(contract->reference) : nullptr;
-  if (!ref) {
-    ADD_FAILURE() << id << ": no reference kernel for its contract";
-    return l;
-  }
-  l.ref = ref->fn;
-  std::string err, c;
-  l.module = jit::generate_kernel(gen->name, l.map->impl.generator_params, id, &err);
-  if (!l.module) {
-    ADD_FAILURE() << err;
-    return l;
-  }
-  l.fn = l.module->entry();
-  if (!jit::kernel_c_source(gen->name, l.map->impl.generator_params, id, &c, &err)) {
-    ADD_FAILURE() << err;
-    return l;
-  }
-  std::vector<std::string> isa;
-  for (Feature f : l.map->isa) isa.emplace_back(feature_name(f));
-  l.c = std::make_unique<CompiledC>(c, id, jit::kir::c_isa_flags(isa, nullptr));
-  if (!l.c->error().empty()) {
-    ADD_FAILURE() << l.c->error();
-    return l;
-  }
-  l.cfn = l.c->fn_as<void*>();
-  return l;
+  return load_generated<void*>(id, op, skip);
 }
 
 std::string show(float x) {
@@ -211,18 +164,25 @@ void run_kv_store(const std::string& id) {
   std::mt19937 rng(41);
   using jit::gen::KvStoreFn;
   for (auto [kv, nctx] : {std::pair<int64_t, int64_t>{256, 64}, {8, 37}, {130, 20}})
-    for (auto [pos0, T] : {std::pair<int64_t, int64_t>{0, 1}, {5, 1}, {0, 7}, {3, 17},
-                           {nctx - 1, 1}, {nctx - 4, 4}, {nctx - 2, 4}, {-1, 1}, {0, 0}}) {
+    for (auto [pos0, T] : {std::pair<int64_t, int64_t>{0, 1},
+                           {5, 1},
+                           {0, 7},
+                           {3, 17},
+                           {nctx - 1, 1},
+                           {nctx - 4, 4},
+                           {nctx - 2, 4},
+                           {-1, 1},
+                           {0, 0}}) {
       const auto k = glu_inputs(kv * std::max<int64_t>(T, 1), -5, 5, rng),
                  v = glu_inputs(kv * std::max<int64_t>(T, 1), -5, 5, rng);
       const size_t cache = size_t(kv * nctx);
       std::vector<float> kr(cache, 9.0f), vr(cache, 9.0f), kj = kr, vj = vr, kc = kr, vcc = vr;
-      reinterpret_cast<KvStoreFn>(l.ref)(k.data(), v.data(), kr.data(), vr.data(), kv, nctx,
-                                         pos0, T);
+      reinterpret_cast<KvStoreFn>(l.ref)(k.data(), v.data(), kr.data(), vr.data(), kv, nctx, pos0,
+                                         T);
       reinterpret_cast<KvStoreFn>(l.fn)(k.data(), v.data(), kj.data(), vj.data(), kv, nctx, pos0,
                                         T);
-      reinterpret_cast<KvStoreFn>(l.cfn)(k.data(), v.data(), kc.data(), vcc.data(), kv, nctx,
-                                         pos0, T);
+      reinterpret_cast<KvStoreFn>(l.cfn)(k.data(), v.data(), kc.data(), vcc.data(), kv, nctx, pos0,
+                                         T);
       const std::string where = fmt::format("kv={} n_ctx={} pos0={} T={}", kv, nctx, pos0, T);
       EXPECT_EQ(0, std::memcmp(kj.data(), kr.data(), cache * 4)) << "K cache, " << where;
       EXPECT_EQ(0, std::memcmp(vj.data(), vr.data(), cache * 4)) << "V cache, " << where;
@@ -255,13 +215,12 @@ TEST(JitOps, swiglu_f32_f32_16l__avx2) {
 
 // Every generated provider of ops other than linear and attention has a TEST above.
 TEST(JitOps, EveryGeneratedProviderHasATest) {
-  std::vector<std::string> tested = {"add_f32_f32_16l__avx2",        "add_f32_f32_16l__avx512",
-                                     "kv_store_f32_f32_16l__avx2",   "kv_store_f32_f32_16l__avx512",
-                                     "swiglu_f32_f32_16l__avx2",     "swiglu_f32_f32_16l__avx512"};
+  std::vector<std::string> tested = {"add_f32_f32_16l__avx2",      "add_f32_f32_16l__avx512",
+                                     "kv_store_f32_f32_16l__avx2", "kv_store_f32_f32_16l__avx512",
+                                     "swiglu_f32_f32_16l__avx2",   "swiglu_f32_f32_16l__avx512"};
   std::vector<std::string> maps;
   for (const KernelMap& m : real_registry().maps())
-    if (m.op != "linear" && m.op != "attention" && m.op != "act_quant" &&
-        !m.impl.generator.empty())
+    if (m.op != "linear" && m.op != "attention" && m.op != "act_quant" && !m.impl.generator.empty())
       maps.push_back(m.id);
   std::sort(maps.begin(), maps.end());
   EXPECT_EQ(maps, tested);
