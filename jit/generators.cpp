@@ -10,6 +10,7 @@
 #include "jit/gen_linear_q.h"
 #include "jit/gen_linear_q4_K.h"
 #include "jit/gen_linear_q6_K.h"
+#include "jit/gen_linear_tinyblas.h"
 #include "jit/jit_runtime.h"
 #include "jit/kir/kir_asmjit.h"
 #include "jit/kir/kir_c.h"
@@ -52,7 +53,7 @@ constexpr gen::AddFn kAdd = nullptr;
 constexpr gen::KvStoreFn kKvStore = nullptr;
 constexpr gen::ActQuantFn kActQuant = nullptr;
 
-const std::array<Generator, 24> kGenerators = {
+const std::array<Generator, 28> kGenerators = {
     make_generator("linear_q8_0__avx512vnni",
                    "q8_0 linear, ggml vec_dot lanes, 2 rows per zmm, vpdpbusd", kAvx512Vnni,
                    kLinear, &gen::build_linear_q8_0_avx512vnni),
@@ -94,12 +95,25 @@ const std::array<Generator, 24> kGenerators = {
     make_generator("linear_f16__avx2",
                    "f16 linear, the AVX-512 build's 4x16 lanes as ymm pairs, double tail", kAvx2,
                    kLinear, &gen::build_linear_f16_avx2),
+    make_generator("linear_f32_tinyblas__avx512",
+                   "f32 linear, llamafile tinyBLAS: one 16-lane accumulator per output, 4x6 tiles",
+                   kAvx512, kLinear, &gen::build_linear_f32_tinyblas_avx512),
+    make_generator("linear_f32_tinyblas__avx2",
+                   "f32 linear, llamafile tinyBLAS: one 16-lane accumulator (ymm pair) per output",
+                   kAvx2, kLinear, &gen::build_linear_f32_tinyblas_avx2),
+    make_generator("linear_f16_tinyblas__avx512",
+                   "f16 linear, llamafile tinyBLAS: vcvtph2ps, one 16-lane accumulator per output",
+                   kAvx512, kLinear, &gen::build_linear_f16_tinyblas_avx512),
+    make_generator("linear_f16_tinyblas__avx2",
+                   "f16 linear, llamafile tinyBLAS: vcvtph2ps, one ymm-pair accumulator per output",
+                   kAvx2, kLinear, &gen::build_linear_f16_tinyblas_avx2),
     make_generator("attention_f32__avx512",
                    "attention over the F32 KV cache, ggml non-flash arithmetic, 16 lanes per zmm",
                    kAvx512, kAttention, &gen::build_attention_f32_avx512),
-    make_generator("attention_f32__avx2",
-                   "attention over the F32 KV cache, ggml non-flash arithmetic, 16 lanes as ymm pairs",
-                   kAvx2, kAttention, &gen::build_attention_f32_avx2),
+    make_generator(
+        "attention_f32__avx2",
+        "attention over the F32 KV cache, ggml non-flash arithmetic, 16 lanes as ymm pairs", kAvx2,
+        kAttention, &gen::build_attention_f32_avx2),
     make_generator("add_f32__avx512", "elementwise add, 16 lanes per zmm", kAvx512, kAdd,
                    &gen::build_add_f32_avx512),
     make_generator("add_f32__avx2", "elementwise add, 16 lanes as ymm pairs", kAvx2, kAdd,
@@ -111,12 +125,13 @@ const std::array<Generator, 24> kGenerators = {
     make_generator("swiglu_f32__avx512",
                    "SwiGLU, ggml_vec_swiglu_f32 (ggml_v_expf, true division), 16 lanes per zmm",
                    kAvx512, kGlu, &gen::build_swiglu_f32_avx512),
-    make_generator("swiglu_f32__avx2",
-                   "SwiGLU, ggml_vec_swiglu_f32 (ggml_v_expf, true division), 16 lanes as ymm pairs",
-                   kAvx2, kGlu, &gen::build_swiglu_f32_avx2),
+    make_generator(
+        "swiglu_f32__avx2",
+        "SwiGLU, ggml_vec_swiglu_f32 (ggml_v_expf, true division), 16 lanes as ymm pairs", kAvx2,
+        kGlu, &gen::build_swiglu_f32_avx2),
     make_generator("act_quant_q8_0__avx512",
-                   "q8_0 activation quantization, ggml quantize_row_q8_0 (x86), EVEX ymm",
-                   kAvx512, kActQuant, &gen::build_act_quant_q8_0_avx512),
+                   "q8_0 activation quantization, ggml quantize_row_q8_0 (x86), EVEX ymm", kAvx512,
+                   kActQuant, &gen::build_act_quant_q8_0_avx512),
     make_generator("act_quant_q8_0__avx2",
                    "q8_0 activation quantization, ggml quantize_row_q8_0 (x86), ymm", kAvx2,
                    kActQuant, &gen::build_act_quant_q8_0_avx2),

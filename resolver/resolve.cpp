@@ -431,6 +431,10 @@ Step bind_step(const KernelMap& m, const Contract& c, const Query& q, const Env&
 Query make_query(const Graph& g, size_t node, Phase phase) {
   const GraphNode& n = g.nodes[node];
   Query q{node, phase, n.op, n.variant, n.profile, {}, n.params};
+  if (phase == Phase::Prefill) {
+    q.min_tokens = 2;
+    q.max_tokens = std::max<int64_t>(2, g.max_tokens);
+  }
   for (const GraphPort& p : n.ports) {
     const GraphBuffer& b = g.buffers[p.buffer];
     QueryPort qp{p.port, p.buffer, b.dtype, p.shape, b.layout};
@@ -456,31 +460,45 @@ std::string contract_misfit(const Contract& c, const Query& q) {
   for (const QueryPort& p : q.ports)
     if (!c.port(p.name)) return fmt::format("no port '{}'", p.name);
   if (c.when) {
-    // <port>_ne<i> from the query's shapes; a dim that depends on T cannot decide.
-    std::string why;
-    Expr::Lookup look = [&](std::string_view n) -> std::optional<Value> {
-      const size_t at = n.rfind("_ne");
-      if (at == std::string_view::npos) return std::nullopt;
-      const QueryPort* p = qport(q, n.substr(0, at));
-      const size_t i = size_t(std::strtoul(std::string(n.substr(at + 3)).c_str(), nullptr, 10));
-      if (!p || i >= p->shape.size()) return Value::integer(1);  // ggml: missing dims are 1
-      if (!p->shape[i].is_int()) {
-        why = fmt::format("'{}' depends on the token count", n);
+    // <port>_ne<i> from the query's shapes. A dim that depends on T is evaluated at both
+    // ends of the phase's token range (prefill: T = 2 and T = max): the contract must be
+    // decided for every run of the plan, so two different answers are a misfit.
+    auto eval_at = [&](int64_t tokens, std::string* why) -> std::optional<bool> {
+      Expr::Lookup look = [&](std::string_view n) -> std::optional<Value> {
+        const size_t at = n.rfind("_ne");
+        if (at == std::string_view::npos) return std::nullopt;
+        const QueryPort* p = qport(q, n.substr(0, at));
+        const size_t i = size_t(std::strtoul(std::string(n.substr(at + 3)).c_str(), nullptr, 10));
+        if (!p || i >= p->shape.size()) return Value::integer(1);  // ggml: missing dims are 1
+        return p->shape[i].at_tokens(tokens);
+      };
+      Expr::Result r = c.when->eval(look);
+      std::string err;
+      std::optional<bool> t = r.value ? truthy(*r.value, &err) : std::nullopt;
+      if (!t) {
+        *why = fmt::format("when '{}': {}", c.when->text(), r.error + err);
         return std::nullopt;
       }
-      return p->shape[i];
+      if (!*t) {
+        std::string vals;
+        for (const std::string& n : c.when->names())
+          if (auto x = look(n))
+            vals += fmt::format("{}{} = {}", vals.empty() ? "" : ", ", n, x->str());
+        *why = fmt::format("when '{}' is false ({})", c.when->text(), vals);
+      }
+      return t;
     };
-    Expr::Result r = c.when->eval(look);
-    std::string err;
-    std::optional<bool> t = r.value ? truthy(*r.value, &err) : std::nullopt;
-    if (!t) return fmt::format("when '{}': {}", c.when->text(), why.empty() ? r.error + err : why);
-    if (!*t) {
-      std::string vals;
-      for (const std::string& n : c.when->names())
-        if (auto x = look(n))
-          vals += fmt::format("{}{} = {}", vals.empty() ? "" : ", ", n, x->str());
-      return fmt::format("when '{}' is false ({})", c.when->text(), vals);
+    std::string why_lo, why_hi;
+    const std::optional<bool> lo = eval_at(q.min_tokens, &why_lo);
+    if (!lo) return why_lo;
+    if (q.max_tokens != q.min_tokens) {
+      const std::optional<bool> hi = eval_at(q.max_tokens, &why_hi);
+      if (!hi) return why_hi;
+      if (*hi != *lo)
+        return fmt::format("when '{}' depends on the token count (T = {}: {}, T = {}: {})",
+                           c.when->text(), q.min_tokens, *lo, q.max_tokens, *hi);
     }
+    if (!*lo) return why_lo;
   }
   return "";
 }

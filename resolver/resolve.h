@@ -58,6 +58,9 @@ struct Query {
   std::string op, variant, profile;
   std::vector<QueryPort> ports;
   std::vector<std::pair<std::string, Value>> params;
+  // The token counts one run of this phase's plan may see: decode 1; prefill 2 ..
+  // max(2, Graph::max_tokens) (a single token always runs the decode plan).
+  int64_t min_tokens = 1, max_tokens = 1;
 };
 
 enum class Stage : uint8_t { Contract, Phase, Status, Dtype, Layout, Shape, Isa, Alias, Rank };

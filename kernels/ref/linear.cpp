@@ -19,6 +19,7 @@
 // on n's place in a group of 8 or on the [n0, n1) split (linear_dot_repack.cpp).
 #include "kernels/ref/linear.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "kernels/formats/blocks.h"
@@ -38,12 +39,11 @@ bool valid_call(const void* x, const void* w, const void* y, int64_t K, int64_t 
 }
 
 // W: weight block (or element) type; A: activation element/block type, `act_per` elements
-// per A; `dot(K, w_row, a_row)` returns y[t][n].
+// per A; `dot(K, w_row, a_row)` returns y[t][n]; K must be a multiple of `k_step` too.
 template <class W, class A, class Dot>
 void run(DType wtype, int64_t act_per, const void* x, const void* w, float* y, int64_t K, int64_t N,
-         int64_t T, int64_t n0, int64_t n1, Dot dot) {
-  const int64_t block = cke::dtype_info(wtype).block_size;
-  const int64_t needed = block > act_per ? block : act_per;
+         int64_t T, int64_t n0, int64_t n1, Dot dot, int64_t k_step = 1) {
+  const int64_t needed = std::max<int64_t>({cke::dtype_info(wtype).block_size, act_per, k_step});
   if (!valid_call(x, w, y, K, N, T, n0, n1, needed)) return;
   const size_t row_bytes = cke::row_bytes(wtype, K);
   const auto* wb = static_cast<const uint8_t*>(w);
@@ -82,6 +82,15 @@ CKE_REF_LINEAR(linear_f16_f32__ref) {
 }
 CKE_REF_LINEAR(linear_bf16_f32__ref) {
   run<uint16_t, uint16_t>(DType::BF16, 1, x, w, y, K, N, T, n0, n1, cke::ref::vec_dot_bf16);
+}
+CKE_REF_LINEAR(linear_f32_tinyblas_f32__ref) {
+  run<float, float>(DType::F32, 1, x, w, y, K, N, T, n0, n1, cke::ref::tinyblas_f32, 16);
+}
+CKE_REF_LINEAR(linear_f16_tinyblas_f32__ref) {
+  run<uint16_t, uint16_t>(DType::F16, 1, x, w, y, K, N, T, n0, n1, cke::ref::tinyblas_f16, 16);
+}
+CKE_REF_LINEAR(linear_bf16_tinyblas_f32__ref) {
+  run<uint16_t, uint16_t>(DType::BF16, 1, x, w, y, K, N, T, n0, n1, cke::ref::tinyblas_bf16, 32);
 }
 CKE_REF_LINEAR(linear_q8_0_f32__ref) {
   run<cke::block_q8_0, cke::block_q8_0>(DType::Q8_0, cke::kQK8_0, x, w, y, K, N, T, n0, n1,

@@ -21,6 +21,10 @@ extern "C" {
 CKE_REF_LINEAR(linear_f32_f32__ref);
 CKE_REF_LINEAR(linear_f16_f32__ref);
 CKE_REF_LINEAR(linear_bf16_f32__ref);
+// llamafile's tinyBLAS arithmetic (llama.cpp's float prefill): contracts linear.<w>_tinyblas.ggml
+CKE_REF_LINEAR(linear_f32_tinyblas_f32__ref);
+CKE_REF_LINEAR(linear_f16_tinyblas_f32__ref);
+CKE_REF_LINEAR(linear_bf16_tinyblas_f32__ref);
 CKE_REF_LINEAR(linear_q8_0_f32__ref);
 CKE_REF_LINEAR(linear_q4_0_f32__ref);
 CKE_REF_LINEAR(linear_q4_0x8_f32__ref);  // ggml's repacked arithmetic (N % 8 == 0 matrices)

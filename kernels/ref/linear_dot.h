@@ -30,6 +30,15 @@ float vec_dot_f32(int64_t n, const float* w, const float* a);
 float vec_dot_f16(int64_t n, const uint16_t* w, const uint16_t* a);
 float vec_dot_bf16(int64_t n, const uint16_t* w, const uint16_t* a);
 
+// llamafile's tinyBLAS, which llama.cpp runs instead of the vec_dots above for a batch of
+// two or more tokens when K % KN == 0 and N % 4 == 0 (GGML-NUMERICS.md §3.2): per output
+// ONE 16-lane f32 accumulator, then the _mm512_reduce_add_ps tree; no tail, no double.
+//   f32/f16: KN = 16, lane l takes elements 16c + l by FMA (f16 widened exactly);
+//   bf16:    KN = 32, lane l takes the pair 32c + 2l, +1 by vdpbf16ps (odd product first).
+float tinyblas_f32(int64_t n, const float* w, const float* a);
+float tinyblas_f16(int64_t n, const uint16_t* w, const uint16_t* a);
+float tinyblas_bf16(int64_t n, const uint16_t* w, const uint16_t* a);
+
 float vec_dot_q8_0_q8_0(int64_t n, const block_q8_0* w, const block_q8_0* a);
 float vec_dot_q4_0_q8_0(int64_t n, const block_q4_0* w, const block_q8_0* a);
 float vec_dot_q5_0_q8_0(int64_t n, const block_q5_0* w, const block_q8_0* a);

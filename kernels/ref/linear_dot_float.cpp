@@ -89,4 +89,29 @@ float vec_dot_bf16(int64_t n, const uint16_t* w, const uint16_t* a) {
   return static_cast<float>(sumf);
 }
 
+float tinyblas_f32(int64_t n, const float* w, const float* a) {
+  float acc[16] = {};
+  for (int64_t i = 0; i < n; ++i) acc[i & 15] = std::fma(w[i], a[i], acc[i & 15]);
+  return lanes::reduce16(acc);
+}
+
+float tinyblas_f16(int64_t n, const uint16_t* w, const uint16_t* a) {
+  const auto& t = f16_table();
+  float acc[16] = {};
+  for (int64_t i = 0; i < n; ++i) acc[i & 15] = std::fma(t[w[i]], t[a[i]], acc[i & 15]);
+  return lanes::reduce16(acc);
+}
+
+float tinyblas_bf16(int64_t n, const uint16_t* w, const uint16_t* a) {
+  using lanes::bf16_bits_to_f32;
+  float acc[16] = {};
+  for (int64_t i = 0; i + 32 <= n; i += 32)
+    for (int l = 0; l < 16; ++l) {
+      const int64_t k = i + 2 * l;
+      acc[l] = lanes::dpbf16_lane(acc[l], bf16_bits_to_f32(w[k]), bf16_bits_to_f32(w[k + 1]),
+                                  bf16_bits_to_f32(a[k]), bf16_bits_to_f32(a[k + 1]));
+    }
+  return lanes::reduce16(acc);
+}
+
 }  // namespace cke::ref

@@ -31,8 +31,7 @@ CKE_REF_EMBED(embed_q6_K__ref);
 // §2 RMSNorm fused with its weight: per row of n, y = fl(fl(x * scale) * w), scale from a
 // double sum of float squares. x, y: [n, rows] (may alias), w: [n] broadcast over rows.
 // Per-head norms use n = head_dim, rows = n_head * T.
-void rmsnorm_f32__ref(const float* x, const float* w, float* y, int64_t n, int64_t rows,
-                      float eps);
+void rmsnorm_f32__ref(const float* x, const float* w, float* y, int64_t n, int64_t rows, float eps);
 
 // §5 RoPE in place on x: [head_dim, n_heads, T]; token t has position pos0 + t. The first
 // n_rot dims of each head rotate (pairs (2i, 2i+1) for normal, (i, i + n_rot/2) for neox);

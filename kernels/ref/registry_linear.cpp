@@ -22,6 +22,10 @@ std::span<const KernelSymbol> ref_linear_symbols() {
       CKE_KERNEL_SYMBOL(linear_q4_0x8_f32__ref),
       CKE_KERNEL_SYMBOL(linear_q4_Kx8_f32__ref),
       CKE_KERNEL_SYMBOL(linear_q2_Kx8_f32__ref),
+      // llamafile's tinyBLAS arithmetic (contracts linear.<w>_tinyblas.ggml)
+      CKE_KERNEL_SYMBOL(linear_f32_tinyblas_f32__ref),
+      CKE_KERNEL_SYMBOL(linear_f16_tinyblas_f32__ref),
+      CKE_KERNEL_SYMBOL(linear_bf16_tinyblas_f32__ref),
   };
   return kSymbols;
 }

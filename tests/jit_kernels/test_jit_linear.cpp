@@ -87,9 +87,15 @@ bool float_w(DType t) {
 }
 
 std::vector<int64_t> ks(DType t) {
-  if (float_w(t)) return {1, 7, 8, 15, 16, 63, 64, 65, 100, 128, 172, 200, 256, 1031};
+  if (float_w(t)) return {1, 7, 8, 15, 16, 48, 63, 64, 65, 100, 128, 172, 200, 256, 1024, 1031};
   if (dtype_info(t).block_size == 256) return {256, 512, 768, 1280};
   return {32, 64, 96, 256, 1056};
+}
+
+// A float K the provider's predicates admit: K itself, or (tinyBLAS tiles, K % 16 == 0)
+// K rounded down to a multiple of 32.
+int64_t fit_k(const Loaded& l, int64_t K) {
+  return l.admits(K, 16) ? K : K - K % 32;
 }
 
 // K-quants need whole super-blocks: the shapes below in units of 256.
@@ -116,7 +122,7 @@ void sweep(const Loaded& l) {
 // A large K (many blocks per row) and T past one 64-token chunk of the driver.
 void big_shapes(const Loaded& l) {
   std::mt19937 rng(99);
-  const int64_t K = float_w(l.wtype) ? 4133 : k_quant(l.wtype) ? 4352 : 4128;
+  const int64_t K = float_w(l.wtype) ? fit_k(l, 4133) : k_quant(l.wtype) ? 4352 : 4128;
   for (auto [N, T] : {std::pair<int64_t, int64_t>{64, 1}, {8, 70}, {13, 67}, {24, 133}}) {
     if (!l.admits(K, N)) continue;
     T = l.max_t(T);
@@ -125,7 +131,7 @@ void big_shapes(const Loaded& l) {
     ASSERT_EQ(compare_kernels(l.fn, l.ref, w, l.act(x, K, T), K, N, T, 0, N, l.cfn), "");
   }
   // A K past the 65536-element scratch limit the kernels once had: no size limit now.
-  const int64_t big_k = float_w(l.wtype) ? 70001 : k_quant(l.wtype) ? 70144 : 70016;
+  const int64_t big_k = float_w(l.wtype) ? fit_k(l, 70001) : k_quant(l.wtype) ? 70144 : 70016;
   const int64_t big_n = l.admits(big_k, 16) ? 16 : 9, big_t = l.max_t(5);
   const auto w = make_weights(l.wtype, big_k, big_n, WeightStyle::Random, rng);
   const auto x = make_acts(big_k, big_t, ActStyle::Random, rng);
@@ -138,7 +144,7 @@ void big_shapes(const Loaded& l) {
 // full call's), nothing written outside.
 void row_splits(const Loaded& l) {
   std::mt19937 rng(5);
-  const int64_t K = float_w(l.wtype) ? 200 : 256;
+  const int64_t K = float_w(l.wtype) ? fit_k(l, 200) : 256;
   for (int64_t N : {9, 16, 64, 67}) {
     if (!l.admits(K, N)) continue;
     const auto w = make_weights(l.wtype, K, N, WeightStyle::Random, rng);
@@ -165,7 +171,7 @@ void edge_data(const Loaded& l) {
                                  WeightStyle::SpecialScale};
   const ActStyle astyles[] = {ActStyle::Random, ActStyle::Zero, ActStyle::Large, ActStyle::NaNs,
                               ActStyle::Subnormal};
-  const int64_t K = float_w(l.wtype) ? 137 : k_quant(l.wtype) ? 512 : 320;
+  const int64_t K = float_w(l.wtype) ? fit_k(l, 137) : k_quant(l.wtype) ? 512 : 320;
   for (WeightStyle ws : wstyles)
     for (ActStyle as : astyles)
       for (int64_t N : {7, 16}) {
@@ -189,12 +195,12 @@ void bad_calls(const Loaded& l) {
   const auto x = l.act(make_acts(K, 2, ActStyle::Random, rng), K, 2);
   for (jit::LinearFn fn : {l.fn, l.cfn}) {
     std::vector<float> y(16, 3.0f);
-    fn(x.data(), w.data(), y.data(), K, 8, 2, 3, 2);                              // n0 > n1
-    fn(x.data(), w.data(), y.data(), K, 8, 2, 0, 9);                              // n1 > N
-    fn(x.data(), w.data(), y.data(), K, 8, 2, -1, 8);                             // n0 < 0
-    fn(x.data(), w.data(), y.data(), -K, 8, 2, 0, 8);                             // K < 0
-    fn(x.data(), w.data(), y.data(), K, 8, 0, 0, 8);                              // T = 0
-    if (!float_w(l.wtype)) fn(x.data(), w.data(), y.data(), 33, 8, 2, 0, 8);  // K % 32
+    fn(x.data(), w.data(), y.data(), K, 8, 2, 3, 2);                         // n0 > n1
+    fn(x.data(), w.data(), y.data(), K, 8, 2, 0, 9);                         // n1 > N
+    fn(x.data(), w.data(), y.data(), K, 8, 2, -1, 8);                        // n0 < 0
+    fn(x.data(), w.data(), y.data(), -K, 8, 2, 0, 8);                        // K < 0
+    fn(x.data(), w.data(), y.data(), K, 8, 0, 0, 8);                         // T = 0
+    if (!l.admits(33, 8)) fn(x.data(), w.data(), y.data(), 33, 8, 2, 0, 8);  // K % 32 (16)
     for (float v : y) EXPECT_EQ(v, 3.0f);
   }
 }
@@ -202,7 +208,7 @@ void bad_calls(const Loaded& l) {
 // Two threads on disjoint row ranges of one call (the plan's row split), concurrently.
 void threads(const Loaded& l) {
   std::mt19937 rng(11);
-  const int64_t K = float_w(l.wtype) ? 300 : 512, T = l.max_t(7);
+  const int64_t K = float_w(l.wtype) ? fit_k(l, 300) : 512, T = l.max_t(7);
   const int64_t N = l.admits(K, 40) ? 40 : 43;
   const auto w = make_weights(l.wtype, K, N, WeightStyle::Random, rng);
   const auto x = l.act(make_acts(K, T, ActStyle::Random, rng), K, T);
@@ -219,9 +225,9 @@ void threads(const Loaded& l) {
 // generated loops read and write nothing past the buffers the ABI gives them.
 void guard_pages(const Loaded& l) {
   std::mt19937 rng(21);
-  for (int64_t K : float_w(l.wtype) ? std::vector<int64_t>{64, 77, 129}
-                   : k_quant(l.wtype)    ? std::vector<int64_t>{256, 768}
-                                         : std::vector<int64_t>{32, 96}) {
+  for (int64_t K : float_w(l.wtype)   ? std::vector<int64_t>{64, 77, 129}
+                   : k_quant(l.wtype) ? std::vector<int64_t>{256, 768}
+                                      : std::vector<int64_t>{32, 96}) {
     for (auto [N, T] : {std::pair<int64_t, int64_t>{7, 5}, {8, 5}, {16, 4}, {3, 1}}) {
       if (!l.admits(K, N)) continue;
       T = l.max_t(T);
@@ -358,26 +364,39 @@ TEST(JitLinear, linear_f16_f32_4x1__avx512) {
 TEST(JitLinear, linear_f16_f32_1x1__avx2) {
   run_all("linear_f16_f32_1x1__avx2");
 }
+TEST(JitLinear, linear_f16_tinyblas_f32_4x6__avx512) {
+  run_all("linear_f16_tinyblas_f32_4x6__avx512");
+}
+TEST(JitLinear, linear_f16_tinyblas_f32_3x2__avx2) {
+  run_all("linear_f16_tinyblas_f32_3x2__avx2");
+}
+TEST(JitLinear, linear_f32_tinyblas_f32_4x6__avx512) {
+  run_all("linear_f32_tinyblas_f32_4x6__avx512");
+}
+TEST(JitLinear, linear_f32_tinyblas_f32_3x2__avx2) {
+  run_all("linear_f32_tinyblas_f32_3x2__avx2");
+}
 TEST(JitLinear, linear_f32_f32_1x1__avx2) {
   run_all("linear_f32_f32_1x1__avx2");
 }
 
 TEST(JitLinear, EveryGeneratedProviderHasATest) {
   const std::vector<std::string> tested = {
-      "linear_q8_0_f32_4x4__avx512vnni",   "linear_q8_0_f32_4x1__avx512vnni",
-      "linear_q4_0_f32_4x4__avx512vnni",   "linear_q4_0_f32_4x1__avx512vnni",
-      "linear_q4_0x8_f32_8x4__avx512vnni", "linear_q4_0x8_f32_8x1__avx512vnni",
-      "linear_q4_0x8_f32_16x8__avx512vnni",
-      "linear_q4_Kx8_f32_16x8__avx512vnni", "linear_q4_Kx8_f32_16x1__avx512vnni",
-      "linear_q4_Kx8_f32_8x8__avx2",        "linear_q4_Kx8_f32_8x1__avx2",
-      "linear_f32_f32_2x3__avx512",        "linear_f32_f32_4x1__avx512",
-      "linear_f16_f32_2x3__avx512",        "linear_f16_f32_4x1__avx512",
-      "linear_f16_f32_1x1__avx2",
-      "linear_q6_K_f32_1x4__avx512vnni",   "linear_q6_K_f32_1x1__avx512vnni",
-      "linear_q6_K_f32_1x1__avx2",         "linear_q8_0_f32_4x2__avx2",
-      "linear_q8_0_f32_4x1__avx2",         "linear_q4_0_f32_4x2__avx2",
-      "linear_q4_0_f32_4x1__avx2",         "linear_q4_0x8_f32_4x4__avx2",
-      "linear_q4_0x8_f32_4x1__avx2",       "linear_f32_f32_1x1__avx2",
+      "linear_q8_0_f32_4x4__avx512vnni",     "linear_q8_0_f32_4x1__avx512vnni",
+      "linear_q4_0_f32_4x4__avx512vnni",     "linear_q4_0_f32_4x1__avx512vnni",
+      "linear_q4_0x8_f32_8x4__avx512vnni",   "linear_q4_0x8_f32_8x1__avx512vnni",
+      "linear_q4_0x8_f32_16x8__avx512vnni",  "linear_q4_Kx8_f32_16x8__avx512vnni",
+      "linear_q4_Kx8_f32_16x1__avx512vnni",  "linear_q4_Kx8_f32_8x8__avx2",
+      "linear_q4_Kx8_f32_8x1__avx2",         "linear_f32_f32_2x3__avx512",
+      "linear_f32_f32_4x1__avx512",          "linear_f16_f32_2x3__avx512",
+      "linear_f16_f32_4x1__avx512",          "linear_f16_f32_1x1__avx2",
+      "linear_q6_K_f32_1x4__avx512vnni",     "linear_q6_K_f32_1x1__avx512vnni",
+      "linear_q6_K_f32_1x1__avx2",           "linear_q8_0_f32_4x2__avx2",
+      "linear_q8_0_f32_4x1__avx2",           "linear_q4_0_f32_4x2__avx2",
+      "linear_q4_0_f32_4x1__avx2",           "linear_q4_0x8_f32_4x4__avx2",
+      "linear_q4_0x8_f32_4x1__avx2",         "linear_f32_f32_1x1__avx2",
+      "linear_f16_tinyblas_f32_4x6__avx512", "linear_f16_tinyblas_f32_3x2__avx2",
+      "linear_f32_tinyblas_f32_4x6__avx512", "linear_f32_tinyblas_f32_3x2__avx2",
   };
   std::vector<std::string> maps;
   for (const GeneratedLinear& g : generated_linear_providers()) maps.push_back(g.map->id);

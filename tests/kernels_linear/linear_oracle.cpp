@@ -39,6 +39,9 @@ const std::vector<Provider>& providers() {
       {"linear_f32_f32__ref", DType::F32, ActKind::F32, linear_f32_f32__ref},
       {"linear_f16_f32__ref", DType::F16, ActKind::F16, linear_f16_f32__ref},
       {"linear_bf16_f32__ref", DType::BF16, ActKind::BF16, linear_bf16_f32__ref},
+      {"linear_f32_tinyblas_f32__ref", DType::F32, ActKind::F32, linear_f32_tinyblas_f32__ref},
+      {"linear_f16_tinyblas_f32__ref", DType::F16, ActKind::F16, linear_f16_tinyblas_f32__ref},
+      {"linear_bf16_tinyblas_f32__ref", DType::BF16, ActKind::BF16, linear_bf16_tinyblas_f32__ref},
       {"linear_q8_0_f32__ref", DType::Q8_0, ActKind::Q8_0, linear_q8_0_f32__ref},
       {"linear_q4_0_f32__ref", DType::Q4_0, ActKind::Q8_0, linear_q4_0_f32__ref},
       {"linear_q4_1_f32__ref", DType::Q4_1, ActKind::Q8_1, linear_q4_1_f32__ref},
@@ -257,6 +260,8 @@ OracleDot oracle_dot(const Provider& p, const uint8_t* wrow, const float* x, int
 }
 
 int64_t rounding_steps(const Provider& p, int64_t K) {
+  // tinyBLAS: one FMA (bf16: two dpbf16 adds per 32) per 16 elements and lane, 4 levels.
+  if (p.tinyblas()) return K / 16 + 4;
   switch (p.act) {
     case ActKind::F32:
     case ActKind::F16:

@@ -27,6 +27,9 @@ struct Provider {
   ActKind act;
   LinearFn fn;  // takes converted activations
   bool repacked() const { return std::string(id).find("x8_") != std::string::npos; }
+  // llamafile's tinyBLAS arithmetic: one 16-lane accumulator, K a multiple of k_step().
+  bool tinyblas() const { return std::string(id).find("_tinyblas_") != std::string::npos; }
+  int64_t k_step() const { return tinyblas() ? (wtype == DType::BF16 ? 32 : 16) : 1; }
   // The kernel on f32 activations, converted as its contract says (linear_call.h).
   void run(const float* x, const void* w, float* y, int64_t K, int64_t N, int64_t T, int64_t n0,
            int64_t n1) const {
@@ -34,7 +37,7 @@ struct Provider {
   }
 };
 
-// The 13 reference providers, in registry order.
+// The reference linear providers, in registry order.
 const std::vector<Provider>& providers();
 const Provider& provider(const std::string& id);
 

@@ -6,7 +6,8 @@
 //  - F32 matmuls with K % 16 == 0 ran llamafile's tinyBLAS in prefill (one 16-lane
 //    accumulator per output), not ggml_vec_dot_f32: ulp-level differences, NMSE <= 1e-12.
 //    A tinyBLAS model written here reproduces those dumps bit for bit, which pins the
-//    reduction tree the kernel shares with it.
+//    reduction tree the kernel shares with it, and so does linear_f32_tinyblas_f32__ref
+//    (contract linear.f32_tinyblas.ggml, what the resolver now picks for such a batch).
 //  - stories260K ffn_down (K = 172) ran ggml_vec_dot_f32: must be bit-identical.
 //  - q6_K matmuls run the plain ggml_vec_dot_q6_K_q8_K in prefill: must be bit-identical.
 //  - q4_K matmuls with rows % 8 == 0 ran the repacked q4_K_8x8 kernels (tokens 0-3 gemm,
@@ -149,6 +150,13 @@ TEST(RefLinearGgml, linear_f32_f32__ref_stories260K) {
       for (int64_t n = 0; n < N; ++n)
         same += tinyblas_f32(w + n * K, &r.x[t * K], K) == r.ref[t * N + n];
     EXPECT_EQ(same, N * 5) << c.output << ": tinyBLAS model";
+
+    // And so does the reference of contract linear.f32_tinyblas.ggml, which the resolver
+    // picks for this batch.
+    const CaseRun rt = run_case(*file, dir, c, linear_f32_tinyblas_f32__ref);
+    const Compare ct = compare(rt.y, rt.ref);
+    report(c.output + " (linear_f32_tinyblas_f32__ref)", ct);
+    EXPECT_EQ(ct.identical, ct.total) << c.output;
   }
 }
 

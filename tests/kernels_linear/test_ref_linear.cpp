@@ -27,6 +27,12 @@ constexpr double kU = 1.0 / (1 << 24);
 
 std::vector<int64_t> ks_for(const Provider& p) {
   const int64_t bs = dtype_info(p.wtype).block_size;
+  if (p.tinyblas()) {
+    std::vector<int64_t> ks;
+    for (int64_t K : {16, 32, 48, 64, 96, 160, 256, 512, 4128})
+      if (K % p.k_step() == 0) ks.push_back(K);
+    return ks;
+  }
   if (bs == 1) return {1, 7, 8, 15, 16, 31, 63, 64, 65, 127, 172, 256, 512, 4128, 4133};
   if (bs == 32) return {32, 256, 512, 4096 + 32};
   return {256, 512, 4096 + 256};
@@ -69,7 +75,8 @@ void check_random(const Provider& p, int64_t K, uint32_t seed) {
 // outside [n0, n1) are not written.
 void check_row_split(const Provider& p) {
   std::mt19937 rng(7);
-  const int64_t K = dtype_info(p.wtype).block_size == 1 ? 100 : 512, N = 9, T = 2;
+  const int64_t K = dtype_info(p.wtype).block_size == 1 ? (p.tinyblas() ? 96 : 100) : 512;
+  const int64_t N = 9, T = 2;
   const auto w = random_weights(p.wtype, K, N, rng);
   const auto x = random_acts(K * T, rng);
   std::vector<float> full(N * T), split(N * T, 99.0f);
@@ -209,6 +216,15 @@ TEST(RefLinear, linear_f16_f32__ref) {
 }
 TEST(RefLinear, linear_bf16_f32__ref) {
   check_provider("linear_bf16_f32__ref");
+}
+TEST(RefLinear, linear_f32_tinyblas_f32__ref) {
+  check_provider("linear_f32_tinyblas_f32__ref");
+}
+TEST(RefLinear, linear_f16_tinyblas_f32__ref) {
+  check_provider("linear_f16_tinyblas_f32__ref");
+}
+TEST(RefLinear, linear_bf16_tinyblas_f32__ref) {
+  check_provider("linear_bf16_tinyblas_f32__ref");
 }
 TEST(RefLinear, linear_q8_0_f32__ref) {
   check_provider("linear_q8_0_f32__ref");

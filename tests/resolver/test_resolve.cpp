@@ -281,6 +281,44 @@ TEST(Resolve, DecodeOnlyShapes) {
   EXPECT_EQ(r.decisions[1].winner, "lin_gemv");
 }
 
+TEST(Resolve, ContractWhenOnTokenCount) {
+  // llama.cpp picks another float arithmetic for a batch of 2+ tokens than for one
+  // (tinyBLAS vs vec_dot), so a contract may depend on T: decode sees T = 1, prefill both
+  // ends of its range (T = 2 .. max_tokens), which must agree.
+  const std::string batch = linear_contract("linear.q4_0.batch", "q4_0", "lin_b") +
+                            "when: \"x_ne1 >= 2 && w_ne0 % 64 == 0\"\n";
+  const std::string one = linear_contract("linear.q4_0.one", "q4_0", "lin_a") +
+                          "when: \"x_ne1 == 1 || w_ne0 % 64 != 0\"\n";
+  World w = world({linear_map({.contract = "linear.q4_0.one"}),
+                   linear_map({.id = "lin_b", .contract = "linear.q4_0.batch"})},
+                  {batch, one});
+  Resolution r = resolve(w.graph, w.reg, HostCaps::synthetic({}));
+  ASSERT_TRUE(r.ok()) << r.fault_report();
+  EXPECT_EQ(r.decisions[0].query.phase, Phase::Prefill);
+  EXPECT_EQ(r.decisions[0].contract, "linear.q4_0.batch");
+  EXPECT_EQ(r.decisions[0].winner, "lin_b");
+  EXPECT_EQ(r.decisions[1].contract, "linear.q4_0.one");
+  EXPECT_EQ(r.decisions[1].winner, "lin_a");
+  // K = 96 breaks the batch contract's K rule: the single-token arithmetic everywhere.
+  World k96 = world({linear_map({.contract = "linear.q4_0.one"}),
+                     linear_map({.id = "lin_b", .contract = "linear.q4_0.batch"})},
+                    {batch, one}, 96);
+  Resolution r96 = resolve(k96.graph, k96.reg, HostCaps::synthetic({}));
+  ASSERT_TRUE(r96.ok()) << r96.fault_report();
+  EXPECT_EQ(r96.decisions[0].contract, "linear.q4_0.one");
+  // A rule that changes inside the prefill range cannot be decided: no contract.
+  const std::string split =
+      linear_contract("linear.q4_0.split", "q4_0", "lin_a") + "when: \"x_ne1 >= 3\"\n";
+  World ws = world({linear_map({.contract = "linear.q4_0.split"})}, {split});
+  Resolution rs = resolve(ws.graph, ws.reg, HostCaps::synthetic({}), kPrefill);
+  ASSERT_FALSE(rs.ok());
+  EXPECT_EQ(rs.decisions[0].fault, "no_contract");
+  const std::string why =
+      contract_misfit(*ws.reg.find_contract("linear.q4_0.split"), rs.decisions[0].query);
+  EXPECT_NE(why.find("depends on the token count (T = 2: false, T = 16: true)"), std::string::npos)
+      << why;
+}
+
 TEST(Resolve, AliasSafety) {
   // The circuit binds x and y to one buffer h (in place).
   World w = world({linear_map({})}, {kQ4}, 32, 32, DType::Q4_0, "t", true);
