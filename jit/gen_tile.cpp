@@ -18,6 +18,8 @@ std::vector<std::string> isa_features(Isa isa) {
       return {"avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl"};
     case Isa::Avx512Vnni:
       return {"avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx512vnni"};
+    case Isa::Avx512Bf16:
+      return {"avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx512bf16"};
   }
   return {};
 }
@@ -30,6 +32,8 @@ const char* isa_suffix(Isa isa) {
       return "avx512";
     case Isa::Avx512Vnni:
       return "avx512vnni";
+    case Isa::Avx512Bf16:
+      return "avx512bf16";
   }
   return "?";
 }

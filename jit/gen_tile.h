@@ -22,12 +22,12 @@ namespace cke::jit::gen {
 
 // ISA levels a generator is written for. The level decides the vector width and which
 // instructions exist; the features it needs are isa_features(level).
-enum class Isa : uint8_t { Avx2, Avx512, Avx512Vnni };
+enum class Isa : uint8_t { Avx2, Avx512, Avx512Vnni, Avx512Bf16 };
 
 // requires.isa names of a level. AVX-512 levels also name the AVX2-era features: asmjit
 // (and the C compiler) encode 128/256-bit ops on registers 0-15 with VEX when they can.
 std::vector<std::string> isa_features(Isa isa);
-const char* isa_suffix(Isa isa);  // "avx2", "avx512", "avx512vnni"
+const char* isa_suffix(Isa isa);  // "avx2", "avx512", "avx512vnni", "avx512bf16"
 
 struct TileArgs {
   kir::V w, rb, nrows, a, as, y, ys, n;

@@ -6,6 +6,7 @@
 #include "jit/gen_attention.h"
 #include "jit/gen_elementwise.h"
 #include "jit/gen_glu.h"
+#include "jit/gen_linear_bf16.h"
 #include "jit/gen_linear_f32.h"
 #include "jit/gen_linear_q.h"
 #include "jit/gen_linear_q4_K.h"
@@ -43,6 +44,8 @@ constexpr Generator make_generator(std::string_view name, std::string_view summa
 // The features each level's code uses (gen_tile.h isa_features; checked equal by a test).
 constexpr std::string_view kAvx512Vnni[] = {"avx2",     "fma",      "f16c",      "avx512f",
                                             "avx512bw", "avx512vl", "avx512vnni"};
+constexpr std::string_view kAvx512Bf16[] = {"avx2",     "fma",      "f16c",      "avx512f",
+                                            "avx512bw", "avx512vl", "avx512bf16"};
 constexpr std::string_view kAvx512[] = {"avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl"};
 constexpr std::string_view kAvx2[] = {"avx2", "fma", "f16c"};
 constexpr LinearFn kLinear = nullptr;
@@ -53,7 +56,7 @@ constexpr gen::AddFn kAdd = nullptr;
 constexpr gen::KvStoreFn kKvStore = nullptr;
 constexpr gen::ActQuantFn kActQuant = nullptr;
 
-const std::array<Generator, 28> kGenerators = {
+const std::array<Generator, 30> kGenerators = {
     make_generator("linear_q8_0__avx512vnni",
                    "q8_0 linear, ggml vec_dot lanes, 2 rows per zmm, vpdpbusd", kAvx512Vnni,
                    kLinear, &gen::build_linear_q8_0_avx512vnni),
@@ -107,6 +110,12 @@ const std::array<Generator, 28> kGenerators = {
     make_generator("linear_f16_tinyblas__avx2",
                    "f16 linear, llamafile tinyBLAS: vcvtph2ps, one ymm-pair accumulator per output",
                    kAvx2, kLinear, &gen::build_linear_f16_tinyblas_avx2),
+    make_generator("linear_bf16__avx512bf16",
+                   "bf16 linear, ggml_vec_dot_bf16: vdpbf16ps into 2x16 lanes, double tail",
+                   kAvx512Bf16, kLinear, &gen::build_linear_bf16_avx512bf16),
+    make_generator("linear_bf16_tinyblas__avx512bf16",
+                   "bf16 linear, llamafile tinyBLAS<32, __m512bh>: one vdpbf16ps accumulator",
+                   kAvx512Bf16, kLinear, &gen::build_linear_bf16_tinyblas_avx512bf16),
     make_generator("attention_f32__avx512",
                    "attention over the F32 KV cache, ggml non-flash arithmetic, 16 lanes per zmm",
                    kAvx512, kAttention, &gen::build_attention_f32_avx512),

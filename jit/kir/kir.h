@@ -125,14 +125,16 @@ enum class Op : uint8_t {
   VCvtF16F32,  // d = f32 of the low fp16 lanes of a (a has half d's bits, >= 128)
   VAddF,
   VMulF,
-  VFma,       // d = fma(a, b, d)        (one rounding; d is read)
-  VFmaM,      // d = fma(a, mem, d)
-  VPermilF,   // d = vpermilps(a, imm) (per 128-bit block)
-  VMovShdup,  // d = [a1, a1, a3, a3, ...]
-  VSubF,      // d = a - b
-  VMaxF,      // d = a > b ? a : b per lane (x86 maxps: a NaN in either gives b)
-  VMinF,      // d = a < b ? a : b per lane (x86 minps: a NaN in either gives b)
-  VDivF,      // d = a / b (correctly rounded)
+  VFma,         // d = fma(a, b, d)        (one rounding; d is read)
+  VFmaM,        // d = fma(a, mem, d)
+  VDpBf16,      // d += vdpbf16ps(a, b): per f32 lane the odd bf16 pair product, then the even
+                // one (AVX512-BF16; DAZ/FTZ, RNE; a, b are Cls::I vectors of bf16 pairs)
+  VPermilF,     // d = vpermilps(a, imm) (per 128-bit block)
+  VMovShdup,    // d = [a1, a1, a3, a3, ...]
+  VSubF,        // d = a - b
+  VMaxF,        // d = a > b ? a : b per lane (x86 maxps: a NaN in either gives b)
+  VMinF,        // d = a < b ? a : b per lane (x86 minps: a NaN in either gives b)
+  VDivF,        // d = a / b (correctly rounded)
   VCvtTF32I32,  // d = int32(trunc(a)) (0x80000000 for NaN and out of range)
   VBcastSS,     // every f32 lane of d = lane 0 of a (128 bits)
   VLoadMz,      // d = mem f32 lanes where mask c is set, 0 elsewhere; masked lanes are not
@@ -296,6 +298,7 @@ class Builder {
   void vadd_f(V d, V a, V b);
   void vmul_f(V d, V a, V b);
   void vfma(V d, V a, V b);
+  void vdpbf16(V d, V a, V b);
   void vfma_m(V d, V a, Mem m);
   void vpermil_f(V d, V a, int imm);
   void vmovshdup(V d, V a);

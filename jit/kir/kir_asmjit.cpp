@@ -44,6 +44,16 @@ class FuncLowering {
       else
         fn->setArg(uint32_t(i), regs_[i].gp);
     }
+    for (const Inst& in : f_.code)
+      if (in.op == Op::VDpBf16 && !ones_.isValid()) {
+        // asmjit's instruction table marks vdpbf16ps's destination write-only, so its register
+        // allocator would drop the accumulator's old value; merge-masking with all lanes on
+        // makes the destination read-write for the allocator and changes nothing else.
+        ones_ = cc_.newKw("ones");
+        Gp t = cc_.newInt32("ones_bits");
+        cc_.mov(t, 0xFFFF);
+        cc_.kmovw(ones_, t);
+      }
     for (const Inst& in : f_.code) lower(in);
     cc_.endFunc();
     return fn->label();
@@ -473,6 +483,9 @@ class FuncLowering {
       case Op::VFmaM:
         cc_.vfmadd231ps(x(d), x(a), mem(in.mem));
         break;
+      case Op::VDpBf16:
+        cc_.k(ones_).vdpbf16ps(x(d), x(a), x(b));  // see ones_
+        break;
       case Op::VPermilF:
         cc_.vpermilps(x(d), x(a), in.imm);
         break;
@@ -569,6 +582,7 @@ class FuncLowering {
   bool avx512_;
   const std::vector<Label>& labels_;
   std::vector<Reg> regs_;
+  KReg ones_;  // all 16 lanes on, for vdpbf16ps (set up in lower())
   std::vector<Block> blocks_;
 };
 

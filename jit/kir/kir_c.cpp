@@ -25,7 +25,7 @@ class FuncRender {
     std::string sig;
     for (size_t i = 0; i < f_.params.size(); ++i) {
       const Kind k = f_.params[i].kind;
-      const char* t = k == Kind::Ptr ? (entry_ ? "void*" : "uint8_t*")
+      const char* t = k == Kind::Ptr   ? (entry_ ? "void*" : "uint8_t*")
                       : k == Kind::Vec ? "float"  // a float argument (Kind::F32)
                                        : "int64_t";
       sig += fmt::format("{}{} {}", i ? ", " : "", t,
@@ -424,6 +424,12 @@ class FuncRender {
       case Op::VFma:
         set(d, fmt::format("{}_fmadd_ps({}, {}, {})", p, f(a), f(b), f(d)), Cls::F);
         break;
+      case Op::VDpBf16: {
+        const char* bh = w == 512 ? "__m512bh" : w == 256 ? "__m256bh" : "__m128bh";
+        set(d, fmt::format("{}_dpbf16_ps({}, ({})({}), ({})({}))", p, f(d), bh, i(a), bh, i(b)),
+            Cls::F);
+        break;
+      }
       case Op::VFmaM:
         set(d,
             fmt::format("{0}_fmadd_ps({1}, {0}_loadu_ps((const float*){2}), {3})", p, f(a),
@@ -471,13 +477,15 @@ class FuncRender {
         set(d, fmt::format("_mm_cvtsd_ss({0}, _mm_castps_pd({0}))", f(a)), Cls::F);
         break;
       case Op::VAddSD:
-        set(d, fmt::format("_mm_castpd_ps(_mm_add_sd(_mm_castps_pd({}), _mm_castps_pd({})))", f(a),
-                           f(b)),
+        set(d,
+            fmt::format("_mm_castpd_ps(_mm_add_sd(_mm_castps_pd({}), _mm_castps_pd({})))", f(a),
+                        f(b)),
             Cls::F);
         break;
       case Op::VDivSD:
-        set(d, fmt::format("_mm_castpd_ps(_mm_div_sd(_mm_castps_pd({}), _mm_castps_pd({})))", f(a),
-                           f(b)),
+        set(d,
+            fmt::format("_mm_castpd_ps(_mm_div_sd(_mm_castps_pd({}), _mm_castps_pd({})))", f(a),
+                        f(b)),
             Cls::F);
         break;
       case Op::VAddSS:
@@ -509,8 +517,7 @@ class FuncRender {
         set(d, fmt::format("{}_cvtps_epi32({})", p, f(a)), Cls::I);
         break;
       case Op::VCvtF32F16:
-        set(d,
-            fmt::format("{}_cvtps_ph({}, _MM_FROUND_TO_NEAREST_INT)", P(ty(a).bits), f(a)),
+        set(d, fmt::format("{}_cvtps_ph({}, _MM_FROUND_TO_NEAREST_INT)", P(ty(a).bits), f(a)),
             Cls::I);
         break;
       case Op::VPackSsDw:

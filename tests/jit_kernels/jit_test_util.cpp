@@ -93,6 +93,21 @@ std::vector<uint8_t> make_weights(DType t, int64_t K, int64_t N, WeightStyle s, 
     }
     return w;
   }
+  if (t == DType::BF16) {
+    // Extreme: +-3e38 (products overflow to Inf); SpecialScale adds Inf, NaN, signed zeros
+    // and bf16 subnormals (1e-40: vdpbf16ps treats them as zero, DAZ).
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    auto* h = reinterpret_cast<uint16_t*>(w.data());
+    for (int64_t i = 0; i < K * N; ++i) {
+      if (s == WeightStyle::Extreme)
+        h[i] = fp32_to_bf16(byte(rng) & 1 ? 3e38f : -3e38f);
+      else if (s == WeightStyle::SpecialScale && rare(rng))
+        h[i] = fp32_to_bf16(special_value(rng));
+      else
+        h[i] = fp32_to_bf16(nd(rng) * random_scale(rng));
+    }
+    return w;
+  }
   if (t == DType::Q6_K) {
     // ql, qh: any bits; scales: any int8 (Extreme: -128 / 127 with all quants 63 or 0);
     // d: as the other formats' scales.

@@ -83,7 +83,7 @@ Loaded load(const std::string& id, std::string* skip) {
 
 // Float weights take any K.
 bool float_w(DType t) {
-  return t == DType::F32 || t == DType::F16;
+  return t == DType::F32 || t == DType::F16 || t == DType::BF16;
 }
 
 std::vector<int64_t> ks(DType t) {
@@ -376,6 +376,12 @@ TEST(JitLinear, linear_f32_tinyblas_f32_4x6__avx512) {
 TEST(JitLinear, linear_f32_tinyblas_f32_3x2__avx2) {
   run_all("linear_f32_tinyblas_f32_3x2__avx2");
 }
+TEST(JitLinear, linear_bf16_f32_4x1__avx512bf16) {
+  run_all("linear_bf16_f32_4x1__avx512bf16");
+}
+TEST(JitLinear, linear_bf16_tinyblas_f32_4x6__avx512bf16) {
+  run_all("linear_bf16_tinyblas_f32_4x6__avx512bf16");
+}
 TEST(JitLinear, linear_f32_f32_1x1__avx2) {
   run_all("linear_f32_f32_1x1__avx2");
 }
@@ -397,6 +403,7 @@ TEST(JitLinear, EveryGeneratedProviderHasATest) {
       "linear_q4_0x8_f32_4x1__avx2",         "linear_f32_f32_1x1__avx2",
       "linear_f16_tinyblas_f32_4x6__avx512", "linear_f16_tinyblas_f32_3x2__avx2",
       "linear_f32_tinyblas_f32_4x6__avx512", "linear_f32_tinyblas_f32_3x2__avx2",
+      "linear_bf16_f32_4x1__avx512bf16",     "linear_bf16_tinyblas_f32_4x6__avx512bf16",
   };
   std::vector<std::string> maps;
   for (const GeneratedLinear& g : generated_linear_providers()) maps.push_back(g.map->id);
