@@ -4,7 +4,8 @@
 // Per super-block of 256 and per output, ggml's 8 int32 lanes: lane l of 32-element chunk c
 // dots elements 32c+4l..+3 (the 6-bit quants 0..63, unsigned, against the Q8_K int8
 // activations: one vpdpbusd, exact) times the chunk's half scale sc[2c + (l >= 4)]; the lanes
-// of all 8 chunks add up (exact int32), then lose the -32 offset as ggml does, through the
+// of all 8 chunks add up (exact int32; formed as ggml's AVX2 code does, vpmaddubsw pair
+// sums times the scale by vpmaddwd / vpdpwssd), then lose the -32 offset as ggml does, through the
 // bsums: 32 * (bsum[2l]*sc[2l] + bsum[2l+1]*sc[2l+1]) (vpmaddwd); then one FMA per
 // super-block acc = fma(fl(d_a * d_w), float(isum), acc), and hsum8 at the end.
 //
@@ -30,6 +31,7 @@ using kir::V;
 
 constexpr int kWBlock = int(sizeof(block_q6_K));  // 210: ql 0, qh 128, scales 192, d 208
 constexpr int kABlock = int(sizeof(block_q8_K));  // 292: d 0, qs 4, bsums 260
+constexpr int kPrefetch = 2048;
 
 // The end of a super-block for one token: isum8 (the 8 lanes of scaled chunk dots) loses the
 // -32 offset through the bsums, then acc = fma(fl(d_a * d_w), float(isum), acc).
@@ -55,17 +57,15 @@ void store_rows(Builder& b, const TileArgs& a, const V acc[], int tokens) {
   }
 }
 
-// AVX2: one chunk per ymm, vpmaddubsw + vpmaddwd(ones) for the 4-element lane dots (exact:
-// |pair sum| <= 2 * 63 * 128 < 32768), one token per tile (16 ymm registers).
+// AVX2: one chunk per ymm, vpmaddubsw + vpmaddwd(scale in both words) for the scaled
+// 4-element lane dots (exact: |pair sum| <= 2 * 63 * 128 < 32768), one token per tile.
 int emit_tile_avx2(kir::Module& m, const std::string& name) {
   Builder b = open_tile(m, name);
   const TileArgs a = begin_tile(b);
   TokenRows tr = token_rows(b, a.a, a.as, 1);
-  V nib = b.vec(256, Cls::I, "nib"), two = b.vec(256, Cls::I, "two_bits"),
-    ones = b.vec(256, Cls::I, "ones16");
+  V nib = b.vec(256, Cls::I, "nib"), two = b.vec(256, Cls::I, "two_bits");
   b.vsplat32(nib, 0x0F0F0F0Fu);
   b.vsplat32(two, 0x03030303u);
-  b.vsplat32(ones, 0x00010001u);
   // Scale lanes of chunk c (c % 4 = k): lanes 0-3 half scale 2k, 4-7 2k + 1 of its scale
   // vector (scales 0-7 or 8-15). Made once, outside the block loop.
   V idx[4];
@@ -87,6 +87,12 @@ int emit_tile_avx2(kir::Module& m, const std::string& name) {
   b.vunpack_hi64(sc_hi8, sc8, sc8);  // scales 8-15 in the low bytes (no read past the block)
   b.vsx_bd(scl[0], sc8);             // scales 0-7
   b.vsx_bd(scl[1], sc_hi8);          // scales 8-15
+  for (V& v : scl) {  // each scale in both words of its dword: the pmaddwd multiplier
+    V hi = b.vec(256, Cls::I, "sc_hi");
+    b.vsll_i32(hi, v, 16);
+    b.vsrl_i32(v, hi, 16);
+    b.vor(v, v, hi);
+  }
   b.vsx_bw(sc16, sc8);
   V dh = b.vec(128, Cls::I, "dh"), dw = b.vec(256, Cls::F, "dw");
   b.vbcast_i16(dh, Mem{w, off, 1, 208});
@@ -109,9 +115,8 @@ int emit_tile_avx2(kir::Module& m, const std::string& name) {
     b.vperm_d(sc, scl[c / 4], idx[c % 4]);
     V act = b.vec(256, Cls::I, "act"), dot = b.vec(256, Cls::I, "dot");
     b.vload(act, tr.at(0, 4 + 32 * c));
-    b.vmaddubs_w(dot, q, act);
-    b.vmadd_wd(dot, dot, ones);
-    b.vmullo_i32(dot, dot, sc);
+    b.vmaddubs_w(dot, q, act);  // |2 * 63 * 128| < 32768: no saturation
+    b.vmadd_wd(dot, dot, sc);   // s * (pair sum + pair sum), exact
     b.vadd_i32(isum, isum, dot);
   }
   finish_block(b, isum, tr, 0, sc16, dw, acc);
@@ -147,11 +152,18 @@ int emit_tile(kir::Module& m, const std::string& name, int tokens) {
   b.muli(end, a.n, kWBlock);
   b.for_(off, b.imm(0, "zero"), end, b.imm(kWBlock, "block_bytes"));
   const V w = a.w;
-  // The row's scales (int32 and int16 lanes) and d.
+  // Rows are consecutive in memory and a tile streams one: fetch the lines kPrefetch bytes
+  // ahead (into the next rows at the end of this one), one block's worth per block.
+  for (int l = 0; l < kWBlock; l += 64) b.vprefetch(Mem{w, off, 1, kPrefetch + l});
+  // The row's scales: int16 lanes (for the bsums), and each scale in both words of a dword
+  // (the pmaddwd / vpdpwssd multiplier of a lane's two i16 pair sums).
   V sc8 = b.vec(128, Cls::I, "sc8"), sc32 = b.vec(512, Cls::I, "sc32"),
-    sc16 = b.vec(256, Cls::I, "sc16");
+    sc16 = b.vec(256, Cls::I, "sc16"), hi = b.vec(512, Cls::I, "sc_hi");
   b.vload(sc8, Mem{w, off, 1, 192});
   b.vsx_bd(sc32, sc8);
+  b.vsll_i32(hi, sc32, 16);
+  b.vsrl_i32(sc32, hi, 16);
+  b.vor(sc32, sc32, hi);
   b.vsx_bw(sc16, sc8);
   V dh = b.vec(128, Cls::I, "dh"), dw = b.vec(256, Cls::F, "dw");
   b.vbcast_i16(dh, Mem{w, off, 1, 208});
@@ -189,13 +201,11 @@ int emit_tile(kir::Module& m, const std::string& name, int tokens) {
   for (int t = 0; t < tokens; ++t) {
     V isum = b.vec(512, Cls::I, "isum");
     b.vzero(isum);
-    for (int k = 0; k < 4; ++k) {
-      V act = b.vec(512, Cls::I, "act"), dot = b.vec(512, Cls::I, "dot");
+    for (int k = 0; k < 4; ++k) {  // isum += s * (pair sum + pair sum): exact, no saturation
+      V act = b.vec(512, Cls::I, "act"), p16 = b.vec(512, Cls::I, "p16");
       b.vload(act, tr.at(t, 4 + 64 * k));
-      b.vzero(dot);
-      b.vdpbusd(dot, q[k], act);
-      b.vmullo_i32(dot, dot, s[k]);
-      b.vadd_i32(isum, isum, dot);
+      b.vmaddubs_w(p16, q[k], act);  // |2 * 63 * 128| < 32768
+      b.vdpwssd(isum, p16, s[k]);
     }
     V hi8 = b.vec(256, Cls::I, "hi8"), i8 = b.vec(256, Cls::I, "isum8");
     b.vextract(hi8, isum, 1);

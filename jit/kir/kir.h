@@ -114,6 +114,7 @@ enum class Op : uint8_t {
   VConst32,   // d = the dwords in `consts` (lane 0 first)
   VHaddI32,   // d = vphaddd(a, b) (<= 256 bits)
   VDpBusd,    // d += vpdpbusd(a unsigned, b signed) (4-byte groups into i32; d is read)
+  VDpWssd,    // d += vpdpwssd(a, b) (i16 pairs into i32, wrapping; d is read)
   VUnpackLo32,
   VUnpackHi32,
   VUnpackLo64,
@@ -287,6 +288,7 @@ class Builder {
   void vconst32(V d, std::vector<uint32_t> lanes);
   void vhadd_i32(V d, V a, V b);
   void vdpbusd(V d, V a, V b);
+  void vdpwssd(V d, V a, V b);
   void vunpack_lo32(V d, V a, V b);
   void vunpack_hi32(V d, V a, V b);
   void vunpack_lo64(V d, V a, V b);

@@ -444,6 +444,9 @@ class FuncLowering {
       case Op::VDpBusd:
         cc_.vpdpbusd(x(d), x(a), x(b));
         break;
+      case Op::VDpWssd:
+        cc_.vpdpwssd(x(d), x(a), x(b));
+        break;
       case Op::VUnpackLo32:
         cc_.vpunpckldq(x(d), x(a), x(b));
         break;

@@ -388,6 +388,9 @@ class FuncRender {
       case Op::VDpBusd:
         set(d, fmt::format("{}_dpbusd_epi32({}, {}, {})", p, i(d), i(a), i(b)), Cls::I);
         break;
+      case Op::VDpWssd:
+        set(d, fmt::format("{}_dpwssd_epi32({}, {}, {})", p, i(d), i(a), i(b)), Cls::I);
+        break;
       case Op::VUnpackLo32:
         set(d, fmt::format("{}_unpacklo_epi32({}, {})", p, i(a), i(b)), Cls::I);
         break;
