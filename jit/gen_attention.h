@@ -29,10 +29,10 @@
 namespace cke::jit::gen {
 
 // The attention.kv_cache.v1 ABI of attention_f32__ref.
-using AttentionFn = void (*)(const float* q, const float* k_cache, const float* v_cache,
-                             float* out, int64_t head_dim, int64_t n_head, int64_t n_head_kv,
-                             int64_t n_ctx, int64_t pos0, int64_t T, float scale,
-                             int64_t window, int64_t h0, int64_t h1);
+using AttentionFn = void (*)(const float* q, const float* k_cache, const float* v_cache, float* out,
+                             int64_t head_dim, int64_t n_head, int64_t n_head_kv, int64_t n_ctx,
+                             int64_t pos0, int64_t T, float scale, int64_t window, int64_t h0,
+                             int64_t h1);
 
 // impl.params: cells (a multiple of 16, 16 .. 1048576).
 bool build_attention_f32_avx512(const GeneratorParams& p, kir::Module* m, std::string* err);

@@ -26,8 +26,8 @@ bool build_add(const char* generator, Isa isa, const GeneratorParams& params, ki
                std::string* err) {
   if (!int_params(params, generator, {}, err)) return false;
   m->isa = isa_features(isa);
-  m->comment = fmt::format("generator {}: contract add.f32.ggml (y = fl(a + b) per element)",
-                           generator);
+  m->comment =
+      fmt::format("generator {}: contract add.f32.ggml (y = fl(a + b) per element)", generator);
   Builder b(*m, m->name, {Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::I64});
   const V a = b.arg(0), x = b.arg(1), y = b.arg(2), n = b.arg(3);
   ret_if(b, n, Cmp::LE, 0);
@@ -54,19 +54,19 @@ bool build_add(const char* generator, Isa isa, const GeneratorParams& params, ki
   return true;
 }
 
-bool build_kv_store(const char* generator, Isa isa, const GeneratorParams& params,
-                    kir::Module* m, std::string* err) {
+bool build_kv_store(const char* generator, Isa isa, const GeneratorParams& params, kir::Module* m,
+                    std::string* err) {
   if (!int_params(params, generator, {}, err)) return false;
   m->isa = isa_features(isa);
   m->comment = fmt::format(
       "generator {}: contract kv_store.f32.ggml (K rows copied to cells pos0.., V transposed: "
       "channel c, cell j at c * n_ctx + j)",
       generator);
-  Builder b(*m, m->name,
-            {Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::I64, Kind::I64, Kind::I64,
-             Kind::I64});
-  const V k = b.arg(0), v = b.arg(1), kc = b.arg(2), vc = b.arg(3), kv = b.arg(4),
-          nctx = b.arg(5), pos0 = b.arg(6), T = b.arg(7);
+  Builder b(
+      *m, m->name,
+      {Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::I64, Kind::I64, Kind::I64, Kind::I64});
+  const V k = b.arg(0), v = b.arg(1), kc = b.arg(2), vc = b.arg(3), kv = b.arg(4), nctx = b.arg(5),
+          pos0 = b.arg(6), T = b.arg(7);
   // As the reference: a call outside the cache writes nothing.
   ret_if(b, pos0, Cmp::LT, 0);
   ret_if(b, T, Cmp::LE, 0);

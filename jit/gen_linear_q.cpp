@@ -30,14 +30,16 @@ bool build_q(const QSpec& s, const GeneratorParams& params, kir::Module* m, std:
   const int max_tokens = s.repacked ? 4 : avx512 ? 4 : 2;
   bool rows_ok = s.repacked ? rows == (avx512 ? 8 : 4)
                             : (avx512 ? (rows == 2 || rows == 4) : (rows >= 1 && rows <= 4));
-  const bool tokens_ok = rows16 ? (tokens == 4 || tokens == 8)
-                                : tokens >= 1 && tokens <= max_tokens &&
-                                      (!s.repacked || tokens == 1 || tokens == 4);
+  const bool tokens_ok =
+      rows16 ? (tokens == 4 || tokens == 8)
+             : tokens >= 1 && tokens <= max_tokens && (!s.repacked || tokens == 1 || tokens == 4);
   if (!(rows16 || rows_ok) || !tokens_ok) {
-    *err = fmt::format(
-        "generator '{}': tile {}x{} is not one it can emit (rows {}, tokens 1..{}{})", s.generator,
-        rows, tokens, s.repacked ? (avx512 ? "8 (tokens 1 or 4) or 16 (tokens 4 or 8)" : "4") : (avx512 ? "2 or 4" : "1..4"), max_tokens,
-        s.repacked ? ", repacked: 1 or 4" : "");
+    *err =
+        fmt::format("generator '{}': tile {}x{} is not one it can emit (rows {}, tokens 1..{}{})",
+                    s.generator, rows, tokens,
+                    s.repacked ? (avx512 ? "8 (tokens 1 or 4) or 16 (tokens 4 or 8)" : "4")
+                               : (avx512 ? "2 or 4" : "1..4"),
+                    max_tokens, s.repacked ? ", repacked: 1 or 4" : "");
     return false;
   }
   const std::string& name = m->name;
@@ -62,7 +64,8 @@ bool build_q(const QSpec& s, const GeneratorParams& params, kir::Module* m, std:
     for (int r = 1; r < tokens; ++r)
       rest.emplace_back(r, open_tile(*m, fmt::format("{}_rest{}", name, r)));
     g.full_fn = build_q4_0x8_gemm16_avx512(*m, name + "_gemm16x" + std::to_string(tokens), tokens);
-    const int gemm4 = tokens == 4 ? g.full_fn : build_q4_0x8_gemm16_avx512(*m, name + "_gemm16x4", 4);
+    const int gemm4 =
+        tokens == 4 ? g.full_fn : build_q4_0x8_gemm16_avx512(*m, name + "_gemm16x4", 4);
     int gemv[4] = {-1, -1, -1, -1};
     for (int r = 1; r < 4; ++r)
       gemv[r] = tile(*m, fmt::format("{}_gemv{}", name, r), s.format, QArith::Gemv, 8, r);
@@ -95,11 +98,13 @@ bool build_q(const QSpec& s, const GeneratorParams& params, kir::Module* m, std:
 
 }  // namespace
 
-BlockLoop open_block_loop(kir::Builder& b, const TileArgs& a, QFormat f, TokenRows&) {
+BlockLoop open_block_loop(kir::Builder& b, const TileArgs& a, QFormat f, TokenRows&,
+                          const std::vector<V>& rows) {
   BlockLoop l{b.i64("off")};
   V end = b.i64("end");
   b.muli(end, a.n, q_block_bytes(f));
   b.for_(l.off, b.imm(0, "zero"), end, b.imm(q_block_bytes(f), "block_bytes"));
+  prefetch_rows(b, rows, l.off, q_block_bytes(f));
   return l;
 }
 kir::V act_scale(kir::Builder& b, const TokenRows& tr, int t, int bits) {

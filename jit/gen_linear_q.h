@@ -37,7 +37,9 @@ inline int q_block_bytes(QFormat f) {
 struct BlockLoop {
   kir::V off;
 };
-BlockLoop open_block_loop(kir::Builder& b, const TileArgs& a, QFormat f, TokenRows& tr);
+// The loop over the blocks of the tile's rows (prefetched ahead, gen_tile.h prefetch_rows).
+BlockLoop open_block_loop(kir::Builder& b, const TileArgs& a, QFormat f, TokenRows& tr,
+                          const std::vector<kir::V>& rows);
 void close_block_loop(kir::Builder& b, TokenRows& tr);
 // Token t's block: its 32 quants at byte 2, its fp16 scale (broadcast to `bits` of f32
 // lanes, exact) at byte 0.

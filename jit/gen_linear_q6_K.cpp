@@ -31,7 +31,6 @@ using kir::V;
 
 constexpr int kWBlock = int(sizeof(block_q6_K));  // 210: ql 0, qh 128, scales 192, d 208
 constexpr int kABlock = int(sizeof(block_q8_K));  // 292: d 0, qs 4, bsums 260
-constexpr int kPrefetch = 2048;
 
 // The end of a super-block for one token: isum8 (the 8 lanes of scaled chunk dots) loses the
 // -32 offset through the bsums, then acc = fma(fl(d_a * d_w), float(isum), acc).
@@ -152,9 +151,7 @@ int emit_tile(kir::Module& m, const std::string& name, int tokens) {
   b.muli(end, a.n, kWBlock);
   b.for_(off, b.imm(0, "zero"), end, b.imm(kWBlock, "block_bytes"));
   const V w = a.w;
-  // Rows are consecutive in memory and a tile streams one: fetch the lines kPrefetch bytes
-  // ahead (into the next rows at the end of this one), one block's worth per block.
-  for (int l = 0; l < kWBlock; l += 64) b.vprefetch(Mem{w, off, 1, kPrefetch + l});
+  prefetch_rows(b, {w}, off, kWBlock);
   // The row's scales: int16 lanes (for the bsums), and each scale in both words of a dword
   // (the pmaddwd / vpdpwssd multiplier of a lane's two i16 pair sums).
   V sc8 = b.vec(128, Cls::I, "sc8"), sc32 = b.vec(512, Cls::I, "sc32"),

@@ -80,7 +80,7 @@ int emit_plain(kir::Module& m, const std::string& name, QFormat f, int rows, int
       acc[i][t] = b.vec(256, Cls::F, "acc");
       b.vzero(acc[i][t]);
     }
-  const BlockLoop l = open_block_loop(b, a, f, tr);
+  const BlockLoop l = open_block_loop(b, a, f, tr, r);
   V da[4];
   for (int t = 0; t < tokens; ++t) {
     da[t] = act_scale(b, tr, t, 256);
@@ -125,7 +125,7 @@ int emit_repacked(kir::Module& m, const std::string& name, QFormat f, QArith ari
     acc[t] = b.vec(128, Cls::F, "acc");
     b.vzero(acc[t]);
   }
-  const BlockLoop l = open_block_loop(b, a, f, tr);
+  const BlockLoop l = open_block_loop(b, a, f, tr, r);
   V q[kRows];
   for (int i = 0; i < kRows; ++i) q[i] = load_weights(b, f, c, r[i], l.off);
   // The 4 weight scales (fp16 at each row's block start) -> f32, row i in lane i.

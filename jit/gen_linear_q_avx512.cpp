@@ -120,7 +120,7 @@ int emit_plain(kir::Module& m, const std::string& name, QFormat f, int rows, int
       acc[p][t] = b.vec(512, Cls::F, "acc");
       b.vzero(acc[p][t]);
     }
-  const BlockLoop l = open_block_loop(b, a, f, tr);
+  const BlockLoop l = open_block_loop(b, a, f, tr, r);
   V ax[2], dw[2], neg[2];
   for (int p = 0; p < pairs; ++p) {
     V q = load_weights(b, f, c, r[2 * p], r[2 * p + 1], l.off);
@@ -198,7 +198,7 @@ int emit_repacked(kir::Module& m, const std::string& name, QFormat f, QArith ari
     acc[t] = b.vec(256, Cls::F, "acc");
     b.vzero(acc[t]);
   }
-  const BlockLoop l = open_block_loop(b, a, f, tr);
+  const BlockLoop l = open_block_loop(b, a, f, tr, r);
   V q[kPairs], ax[kPairs], neg[kPairs];
   for (int p = 0; p < kPairs; ++p) {
     q[p] = load_weights(b, f, c, r[p], r[p + 4], l.off);

@@ -1,5 +1,6 @@
 #include "jit/gen_tile.h"
 
+#include <algorithm>
 #include <charconv>
 #include <stdexcept>
 
@@ -84,6 +85,11 @@ std::vector<V> tile_rows(Builder& b, const TileArgs& t, int rows) {
     r.push_back(p);
   }
   return r;
+}
+
+void prefetch_rows(Builder& b, const std::vector<V>& rows, V off, int bytes, int ahead) {
+  for (const V& r : rows)
+    for (int l = 0; l < std::max(bytes, 1); l += 64) b.vprefetch(kir::Mem{r, off, 1, ahead + l});
 }
 
 kir::Mem TokenRows::at(int t, int32_t disp) const {
