@@ -28,8 +28,11 @@ bool build_q(const QSpec& s, const GeneratorParams& params, kir::Module* m, std:
   // The 16-row repacked gemm (one lane per row) at AVX-512: tokens 4 or 8.
   const bool rows16 = s.repacked && avx512 && rows == 16;
   const int max_tokens = s.repacked ? 4 : avx512 ? 4 : 2;
-  bool rows_ok = s.repacked ? rows == (avx512 ? 8 : 4)
-                            : (avx512 ? (rows == 2 || rows == 4) : (rows >= 1 && rows <= 4));
+  // Plain AVX-512 tiles hold two rows per zmm; 6 and 8 rows (q8_0) take the offset form.
+  const bool offset_rows = avx512 && s.format == QFormat::Q8_0 && (rows == 6 || rows == 8);
+  bool rows_ok =
+      s.repacked ? rows == (avx512 ? 8 : 4)
+                 : (avx512 ? (rows == 2 || rows == 4 || offset_rows) : (rows >= 1 && rows <= 4));
   const bool tokens_ok =
       rows16 ? (tokens == 4 || tokens == 8)
              : tokens >= 1 && tokens <= max_tokens && (!s.repacked || tokens == 1 || tokens == 4);
@@ -38,7 +41,7 @@ bool build_q(const QSpec& s, const GeneratorParams& params, kir::Module* m, std:
         fmt::format("generator '{}': tile {}x{} is not one it can emit (rows {}, tokens 1..{}{})",
                     s.generator, rows, tokens,
                     s.repacked ? (avx512 ? "8 (tokens 1 or 4) or 16 (tokens 4 or 8)" : "4")
-                               : (avx512 ? "2 or 4" : "1..4"),
+                               : (avx512 ? "2 or 4, q8_0 also 6 or 8" : "1..4"),
                     max_tokens, s.repacked ? ", repacked: 1 or 4" : "");
     return false;
   }

@@ -106,6 +106,28 @@ V hsum8_pair(Builder& b, V acc) {
   return out;
 }
 
+// The pairs' results: lane 0 of each half of hsum8_pair, rows 2p and 2p + 1, as many rows
+// as the tile has valid (nrows).
+void store_pairs(Builder& b, const TileArgs& a, V acc[4][4], int pairs, int tokens) {
+  V yt = b.ptr("yt");
+  b.mov(yt, a.y);
+  for (int t = 0; t < tokens; ++t) {
+    if (t > 0) b.ptr_add(yt, yt, a.ys, 1);
+    for (int p = 0; p < pairs; ++p) {
+      V h = hsum8_pair(b, acc[p][t]);
+      V hi = b.vec(128, Cls::F, "hi");
+      b.vextract(hi, h, 2);
+      V lo = b.view(h, 128, Cls::F);
+      for (int half = 0; half < 2; ++half) {
+        const int row = 2 * p + half;
+        if (row > 0) b.if_(a.nrows, kir::Cmp::GT, row);
+        b.vstore_ss(Mem{yt, {}, 1, 4 * row}, half ? hi : lo);
+        if (row > 0) b.end_if();
+      }
+    }
+  }
+}
+
 int emit_plain(kir::Module& m, const std::string& name, QFormat f, int rows, int tokens) {
   Builder b = open_tile(m, name);
   const TileArgs a = begin_tile(b);
@@ -114,14 +136,14 @@ int emit_plain(kir::Module& m, const std::string& name, QFormat f, int rows, int
   const Consts c = make_consts(b, f);
   TokenRows tr = token_rows(b, a.a, a.as, tokens);
 
-  V acc[2][4];
+  V acc[4][4];
   for (int p = 0; p < pairs; ++p)
     for (int t = 0; t < tokens; ++t) {
       acc[p][t] = b.vec(512, Cls::F, "acc");
       b.vzero(acc[p][t]);
     }
   const BlockLoop l = open_block_loop(b, a, f, tr, r);
-  V ax[2], dw[2], neg[2];
+  V ax[4], dw[4], neg[4];
   for (int p = 0; p < pairs; ++p) {
     V q = load_weights(b, f, c, r[2 * p], r[2 * p + 1], l.off);
     ax[p] = b.vec(512, Cls::I, "ax");
@@ -143,24 +165,74 @@ int emit_plain(kir::Module& m, const std::string& name, QFormat f, int rows, int
     }
   }
   close_block_loop(b, tr);
+  store_pairs(b, a, acc, pairs, tokens);
+  return b.index();
+}
 
-  V yt = b.ptr("yt");
-  b.mov(yt, a.y);
+// Q8_0 tiles of 6 or 8 rows (prefill): the weight biased to unsigned instead of the sign
+// move. vpdpbusd takes u = w + 128 (a wrapping byte add) against the signed activation a,
+// and sum(u * a) - 128 * sum(a) = sum(w * a) exactly per lane; -128 * sum(a) is made once
+// per token and block (vpdpbusd of 0x80 bytes) and shared by the pairs. Per pair and token
+// that leaves vpdpbusd, cvt, the scale product and the FMA.
+// ggml's sign move differs from the exact product in one case: an activation of -128 (only
+// a NaN makes one) against a negative weight wraps (see the top of this file). So the tile
+// keeps the smallest activation byte it met; if that was -128 it computes the tile again
+// with the sign-move tile of the same shape (`exact`), whose bits are ggml's.
+int emit_plain_offset(kir::Module& m, const std::string& name, int rows, int tokens) {
+  const QFormat f = QFormat::Q8_0;
+  Builder b = open_tile(m, name);  // before its callee: a caller has the lower index
+  const int exact = emit_plain(m, name + "_exact", f, rows, tokens);
+  const TileArgs a = begin_tile(b);
+  const int pairs = rows / 2;
+  const std::vector<V> r = tile_rows(b, a, rows);
+  const Consts c = make_consts(b, f);
+  V c80 = b.vec(512, Cls::I, "c80"), amin = b.vec(512, Cls::I, "amin");
+  b.vsplat32(c80, 0x80808080u);
+  b.vsplat32(amin, 0x7F7F7F7Fu);
+  TokenRows tr = token_rows(b, a.a, a.as, tokens);
+
+  V acc[4][4];
+  for (int p = 0; p < pairs; ++p)
+    for (int t = 0; t < tokens; ++t) {
+      acc[p][t] = b.vec(512, Cls::F, "acc");
+      b.vzero(acc[p][t]);
+    }
+  const BlockLoop l = open_block_loop(b, a, f, tr, r);
+  V u[4], dw[4];
+  for (int p = 0; p < pairs; ++p) {
+    V q = load_weights(b, f, c, r[2 * p], r[2 * p + 1], l.off);
+    u[p] = b.vec(512, Cls::I, "u");
+    b.vsub_i8(u[p], q, c80);  // w - (-128) = w + 128 (mod 256): w biased to unsigned
+    dw[p] = load_scales_pair(b, f, r[2 * p], r[2 * p + 1], l.off);
+  }
   for (int t = 0; t < tokens; ++t) {
-    if (t > 0) b.ptr_add(yt, yt, a.ys, 1);
+    V act = b.vec(512, Cls::I, "act");
+    b.vbcast256(act, act_quants(tr, t));
+    const V da = act_scale(b, tr, t, 512);
+    b.vmin_i8(amin, amin, act);
+    V pos = b.vec(512, Cls::I, "corr"), ncorr = b.vec(512, Cls::I, "ncorr");
+    b.vzero(pos);
+    b.vdpbusd(pos, c80, act);  // 128 * (sum of each lane's 4 activations)
+    b.vsub_i32(ncorr, c.zero, pos);
     for (int p = 0; p < pairs; ++p) {
-      V h = hsum8_pair(b, acc[p][t]);
-      V hi = b.vec(128, Cls::F, "hi");
-      b.vextract(hi, h, 2);
-      V lo = b.view(h, 128, Cls::F);
-      for (int half = 0; half < 2; ++half) {
-        const int row = 2 * p + half;
-        if (row > 0) b.if_(a.nrows, kir::Cmp::GT, row);
-        b.vstore_ss(Mem{yt, {}, 1, 4 * row}, half ? hi : lo);
-        if (row > 0) b.end_if();
-      }
+      V isum = b.vec(512, Cls::I, "isum");
+      b.vcopy(isum, ncorr);
+      b.vdpbusd(isum, u[p], act);
+      fma_block(b, acc[p][t], isum, dw[p], da);
     }
   }
+  close_block_loop(b, tr);
+  // A -128 among the activations: |min| keeps its sign bit only then.
+  V am = b.vec(512, Cls::I, "amin_abs"), k = b.mask("has_min8");
+  V bits = b.i64("has_min8_bits");
+  b.vabs_i8(am, amin);
+  b.kfrom_bytes(k, am);
+  b.kto_i64(bits, k);
+  b.if_(bits, kir::Cmp::NE, 0);
+  b.call(exact, {a.w, a.rb, a.nrows, a.a, a.as, a.y, a.ys, a.n});
+  b.ret();
+  b.end_if();
+  store_pairs(b, a, acc, pairs, tokens);
   return b.index();
 }
 
@@ -256,8 +328,9 @@ int emit_repacked(kir::Module& m, const std::string& name, QFormat f, QArith ari
 
 int build_q_tile_avx512(kir::Module& m, const std::string& name, QFormat f, QArith a, int rows,
                         int tokens) {
-  return a == QArith::Plain ? emit_plain(m, name, f, rows, tokens)
-                            : emit_repacked(m, name, f, a, tokens);
+  if (a != QArith::Plain) return emit_repacked(m, name, f, a, tokens);
+  return rows >= 6 ? emit_plain_offset(m, name, rows, tokens)
+                   : emit_plain(m, name, f, rows, tokens);
 }
 
 }  // namespace cke::jit::gen

@@ -313,6 +313,7 @@ KIR_V2(vmullo_i32, VMulLoI32)
 KIR_V2(vhadd_i32, VHaddI32)
 KIR_V2(vdpbusd, VDpBusd)
 KIR_V2(vdpwssd, VDpWssd)
+KIR_V2(vmin_i8, VMinI8)
 KIR_V2(vunpack_lo32, VUnpackLo32)
 KIR_V2(vunpack_hi32, VUnpackHi32)
 KIR_V2(vunpack_lo64, VUnpackLo64)
@@ -471,6 +472,11 @@ void Builder::kfirst_n(V d, V n) {
   need(d, Kind::Mask, "kfirst_n");
   need(n, Kind::I64, "kfirst_n");
   emit(Op::KFirstN, d, n);
+}
+void Builder::kto_i64(V d, V k) {
+  need(d, Kind::I64, "kto_i64");
+  need(k, Kind::Mask, "kto_i64");
+  emit(Op::KToI64, d, k);
 }
 void Builder::kfrom_bytes(V d, V a) {
   need(d, Kind::Mask, "kfrom_bytes");

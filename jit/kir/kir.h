@@ -96,6 +96,7 @@ enum class Op : uint8_t {
   VAddI32,    // d = a + b
   VAddI16,    // d = a + b (wrapping, per 16 bits)
   VAbsI8,     // d = |a| (-128 stays 0x80)
+  VMinI8,     // d = min(a, b) per signed byte
   VSignI8,    // d = vpsignb(a, b): a negated where b < 0, zeroed where b == 0 (<= 256 bits)
   VSrlI16,    // d = a >> imm (logical, per 16 bits)
   VSrlI16Mk,  // d = k ? a >> imm : a   (per 16-bit lane; mask k = c)
@@ -152,6 +153,7 @@ enum class Op : uint8_t {
   KImm,        // d = imm
   KFirstN,     // d = (1 << a) - 1   (a in [0, 16])
   KFromBytes,  // d = the sign bits of a's bytes (vpmovb2m)
+  KToI64,      // d (i64) = the bits of mask a
   VStoreMk,    // mem f32 lanes where mask c is set = a
   // activation quantization (act_quant)
   VCvtF32I32R,  // d = int32(round-to-nearest-even(a)) (0x80000000 for NaN and out of range)
@@ -270,6 +272,7 @@ class Builder {
   void vadd_i32(V d, V a, V b);
   void vadd_i16(V d, V a, V b);
   void vabs_i8(V d, V a);
+  void vmin_i8(V d, V a, V b);
   void vsign_i8(V d, V a, V b);
   void vsrl_i16(V d, V a, int imm);
   void vsrl_i16_mk(V d, V k, V a, int imm);
@@ -321,6 +324,7 @@ class Builder {
   void kimm(V d, uint64_t imm);
   void kfirst_n(V d, V n);
   void kfrom_bytes(V d, V a);
+  void kto_i64(V d, V k);
   void vstore_mk(Mem m, V a, V k);
   void vcvt_f32_i32_rn(V d, V a);
   void vcvt_f32_f16(V d, V a);

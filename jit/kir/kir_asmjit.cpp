@@ -373,6 +373,9 @@ class FuncLowering {
       case Op::VAbsI8:
         cc_.vpabsb(x(d), x(a));
         break;
+      case Op::VMinI8:
+        cc_.vpminsb(x(d), x(a), x(b));
+        break;
       case Op::VSignI8:
         cc_.vpsignb(x(d), x(a), x(b));
         break;
@@ -557,6 +560,9 @@ class FuncLowering {
       }
       case Op::KFromBytes:
         cc_.vpmovb2m(k(d), x(a));
+        break;
+      case Op::KToI64:
+        cc_.kmovq(g(d), k(a));
         break;
       case Op::VStoreMk:
         cc_.k(k(c)).vmovups(mem(in.mem), x(a));

@@ -323,6 +323,9 @@ class FuncRender {
       case Op::VAbsI8:
         set(d, fmt::format("{}_abs_epi8({})", p, i(a)), Cls::I);
         break;
+      case Op::VMinI8:
+        set(d, fmt::format("{}_min_epi8({}, {})", p, i(a), i(b)), Cls::I);
+        break;
       case Op::VSignI8:
         set(d, fmt::format("{}_sign_epi8({}, {})", p, i(a), i(b)), Cls::I);
         break;
@@ -509,6 +512,9 @@ class FuncRender {
         break;
       case Op::KFromBytes:
         line(fmt::format("{} = _mm512_movepi8_mask({});", name(d), i(a)));
+        break;
+      case Op::KToI64:
+        line(fmt::format("{} = (int64_t){};", name(d), name(a)));
         break;
       case Op::VStoreMk: {
         const int ab = ty(a).bits;

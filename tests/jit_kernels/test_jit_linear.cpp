@@ -292,6 +292,9 @@ void run_all(const std::string& id) {
 TEST(JitLinear, linear_q8_0_f32_4x4__avx512vnni) {
   run_all("linear_q8_0_f32_4x4__avx512vnni");
 }
+TEST(JitLinear, linear_q8_0_f32_8x4__avx512vnni) {
+  run_all("linear_q8_0_f32_8x4__avx512vnni");
+}
 TEST(JitLinear, linear_q8_0_f32_4x1__avx512vnni) {
   run_all("linear_q8_0_f32_4x1__avx512vnni");
 }
@@ -404,6 +407,7 @@ TEST(JitLinear, EveryGeneratedProviderHasATest) {
       "linear_f16_tinyblas_f32_4x6__avx512", "linear_f16_tinyblas_f32_3x2__avx2",
       "linear_f32_tinyblas_f32_4x6__avx512", "linear_f32_tinyblas_f32_3x2__avx2",
       "linear_bf16_f32_4x1__avx512bf16",     "linear_bf16_tinyblas_f32_4x6__avx512bf16",
+      "linear_q8_0_f32_8x4__avx512vnni",
   };
   std::vector<std::string> maps;
   for (const GeneratedLinear& g : generated_linear_providers()) maps.push_back(g.map->id);
