@@ -54,8 +54,9 @@ Consts make_consts(Builder& b, QFormat f) {
 }
 
 // The signed weight integers of the block at `off` of rows ra (bytes 0-31) and rb (32-63):
-// q8_0 the stored bytes; q4_0 nibble - 8, low nibbles first (bytes_from_nibbles_32).
-V load_weights(Builder& b, QFormat f, const Consts& c, V ra, V rb, V off) {
+// q8_0 the stored bytes; q4_0 nibble - 8, low nibbles first (bytes_from_nibbles_32), or with
+// `minus8` false the nibbles themselves (0..15).
+V load_weights(Builder& b, QFormat f, const Consts& c, V ra, V rb, V off, bool minus8 = true) {
   V q = b.vec(512, Cls::I, "q");
   if (q_traits(f).unpack == QUnpack::Bytes) {
     V lo = b.vec(512, Cls::I, "qa"), hi = b.vec(256, Cls::I, "qb");
@@ -71,7 +72,7 @@ V load_weights(Builder& b, QFormat f, const Consts& c, V ra, V rb, V off) {
   b.vinsert(q, qa, qb, 1);
   b.vsrl_i16_mk(q, c.hi_words, q, 4);
   b.vand(q, q, c.nib_mask);
-  b.vsub_i8(q, q, c.eight);
+  if (minus8) b.vsub_i8(q, q, c.eight);
   return q;
 }
 
@@ -324,10 +325,67 @@ int emit_repacked(kir::Module& m, const std::string& name, QFormat f, QArith ari
   return b.index();
 }
 
+// The q4_0x8 gemv (one token per call; contract linear.q4_0x8.ggml) in the offset form:
+// vpdpbusd of the unsigned nibbles against the signed activation, minus 8 * sum(a) (made once
+// per block, shared by the rows), instead of ggml's sign move, which differs from the exact
+// product only for an activation of -128 against a negative weight (it wraps). As the q8_0
+// offset tiles: the smallest activation byte is tracked and a tile that met -128 runs again
+// as the sign-move gemv (`exact`).
+int emit_gemv_offset(kir::Module& m, const std::string& name, QFormat f) {
+  Builder b = open_tile(m, name);  // before its callee: a caller has the lower index
+  const int exact = emit_repacked(m, name + "_exact", f, QArith::Gemv, 1);
+  const TileArgs a = begin_tile(b);
+  constexpr int kRows = 8, kPairs = 4;
+  const std::vector<V> r = tile_rows(b, a, kRows);
+  const Consts c = make_consts(b, f);
+  TokenRows tr = token_rows(b, a.a, a.as, 1);
+  V amin = b.vec(512, Cls::I, "amin");
+  b.vsplat32(amin, 0x7F7F7F7Fu);
+  V acc = b.vec(256, Cls::F, "acc");
+  b.vzero(acc);
+  const BlockLoop l = open_block_loop(b, a, f, tr, r);
+  V act = b.vec(512, Cls::I, "act");
+  b.vbcast256(act, act_quants(tr, 0));
+  b.vmin_i8(amin, amin, act);
+  V pos = b.vec(512, Cls::I, "corr"), ncorr = b.vec(512, Cls::I, "ncorr");
+  b.vzero(pos);
+  b.vdpbusd(pos, c.eight, act);  // 8 * (sum of each lane's 4 activations)
+  b.vsub_i32(ncorr, c.zero, pos);
+  V isum[kPairs];
+  for (int p = 0; p < kPairs; ++p) {
+    V q = load_weights(b, f, c, r[p], r[p + 4], l.off, false);
+    isum[p] = b.vec(512, Cls::I, "isum");
+    b.vcopy(isum[p], ncorr);
+    b.vdpbusd(isum[p], q, act);  // sum (n - 8) * a per lane, exact
+  }
+  V h = b.vec(128, Cls::I, "h"), dw = b.vec(256, Cls::F, "dw");
+  b.vzero(h);
+  for (int i = 0; i < kRows; ++i)
+    b.vinsert_u16(h, h, Mem{r[i], l.off, 1, q_traits(f).scale_offset}, i);
+  b.vcvt_f16_f32(dw, h);
+  const V rows = reduce_rows(b, isum);
+  fma_block(b, acc, rows, dw, act_scale(b, tr, 0, 256));
+  close_block_loop(b, tr);
+  V am = b.vec(512, Cls::I, "amin_abs"), k = b.mask("has_min8");
+  V bits = b.i64("has_min8_bits");
+  b.vabs_i8(am, amin);
+  b.kfrom_bytes(k, am);
+  b.kto_i64(bits, k);
+  b.if_(bits, kir::Cmp::NE, 0);
+  b.call(exact, {a.w, a.rb, a.nrows, a.a, a.as, a.y, a.ys, a.n});
+  b.ret();
+  b.end_if();
+  V store = b.mask("store");
+  b.kfirst_n(store, a.nrows);
+  b.vstore_mk(Mem{a.y, {}, 1, 0}, acc, store);
+  return b.index();
+}
+
 }  // namespace
 
 int build_q_tile_avx512(kir::Module& m, const std::string& name, QFormat f, QArith a, int rows,
                         int tokens) {
+  if (a == QArith::Gemv && f == QFormat::Q4_0 && tokens == 1) return emit_gemv_offset(m, name, f);
   if (a != QArith::Plain) return emit_repacked(m, name, f, a, tokens);
   return rows >= 6 ? emit_plain_offset(m, name, rows, tokens)
                    : emit_plain(m, name, f, rows, tokens);
