@@ -12,6 +12,7 @@
 #include "jit/gen_linear_q4_K.h"
 #include "jit/gen_linear_q6_K.h"
 #include "jit/gen_linear_tinyblas.h"
+#include "jit/gen_rmsnorm.h"
 #include "jit/jit_runtime.h"
 #include "jit/kir/kir_asmjit.h"
 #include "jit/kir/kir_c.h"
@@ -52,11 +53,12 @@ constexpr LinearFn kLinear = nullptr;
 
 constexpr gen::AttentionFn kAttention = nullptr;
 constexpr gen::GluFn kGlu = nullptr;
+constexpr gen::RmsNormFn kRmsNorm = nullptr;
 constexpr gen::AddFn kAdd = nullptr;
 constexpr gen::KvStoreFn kKvStore = nullptr;
 constexpr gen::ActQuantFn kActQuant = nullptr;
 
-const std::array<Generator, 30> kGenerators = {
+const std::array<Generator, 32> kGenerators = {
     make_generator("linear_q8_0__avx512vnni",
                    "q8_0 linear, ggml vec_dot lanes, 2 rows per zmm, vpdpbusd", kAvx512Vnni,
                    kLinear, &gen::build_linear_q8_0_avx512vnni),
@@ -138,6 +140,12 @@ const std::array<Generator, 30> kGenerators = {
         "swiglu_f32__avx2",
         "SwiGLU, ggml_vec_swiglu_f32 (ggml_v_expf, true division), 16 lanes as ymm pairs", kAvx2,
         kGlu, &gen::build_swiglu_f32_avx2),
+    make_generator("rmsnorm_f32__avx512",
+                   "RMSNorm x weight, ggml's double sum of squares, 16 lanes per zmm", kAvx512,
+                   kRmsNorm, &gen::build_rmsnorm_f32_avx512),
+    make_generator("rmsnorm_f32__avx2",
+                   "RMSNorm x weight, ggml's double sum of squares, 16 lanes as ymm pairs", kAvx2,
+                   kRmsNorm, &gen::build_rmsnorm_f32_avx2),
     make_generator("act_quant_q8_0__avx512",
                    "q8_0 activation quantization, ggml quantize_row_q8_0 (x86), EVEX ymm", kAvx512,
                    kActQuant, &gen::build_act_quant_q8_0_avx512),

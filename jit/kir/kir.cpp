@@ -359,6 +359,7 @@ KIR_V1(vcvtt_f32_i32, VCvtTF32I32)
   }
 KIR_V1(vcvt_ss_sd, VCvtSsSd)
 KIR_V1(vcvt_sd_ss, VCvtSdSs)
+KIR_V1(vsqrt_ss, VSqrtSS)
 #undef KIR_V1
 
 void Builder::vsrl_i16(V d, V a, int imm) {
@@ -472,6 +473,11 @@ void Builder::kfirst_n(V d, V n) {
   need(d, Kind::Mask, "kfirst_n");
   need(n, Kind::I64, "kfirst_n");
   emit(Op::KFirstN, d, n);
+}
+void Builder::vcvt_i64_sd(V d, V a) {
+  need_vec(d, 128, "vcvt_i64_sd");
+  need(a, Kind::I64, "vcvt_i64_sd");
+  emit(Op::VCvtI64Sd, d, a);
 }
 void Builder::kto_i64(V d, V k) {
   need(d, Kind::I64, "kto_i64");

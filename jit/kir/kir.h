@@ -145,10 +145,12 @@ enum class Op : uint8_t {
   VMulSS,  // lane 0: d = a op b, lanes 1-3 from a
   VFmaSS,  // lane 0: d = fma(a, b, d), lanes 1-3 from d
   // scalar doubles in the low 64 bits of a 128-bit value; the other bits come from a
-  VCvtSsSd,  // d.f64[0] = double(a.f32[0])
-  VCvtSdSs,  // d.f32[0] = float(a.f64[0]) (round to nearest)
-  VAddSD,    // d.f64[0] = a.f64[0] + b.f64[0]
-  VDivSD,    // d.f64[0] = a.f64[0] / b.f64[0]
+  VCvtSsSd,   // d.f64[0] = double(a.f32[0])
+  VCvtSdSs,   // d.f32[0] = float(a.f64[0]) (round to nearest)
+  VAddSD,     // d.f64[0] = a.f64[0] + b.f64[0]
+  VDivSD,     // d.f64[0] = a.f64[0] / b.f64[0]
+  VCvtI64Sd,  // d.f64[0] = double(a) (a: i64; round to nearest), the other bits 0
+  VSqrtSS,    // lane 0: d = sqrt(a) (correctly rounded), lanes 1-3 from a
   // AVX-512 masks
   KImm,        // d = imm
   KFirstN,     // d = (1 << a) - 1   (a in [0, 16])
@@ -318,6 +320,8 @@ class Builder {
   void vcvt_sd_ss(V d, V a);
   void vadd_sd(V d, V a, V b);
   void vdiv_sd(V d, V a, V b);
+  void vcvt_i64_sd(V d, V a);
+  void vsqrt_ss(V d, V a);
   void vadd_ss(V d, V a, V b);
   void vmul_ss(V d, V a, V b);
   void vfma_ss(V d, V a, V b);

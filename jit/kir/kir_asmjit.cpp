@@ -534,6 +534,16 @@ class FuncLowering {
       case Op::VDivSD:
         cc_.vdivsd(x(d).xmm(), x(a).xmm(), x(b).xmm());
         break;
+      case Op::VCvtI64Sd:
+        if (avx512_)  // registers 16-31 have no VEX encoding
+          cc_.vpxord(x(d).xmm(), x(d).xmm(), x(d).xmm());
+        else
+          cc_.vpxor(x(d).xmm(), x(d).xmm(), x(d).xmm());
+        cc_.vcvtsi2sd(x(d).xmm(), x(d).xmm(), g(a));
+        break;
+      case Op::VSqrtSS:
+        cc_.vsqrtss(x(d).xmm(), x(a).xmm(), x(a).xmm());
+        break;
       case Op::VAddSS:
         cc_.vaddss(x(d).xmm(), x(a).xmm(), x(b).xmm());
         break;

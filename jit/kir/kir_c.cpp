@@ -488,6 +488,12 @@ class FuncRender {
                         f(b)),
             Cls::F);
         break;
+      case Op::VCvtI64Sd:
+        set(d, fmt::format("_mm_castpd_ps(_mm_cvtsi64_sd(_mm_setzero_pd(), {}))", name(a)), Cls::F);
+        break;
+      case Op::VSqrtSS:
+        set(d, fmt::format("_mm_sqrt_ss({})", f(a)), Cls::F);
+        break;
       case Op::VDivSD:
         set(d,
             fmt::format("_mm_castpd_ps(_mm_div_sd(_mm_castps_pd({}), _mm_castps_pd({})))", f(a),

@@ -16,6 +16,7 @@
 #include "generated_kernel.h"
 #include "jit/gen_elementwise.h"
 #include "jit/gen_glu.h"
+#include "jit/gen_rmsnorm.h"
 #include "jit/kir/kir_c.h"
 #include "jit_test_util.h"
 #include "tests/common/generated_linear.h"
@@ -213,16 +214,88 @@ TEST(JitOps, swiglu_f32_f32_16l__avx2) {
   run_glu("swiglu_f32_f32_16l__avx2");
 }
 
+// ---- rmsnorm ----
+
+// Rows with magnitudes over many decades (the double sum's rounding matters), per-head widths
+// and model widths, in place, specials, and calls outside the contract.
+void run_rmsnorm(const std::string& id) {
+  std::string skip;
+  const Loaded l = load(id, "rmsnorm", &skip);
+  if (!skip.empty()) GTEST_SKIP() << skip;
+  ASSERT_NE(l.fn, nullptr);
+  ASSERT_NE(l.cfn, nullptr);
+  using jit::gen::RmsNormFn;
+  std::mt19937 rng(41);
+  std::uniform_real_distribution<float> mag(-20.0f, 20.0f);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  for (auto [n, rows] :
+       {std::pair<int64_t, int64_t>{16, 1}, {64, 3}, {128, 8}, {2048, 2}, {5120, 1}}) {
+    for (float eps : {1e-5f, 1e-6f, 0.0f}) {
+      std::vector<float> x(static_cast<size_t>(n * rows)), w(static_cast<size_t>(n));
+      for (float& v : x) v = nd(rng) * std::exp2(mag(rng));
+      for (float& v : w) v = nd(rng);
+      std::vector<float> yr(x.size(), 7.0f), yj = yr, yc = yr;
+      reinterpret_cast<RmsNormFn>(l.ref)(x.data(), w.data(), yr.data(), n, rows, eps);
+      reinterpret_cast<RmsNormFn>(l.fn)(x.data(), w.data(), yj.data(), n, rows, eps);
+      reinterpret_cast<RmsNormFn>(l.cfn)(x.data(), w.data(), yc.data(), n, rows, eps);
+      std::vector<float> wr(x.size());
+      for (size_t i = 0; i < x.size(); ++i) wr[i] = w[i % size_t(n)];
+      EXPECT_EQ(diff(yj, yr, yc, x, wr), "") << "n=" << n << " rows=" << rows << " eps=" << eps;
+      std::vector<float> xi = x;  // in place
+      reinterpret_cast<RmsNormFn>(l.fn)(xi.data(), w.data(), xi.data(), n, rows, eps);
+      EXPECT_EQ(diff(xi, yr, xi, x, wr), "") << "in place, n=" << n;
+    }
+  }
+  {  // specials: a zero row (0 / sqrt(eps)), Inf, NaN, subnormals, huge values
+    const float inf = std::numeric_limits<float>::infinity(),
+                nan = std::numeric_limits<float>::quiet_NaN();
+    const int64_t n = 32;
+    std::vector<std::vector<float>> rows_in = {
+        std::vector<float>(n, 0.0f), std::vector<float>(n, 1e-45f), std::vector<float>(n, 3e38f)};
+    rows_in.push_back(glu_inputs(n, -1, 1, rng));
+    rows_in.back()[5] = inf;
+    rows_in.push_back(glu_inputs(n, -1, 1, rng));
+    rows_in.back()[17] = nan;
+    std::vector<float> x, w = glu_inputs(n, -2, 2, rng);
+    for (const auto& r : rows_in) x.insert(x.end(), r.begin(), r.end());
+    const int64_t rows = int64_t(rows_in.size());
+    std::vector<float> yr(x.size()), yj(x.size()), yc(x.size()), wr(x.size());
+    for (size_t i = 0; i < x.size(); ++i) wr[i] = w[i % size_t(n)];
+    for (float eps : {1e-5f, 0.0f}) {
+      reinterpret_cast<RmsNormFn>(l.ref)(x.data(), w.data(), yr.data(), n, rows, eps);
+      reinterpret_cast<RmsNormFn>(l.fn)(x.data(), w.data(), yj.data(), n, rows, eps);
+      reinterpret_cast<RmsNormFn>(l.cfn)(x.data(), w.data(), yc.data(), n, rows, eps);
+      EXPECT_EQ(diff(yj, yr, yc, x, wr), "") << "specials, eps=" << eps;
+    }
+  }
+  {  // outside the contract (n % 16 != 0, n or rows <= 0): nothing written
+    std::vector<float> x(40, 1.0f), w(40, 1.0f), y(40, 7.0f);
+    for (auto [n, rows] : {std::pair<int64_t, int64_t>{20, 2}, {0, 1}, {16, 0}, {-16, 1}}) {
+      reinterpret_cast<RmsNormFn>(l.fn)(x.data(), w.data(), y.data(), n, rows, 1e-5f);
+      for (float v : y) ASSERT_EQ(v, 7.0f) << "n=" << n << " rows=" << rows;
+    }
+  }
+}
+
+TEST(JitOps, rmsnorm_f32_f32_16l__avx512) {
+  run_rmsnorm("rmsnorm_f32_f32_16l__avx512");
+}
+TEST(JitOps, rmsnorm_f32_f32_16l__avx2) {
+  run_rmsnorm("rmsnorm_f32_f32_16l__avx2");
+}
+
 // Every generated provider of ops other than linear and attention has a TEST above.
 TEST(JitOps, EveryGeneratedProviderHasATest) {
   std::vector<std::string> tested = {"add_f32_f32_16l__avx2",      "add_f32_f32_16l__avx512",
                                      "kv_store_f32_f32_16l__avx2", "kv_store_f32_f32_16l__avx512",
-                                     "swiglu_f32_f32_16l__avx2",   "swiglu_f32_f32_16l__avx512"};
+                                     "swiglu_f32_f32_16l__avx2",   "swiglu_f32_f32_16l__avx512",
+                                     "rmsnorm_f32_f32_16l__avx2",  "rmsnorm_f32_f32_16l__avx512"};
   std::vector<std::string> maps;
   for (const KernelMap& m : real_registry().maps())
     if (m.op != "linear" && m.op != "attention" && m.op != "act_quant" && !m.impl.generator.empty())
       maps.push_back(m.id);
   std::sort(maps.begin(), maps.end());
+  std::sort(tested.begin(), tested.end());
   EXPECT_EQ(maps, tested);
 }
 

@@ -1,0 +1,91 @@
+// rmsnorm generators (gen_rmsnorm.h): one body for both ISA levels.
+#include "jit/gen_rmsnorm.h"
+
+#include <fmt/format.h>
+
+#include "jit/gen_lanes16.h"
+#include "jit/gen_tile.h"
+
+namespace cke::jit::gen {
+namespace {
+
+using kir::Builder;
+using kir::Cls;
+using kir::Cmp;
+using kir::Kind;
+using kir::Mem;
+using kir::V;
+
+bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::Module* m,
+           std::string* err) {
+  if (!int_params(params, generator, {}, err)) return false;
+  m->isa = isa_features(isa);
+  m->comment = fmt::format(
+      "generator {}: contract rmsnorm.f32.ggml (ggml RMS_NORM + MUL: a double sum of the\n"
+      "float squares in index order, scale = 1 / sqrtf(mean + eps), y = fl(fl(x * scale) * w))",
+      generator);
+  Builder b(*m, m->name, {Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::I64, Kind::I64, Kind::F32});
+  const V x = b.arg(0), w = b.arg(1), y = b.arg(2), n = b.arg(3), rows = b.arg(4), eps = b.arg(5);
+  const auto ret_if = [&](V a, Cmp c, int64_t v) {
+    b.if_(a, c, v);
+    b.ret();
+    b.end_if();
+  };
+  ret_if(n, Cmp::LE, 0);
+  ret_if(rows, Cmp::LE, 0);
+  V n16 = b.i64("n16");
+  b.andi(n16, n, 15);
+  ret_if(n16, Cmp::NE, 0);  // outside the contract's admitted shapes: nothing written
+
+  Lanes16 L(b, isa);
+  V nd = b.vec(128, Cls::F, "n_f64"), one = b.vec(128, Cls::F, "one");
+  b.vcvt_i64_sd(nd, n);
+  b.vsplat32(one, 0x3f800000u);  // 1.0f
+  V row_bytes = b.i64("row_bytes"), r = b.i64("r"), i = b.i64("i"), off = b.i64("off");
+  V xr = b.ptr("xr"), yr = b.ptr("yr");
+  b.muli(row_bytes, n, 4);
+  b.for_(r, b.imm(0, "zero"), rows, b.imm(1, "one_i"));
+  {
+    b.mul(off, r, row_bytes);
+    b.ptr_add(xr, x, off, 1);
+    b.ptr_add(yr, y, off, 1);
+    V sum = b.vec(128, Cls::F, "sum"), p = b.vec(128, Cls::F, "p"), pd = b.vec(128, Cls::F, "pd");
+    b.vzero(sum);
+    b.for_(i, b.imm(0, "zero_k"), n, b.imm(1, "one_k"));
+    b.vload_ss(p, Mem{xr, i, 4, 0});
+    b.vmul_ss(p, p, p);  // fl(x * x)
+    b.vcvt_ss_sd(pd, p);
+    b.vadd_sd(sum, sum, pd);
+    b.end_for();
+    V mean = b.vec(128, Cls::F, "mean"), scale = b.vec(128, Cls::F, "scale");
+    b.vdiv_sd(mean, sum, nd);
+    b.vcvt_sd_ss(mean, mean);
+    b.vadd_ss(scale, mean, eps);
+    b.vsqrt_ss(scale, scale);
+    b.vdiv_f(scale, one, scale);  // lane 0: fl(1 / sqrt)
+    const V16 s16 = L.bcast(scale, "scale16");
+    b.for_(i, b.imm(0, "zero_v"), row_bytes, b.imm(64, "group_bytes"));
+    {
+      V16 v = L.vec("v"), wv = L.vec("w");
+      L.load(v, Mem{xr, i, 1, 0});
+      L.load(wv, Mem{w, i, 1, 0});
+      L.mul(v, v, s16);
+      L.mul(v, v, wv);
+      L.store(Mem{yr, i, 1, 0}, v);
+    }
+    b.end_for();
+  }
+  b.end_for();
+  return true;
+}
+
+}  // namespace
+
+bool build_rmsnorm_f32_avx512(const GeneratorParams& p, kir::Module* m, std::string* err) {
+  return build("rmsnorm_f32__avx512", Isa::Avx512, p, m, err);
+}
+bool build_rmsnorm_f32_avx2(const GeneratorParams& p, kir::Module* m, std::string* err) {
+  return build("rmsnorm_f32__avx2", Isa::Avx2, p, m, err);
+}
+
+}  // namespace cke::jit::gen
