@@ -1,8 +1,8 @@
 #include "runtime/core/engine.h"
 
 #include <fmt/format.h>
-
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -253,6 +253,27 @@ bool Engine::Impl::build_plans(std::string* err) {
       !build_phase_plan(*graph, res, Phase::Decode, 1, lookup, &decode, err))
     return false;
   plan_sha256 = sha256_hex(cke::plan_text(*graph, prefill) + cke::plan_text(*graph, decode));
+  // Everything the plans will touch, before any of it is mapped: the pages are reserved
+  // lazily, so an oversized -c would otherwise fail much later, as the OOM killer.
+  uint64_t state_bytes = 0;
+  for (const GraphBuffer& b : graph->buffers)
+    if (b.kind == BufferKind::State) state_bytes += buffer_bytes(b, graph->max_tokens);
+  const uint64_t arena_bytes = std::max(prefill.arena_bytes, decode.arena_bytes);
+  const uint64_t need = state_bytes + arena_bytes + uint64_t(file->bytes().size());
+  const uint64_t have = opt.memory_limit_bytes > 0
+                            ? uint64_t(opt.memory_limit_bytes)
+                            : uint64_t(sysconf(_SC_PHYS_PAGES)) * uint64_t(sysconf(_SC_PAGESIZE));
+  if (need > have) {
+    constexpr double kGiB = 1024.0 * 1024 * 1024;
+    *err = fmt::format(
+        "{}: needs {:.2f} GiB (weights {:.2f}, KV cache and state {:.2f} for a context of {} "
+        "tokens, activations {:.2f}) but {} {:.2f} GiB; use a smaller -c",
+        opt.model_path, double(need) / kGiB, double(file->bytes().size()) / kGiB,
+        double(state_bytes) / kGiB, graph->n_ctx, double(arena_bytes) / kGiB,
+        opt.memory_limit_bytes > 0 ? "the memory limit is" : "this machine has",
+        double(have) / kGiB);
+    return false;
+  }
   state.resize(graph->buffers.size());
   for (size_t i = 0; i < graph->buffers.size(); ++i) {
     if (graph->buffers[i].kind != BufferKind::State) continue;
@@ -294,8 +315,7 @@ bool Engine::Impl::make_backend(std::string* err) {
     // The flags come from this plan's own C; the directory must hold the same plan.
     EmittedC c;
     if (!cke::emit_c(emit_input(), &c, err)) return false;
-    backend = load_emitted_c_backend(opt.run_emitted_dir, c, plan_sha256, *graph,
-                                     memory(), err);
+    backend = load_emitted_c_backend(opt.run_emitted_dir, c, plan_sha256, *graph, memory(), err);
   }
   if (!backend) return false;
   const int threads =

@@ -28,6 +28,9 @@ struct EngineOptions {
   // Run the plan through C emitted (by emit_c) into this directory instead of the JIT glue:
   // compiled with the system C compiler ($CC or cc) into a shared object and loaded.
   std::string run_emitted_dir;
+  // The memory the model file, KV cache and activations may need together; 0: the machine's
+  // physical memory. Loading fails up front, naming the sizes, when they need more.
+  int64_t memory_limit_bytes = 0;
 };
 
 struct EngineStats {
@@ -66,7 +69,7 @@ class Engine {
   bool emit_c(const std::string& dir, std::string* err) const;
   bool runs_emitted_c() const;
 
-  std::string plan_text() const;        // cke-run --plan
+  std::string plan_text() const;  // cke-run --plan
   // X-Ray (cke.xray/1), with the plan's hash; made on the first call (not thread-safe).
   const nlohmann::json& trace() const;
 

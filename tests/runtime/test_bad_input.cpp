@@ -93,6 +93,25 @@ TEST(BadModel, UnreadTensorIsNamed) {
   EXPECT_NE(err.find("is not read by circuit"), std::string::npos) << err;
 }
 
+// A context the memory cannot hold fails at load, naming the sizes; the same model with a
+// limit that holds it loads.
+TEST(BadModel, ContextLargerThanMemoryIsAnErrorUpFront) {
+  CKE_REQUIRE_SHARED(src, "models/stories260K.gguf");
+  EngineOptions o;
+  o.model_path = src;
+  o.n_threads = 1;
+  o.n_ctx = 8192;                  // KV cache: 5 layers x 2 x 32 floats x 8192 cells = 10 MiB
+  o.memory_limit_bytes = 4 << 20;  // 4 MiB
+  std::string err;
+  EXPECT_FALSE(Engine::load(o, &err));
+  EXPECT_NE(err.find("stories260K.gguf: needs"), std::string::npos) << err;
+  EXPECT_NE(err.find("for a context of 8192 tokens"), std::string::npos) << err;
+  EXPECT_NE(err.find("the memory limit is 0.00 GiB; use a smaller -c"), std::string::npos) << err;
+  o.memory_limit_bytes = 64 << 20;
+  err.clear();
+  EXPECT_TRUE(Engine::load(o, &err)) << err;
+}
+
 TEST(BadModel, WrongShapeIsNamed) {
   CKE_REQUIRE_SHARED(src, "models/stories260K.gguf");
   auto path = rewrite(src, "shape", keep_kv, [](const gguf::TensorInfo& t, gguf::Writer& w) {
