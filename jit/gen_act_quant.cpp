@@ -29,22 +29,13 @@ bool build_q8_0(const char* generator, Isa isa, const GeneratorParams& params, k
       generator);
   Builder b(*m, m->name, {Kind::Ptr, Kind::Ptr, Kind::I64, Kind::I64, Kind::I64, Kind::I64});
   const V x = b.arg(0), y = b.arg(1), K = b.arg(2), T = b.arg(3), t0 = b.arg(4), t1 = b.arg(5);
-  const auto ret_if = [&](V a, Cmp c, int64_t v) {
-    b.if_(a, c, v);
-    b.ret();
-    b.end_if();
-  };
-  ret_if(K, Cmp::LE, 0);
+  ret_if(b, K, Cmp::LE, 0);
   V k32 = b.i64("k32");
   b.andi(k32, K, 31);
-  ret_if(k32, Cmp::NE, 0);  // outside the contract's shapes: nothing written
-  ret_if(t0, Cmp::LT, 0);
-  b.if_(t0, Cmp::GT, t1);
-  b.ret();
-  b.end_if();
-  b.if_(t1, Cmp::GT, T);
-  b.ret();
-  b.end_if();
+  ret_if(b, k32, Cmp::NE, 0);  // outside the contract's shapes: nothing written
+  ret_if(b, t0, Cmp::LT, 0);
+  ret_if(b, t0, Cmp::GT, t1);
+  ret_if(b, t1, Cmp::GT, T);
 
   const V abs_mask = b.vec(256, Cls::I, "abs_mask");
   b.vsplat32(abs_mask, 0x7fffffffu);

@@ -53,17 +53,6 @@ struct Masks {
   }
 };
 
-void ret_if(Builder& b, V a, Cmp c, V x) {
-  b.if_(a, c, x);
-  b.ret();
-  b.end_if();
-}
-void ret_if(Builder& b, V a, Cmp c, int64_t x) {
-  b.if_(a, c, x);
-  b.ret();
-  b.end_if();
-}
-
 bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::Module* m,
            std::string* err) {
   int cells = 32768;

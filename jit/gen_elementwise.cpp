@@ -16,12 +16,6 @@ using kir::Kind;
 using kir::Mem;
 using kir::V;
 
-void ret_if(Builder& b, V a, Cmp c, int64_t x) {
-  b.if_(a, c, x);
-  b.ret();
-  b.end_if();
-}
-
 bool build_add(const char* generator, Isa isa, const GeneratorParams& params, kir::Module* m,
                std::string* err) {
   if (!int_params(params, generator, {}, err)) return false;

@@ -25,16 +25,11 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
       generator);
   Builder b(*m, m->name, {Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::I64, Kind::I64});
   const V gate = b.arg(0), up = b.arg(1), y = b.arg(2), n = b.arg(3), T = b.arg(4);
-  const auto ret_if = [&](V a, Cmp c, int64_t x) {
-    b.if_(a, c, x);
-    b.ret();
-    b.end_if();
-  };
-  ret_if(n, Cmp::LE, 0);
-  ret_if(T, Cmp::LE, 0);
+  ret_if(b, n, Cmp::LE, 0);
+  ret_if(b, T, Cmp::LE, 0);
   V n16 = b.i64("n16");
   b.andi(n16, n, 15);
-  ret_if(n16, Cmp::NE, 0);  // outside the contract's admitted shapes: nothing written
+  ret_if(b, n16, Cmp::NE, 0);  // outside the contract's admitted shapes: nothing written
 
   Lanes16 L(b, isa);
   const ExpConsts ec = exp_consts(L);

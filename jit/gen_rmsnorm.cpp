@@ -26,16 +26,11 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
       generator);
   Builder b(*m, m->name, {Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::I64, Kind::I64, Kind::F32});
   const V x = b.arg(0), w = b.arg(1), y = b.arg(2), n = b.arg(3), rows = b.arg(4), eps = b.arg(5);
-  const auto ret_if = [&](V a, Cmp c, int64_t v) {
-    b.if_(a, c, v);
-    b.ret();
-    b.end_if();
-  };
-  ret_if(n, Cmp::LE, 0);
-  ret_if(rows, Cmp::LE, 0);
+  ret_if(b, n, Cmp::LE, 0);
+  ret_if(b, rows, Cmp::LE, 0);
   V n16 = b.i64("n16");
   b.andi(n16, n, 15);
-  ret_if(n16, Cmp::NE, 0);  // outside the contract's admitted shapes: nothing written
+  ret_if(b, n16, Cmp::NE, 0);  // outside the contract's admitted shapes: nothing written
 
   Lanes16 L(b, isa);
   V nd = b.vec(128, Cls::F, "n_f64"), one = b.vec(128, Cls::F, "one");

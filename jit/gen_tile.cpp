@@ -71,6 +71,17 @@ TileArgs begin_tile(Builder& b) {
   return t;
 }
 
+void ret_if(Builder& b, V a, kir::Cmp c, V x) {
+  b.if_(a, c, x);
+  b.ret();
+  b.end_if();
+}
+void ret_if(Builder& b, V a, kir::Cmp c, int64_t x) {
+  b.if_(a, c, x);
+  b.ret();
+  b.end_if();
+}
+
 std::vector<V> tile_rows(Builder& b, const TileArgs& t, int rows) {
   std::vector<V> r{t.w};
   if (rows == 1) return r;
@@ -165,26 +176,16 @@ void emit_grid(Builder& e, const Grid& g, V w_n0, V rb, V n0, V n1, V act, V as,
 void emit_linear_entry(Builder& e, const Grid& g, const LinearLayout& l) {
   const V x = e.arg(0), w = e.arg(1), y = e.arg(2), K = e.arg(3), N = e.arg(4), T = e.arg(5),
           n0 = e.arg(6), n1 = e.arg(7);
-  const auto guard = [&](V a, Cmp c, V b) {
-    e.if_(a, c, b);
-    e.ret();
-    e.end_if();
-  };
-  const auto guard_i = [&](V a, Cmp c, int64_t imm) {
-    e.if_(a, c, imm);
-    e.ret();
-    e.end_if();
-  };
-  guard_i(T, Cmp::LE, 0);
-  guard_i(K, Cmp::LE, 0);
-  guard_i(n0, Cmp::LT, 0);
-  guard(n1, Cmp::LE, n0);
-  guard(n1, Cmp::GT, N);
+  ret_if(e, T, Cmp::LE, 0);
+  ret_if(e, K, Cmp::LE, 0);
+  ret_if(e, n0, Cmp::LT, 0);
+  ret_if(e, n1, Cmp::LE, n0);
+  ret_if(e, n1, Cmp::GT, N);
   V nb = K;
   if (l.block_elems > 1) {
     V tail = e.i64("k_tail");
     e.andi(tail, K, l.block_elems - 1);  // block sizes are powers of two
-    guard_i(tail, Cmp::NE, 0);
+    ret_if(e, tail, Cmp::NE, 0);
     nb = e.i64("nb");
     e.div(nb, K, e.imm(l.block_elems, "block_elems"));
   }

@@ -40,6 +40,10 @@ TileArgs begin_tile(kir::Builder& b);
 // order: ((a0+a4)+(a2+a6)) + ((a1+a5)+(a3+a7)).
 kir::V hsum8(kir::Builder& b, kir::V acc);
 
+// A guard of an entry: `if (a c x) return;` (a call outside the contract writes nothing).
+void ret_if(kir::Builder& b, kir::V a, kir::Cmp c, kir::V x);
+void ret_if(kir::Builder& b, kir::V a, kir::Cmp c, int64_t x);
+
 // r[i] = w + min(i, nrows - 1) * row_bytes.
 std::vector<kir::V> tile_rows(kir::Builder& b, const TileArgs& t, int rows);
 
