@@ -170,6 +170,21 @@ int emit_plain(kir::Module& m, const std::string& name, QFormat f, int rows, int
   return b.index();
 }
 
+// The offset tiles' exit for an activation of -128 (amin: the bytewise minimum of every
+// activation the tile read): then the tile runs again as `exact`, the sign-move tile, with its
+// own arguments, and returns. |min| keeps its sign bit only for -128.
+void rerun_if_min8(Builder& b, V amin, int exact, const TileArgs& a) {
+  V am = b.vec(512, Cls::I, "amin_abs"), k = b.mask("has_min8");
+  V bits = b.i64("has_min8_bits");
+  b.vabs_i8(am, amin);
+  b.kfrom_bytes(k, am);
+  b.kto_i64(bits, k);
+  b.if_(bits, kir::Cmp::NE, 0);
+  b.call(exact, {a.w, a.rb, a.nrows, a.a, a.as, a.y, a.ys, a.n});
+  b.ret();
+  b.end_if();
+}
+
 // Q8_0 tiles of 6 or 8 rows (prefill): the weight biased to unsigned instead of the sign
 // move. vpdpbusd takes u = w + 128 (a wrapping byte add) against the signed activation a,
 // and sum(u * a) - 128 * sum(a) = sum(w * a) exactly per lane; -128 * sum(a) is made once
@@ -223,16 +238,7 @@ int emit_plain_offset(kir::Module& m, const std::string& name, int rows, int tok
     }
   }
   close_block_loop(b, tr);
-  // A -128 among the activations: |min| keeps its sign bit only then.
-  V am = b.vec(512, Cls::I, "amin_abs"), k = b.mask("has_min8");
-  V bits = b.i64("has_min8_bits");
-  b.vabs_i8(am, amin);
-  b.kfrom_bytes(k, am);
-  b.kto_i64(bits, k);
-  b.if_(bits, kir::Cmp::NE, 0);
-  b.call(exact, {a.w, a.rb, a.nrows, a.a, a.as, a.y, a.ys, a.n});
-  b.ret();
-  b.end_if();
+  rerun_if_min8(b, amin, exact, a);
   store_pairs(b, a, acc, pairs, tokens);
   return b.index();
 }
@@ -366,15 +372,7 @@ int emit_gemv_offset(kir::Module& m, const std::string& name, QFormat f) {
   const V rows = reduce_rows(b, isum);
   fma_block(b, acc, rows, dw, act_scale(b, tr, 0, 256));
   close_block_loop(b, tr);
-  V am = b.vec(512, Cls::I, "amin_abs"), k = b.mask("has_min8");
-  V bits = b.i64("has_min8_bits");
-  b.vabs_i8(am, amin);
-  b.kfrom_bytes(k, am);
-  b.kto_i64(bits, k);
-  b.if_(bits, kir::Cmp::NE, 0);
-  b.call(exact, {a.w, a.rb, a.nrows, a.a, a.as, a.y, a.ys, a.n});
-  b.ret();
-  b.end_if();
+  rerun_if_min8(b, amin, exact, a);
   V store = b.mask("store");
   b.kfirst_n(store, a.nrows);
   b.vstore_mk(Mem{a.y, {}, 1, 0}, acc, store);
