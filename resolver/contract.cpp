@@ -47,7 +47,10 @@ std::optional<Comparison> parse_comparison(const std::string& s) {
     return !t.empty() && end == t.c_str() + t.size() && *out > 0;
   };
   double v = 0;
-  if (s.rfind("ulp:", 0) == 0 && number(s.substr(4), &v) && v == static_cast<int64_t>(v))
+  // The range check comes first: converting a double beyond int64 (ulp:1e300, ulp:inf) is
+  // undefined behaviour.
+  if (s.rfind("ulp:", 0) == 0 && number(s.substr(4), &v) && v < 0x1p63 &&
+      v == static_cast<int64_t>(v))
     return Comparison{Comparison::Kind::Ulp, v};
   if (s.rfind("rel:", 0) == 0 && number(s.substr(4), &v) && v < 1)
     return Comparison{Comparison::Kind::Rel, v};

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cmath>
@@ -15,6 +16,7 @@ struct Expr::Node {
   Value value;      // Const
   std::string str;  // Name: identifier; Unary/Binary: operator; Call: function
   std::vector<std::shared_ptr<const Node>> kids;
+  int height = 1;  // 1 + the tallest kid's
 };
 
 namespace {
@@ -28,6 +30,7 @@ NodeP make(Kind k, std::string s, std::vector<NodeP> kids, Value v = {}) {
   n->str = std::move(s);
   n->kids = std::move(kids);
   n->value = v;
+  for (const NodeP& k : n->kids) n->height = std::max(n->height, k->height + 1);
   return n;
 }
 
@@ -85,6 +88,15 @@ class Parser {
     int* d;
     ~DepthGuard() { --*d; }
   };
+  // So is the height of the tree: a chain such as 1+1+...+1 is parsed by a loop, not by
+  // recursion, but evaluating, listing names and freeing it recurse once per operator.
+  static constexpr int kMaxHeight = 500;
+  NodeP node(Kind k, std::string s, std::vector<NodeP> kids) {
+    NodeP n = make(k, std::move(s), std::move(kids));
+    if (n->height > kMaxHeight)
+      return fail(fmt::format("expression has more than {} nested operations", kMaxHeight));
+    return n;
+  }
 
   NodeP expr() {
     DepthGuard guard{&depth_};
@@ -97,7 +109,7 @@ class Parser {
       if (!eat(":")) return fail("expected ':'");
       NodeP b = expr();
       if (!b) return nullptr;
-      return make(Kind::Cond, "?:", {c, a, b});
+      return node(Kind::Cond, "?:", {c, a, b});
     }
     return c;
   }
@@ -106,7 +118,7 @@ class Parser {
     while (l && eat("||")) {
       NodeP r = and_();
       if (!r) return nullptr;
-      l = make(Kind::Binary, "||", {l, r});
+      l = node(Kind::Binary, "||", {l, r});
     }
     return l;
   }
@@ -115,7 +127,7 @@ class Parser {
     while (l && eat("&&")) {
       NodeP r = cmp();
       if (!r) return nullptr;
-      l = make(Kind::Binary, "&&", {l, r});
+      l = node(Kind::Binary, "&&", {l, r});
     }
     return l;
   }
@@ -132,13 +144,13 @@ class Parser {
         kids.push_back(e);
       } while (eat(","));
       if (!eat("]")) return fail("expected ']'");
-      return make(Kind::In, "in", std::move(kids));
+      return node(Kind::In, "in", std::move(kids));
     }
     for (std::string_view op : {"==", "!=", "<=", ">=", "<", ">"}) {
       if (eat(op)) {
         NodeP r = add();
         if (!r) return nullptr;
-        return make(Kind::Binary, std::string(op), {l, r});
+        return node(Kind::Binary, std::string(op), {l, r});
       }
     }
     return l;
@@ -155,7 +167,7 @@ class Parser {
         break;
       NodeP r = mul();
       if (!r) return nullptr;
-      l = make(Kind::Binary, op, {l, r});
+      l = node(Kind::Binary, op, {l, r});
     }
     return l;
   }
@@ -173,7 +185,7 @@ class Parser {
         break;
       NodeP r = unary();
       if (!r) return nullptr;
-      l = make(Kind::Binary, op, {l, r});
+      l = node(Kind::Binary, op, {l, r});
     }
     return l;
   }
@@ -184,11 +196,11 @@ class Parser {
     if (p_ < s_.size() && s_[p_] == '!' && (p_ + 1 >= s_.size() || s_[p_ + 1] != '=')) {
       ++p_;
       NodeP k = unary();
-      return k ? make(Kind::Unary, "!", {k}) : nullptr;
+      return k ? node(Kind::Unary, "!", {k}) : nullptr;
     }
     if (eat("-")) {
       NodeP k = unary();
-      return k ? make(Kind::Unary, "-", {k}) : nullptr;
+      return k ? node(Kind::Unary, "-", {k}) : nullptr;
     }
     return primary();
   }
@@ -229,9 +241,9 @@ class Parser {
         if (!eat(")")) return fail("expected ')' after arguments");
         if (args.size() != arity)
           return fail(fmt::format("{}() takes {} argument(s), got {}", name, arity, args.size()));
-        return make(Kind::Call, name, std::move(args));
+        return node(Kind::Call, name, std::move(args));
       }
-      return make(Kind::Name, name, {});
+      return node(Kind::Name, name, {});
     }
     return fail("unexpected '" + std::string(1, c) + "'");
   }

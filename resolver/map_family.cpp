@@ -71,6 +71,11 @@ std::vector<KernelMap> load_kernel_maps(const std::filesystem::path& path,
     sink.error("instances", "expected a non-empty list of instances", inst);
     return {};
   }
+  // A long value in many placeholders, and YAML aliases repeating an instance, multiply
+  // the text to parse: a 12 KB file could expand to gigabytes. All the maps of a family
+  // together stay within this bound (the largest real family expands to 26 KB).
+  constexpr size_t kMaxExpandedBytes = size_t{1} << 20;
+  size_t expanded = 0;
   std::vector<KernelMap> out;
   for (size_t i = 0; i < inst.size(); ++i) {
     const std::string ipath = fmt::format("instances[{}]", i);
@@ -78,15 +83,27 @@ std::vector<KernelMap> load_kernel_maps(const std::filesystem::path& path,
     if (!vf.ok()) continue;
     std::string doc_text = "schema: cke.kernel_map/1\n" + *tmpl;
     std::set<std::string> used;
+    bool too_big = expanded + doc_text.size() > kMaxExpandedBytes;
     for (const std::string& n : names) {
       std::optional<std::string> v = vf.str(n, true);
       if (!v) continue;
       used.insert(n);
-      for (size_t at = doc_text.find("${" + n + "}"); at != std::string::npos;
-           at = doc_text.find("${" + n + "}", at + v->size()))
-        doc_text.replace(at, n.size() + 3, *v);
+      for (size_t at = doc_text.find("${" + n + "}"); at != std::string::npos && !too_big;
+           at = doc_text.find("${" + n + "}", at + v->size())) {
+        too_big = expanded + doc_text.size() + v->size() > kMaxExpandedBytes;
+        if (!too_big) doc_text.replace(at, n.size() + 3, *v);
+      }
     }
     vf.finish();  // a key no placeholder uses is an error
+    if (too_big) {
+      sink.error(ipath,
+                 fmt::format("the family's maps expand to more than {} bytes (a long value in "
+                             "many placeholders, or YAML aliases repeating instances?)",
+                             kMaxExpandedBytes),
+                 inst[i]);
+      break;
+    }
+    expanded += doc_text.size();
     if (used.size() != names.size()) continue;
     const std::string file = fmt::format("{}:{}", path.string(), inst[i].Mark().line + 1);
     if (std::optional<KernelMap> m = parse_kernel_map(doc_text, file, errors))

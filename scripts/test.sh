@@ -1,6 +1,11 @@
 #!/usr/bin/env bash
 # The test command: install dependencies, build, run the whole suite with ctest.
 # CKE_SANITIZE=1 builds and runs it under ASan+UBSan instead (build-asan/).
+# Then, unless CKE_CI_EXTRA=0 (docs/fuzzing.md):
+#   - scripts/fuzz.sh: every fuzz target for CKE_CI_FUZZ_SECONDS (default 30) s;
+#   - the unit tests under ASan+UBSan at -O1 (build-asan-unit/ or $CKE_ASAN_BUILD_DIR),
+#     without the slow model-level parity and emitted-C tests (Reference/*); skipped when
+#     CKE_SANITIZE=1 already ran everything so.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 bash "$root/scripts/deps.sh"
@@ -12,3 +17,19 @@ else
 fi
 cd "${CKE_BUILD_DIR:-$root/build}"
 ctest --output-on-failure -j "$(nproc)" --timeout 900
+
+if [ "${CKE_CI_EXTRA:-1}" != 0 ]; then
+  t0=$SECONDS
+  bash "$root/scripts/fuzz.sh" "${CKE_CI_FUZZ_SECONDS:-30}"
+  echo "[cke] fuzz: $((SECONDS - t0)) s"
+  if [ "${CKE_SANITIZE:-0}" != 1 ]; then
+    t0=$SECONDS
+    asan_dir="${CKE_ASAN_BUILD_DIR:-$root/build-asan-unit}"
+    CKE_BUILD_DIR="$asan_dir" bash "$root/scripts/build.sh" -DCKE_SANITIZE=ON \
+      -DCKE_BUILD_BENCH=OFF -DCMAKE_C_FLAGS_RELEASE="-O1 -DNDEBUG" \
+      -DCMAKE_CXX_FLAGS_RELEASE="-O1 -DNDEBUG"
+    cd "$asan_dir"
+    ctest --output-on-failure -j "$(nproc)" --timeout 900 -E '^Reference/'
+    echo "[cke] unit tests under ASan+UBSan: $((SECONDS - t0)) s"
+  fi
+fi

@@ -181,6 +181,22 @@ TEST(Expr, HostileInputIsAnErrorNotACrash) {
   EXPECT_NE(err.find("nested too deeply"), std::string::npos) << err;
   EXPECT_FALSE(Expr::parse(std::string(100000, '-') + "1", &err));
   EXPECT_TRUE(Expr::parse(std::string(100, '(') + "1" + std::string(100, ')'), &err));
+  // A long flat chain is as deep a tree as nesting (found by fuzz_circuit: 1+1+...+1 of 8 KB
+  // overflowed the stack in eval, names() and the destructor).
+  std::string chain = "1";
+  for (int i = 0; i < 100000; ++i) chain += i % 2 ? "+x" : "*1";
+  EXPECT_FALSE(Expr::parse(chain, &err));
+  EXPECT_NE(err.find("more than 500 nested operations"), std::string::npos) << err;
+  for (const char* op : {"+", "*", "&&", "||", "<", "=="}) {
+    std::string c = "1";
+    for (int i = 0; i < 5000; ++i) c += std::string(op) + "1";
+    EXPECT_FALSE(Expr::parse(c, &err)) << op;
+  }
+  chain = "1";
+  for (int i = 0; i < 400; ++i) chain += "+1";
+  std::optional<Expr> ok = Expr::parse(chain, &err);
+  ASSERT_TRUE(ok) << err;
+  EXPECT_EQ(ok->eval(nullptr).value, Value::integer(401));
   Expr::Result r =
       Expr::parse("T % 0", &err)->eval([](std::string_view) { return Value::tokens(1); });
   EXPECT_FALSE(r.value);

@@ -214,6 +214,15 @@ TEST(ContractLoading, StrictFields) {
       test::parse_contract_ok(replace(good, "comparison: bit_exact", "comparison: ulp:4"));
   EXPECT_EQ(ulp.comparison.kind, Comparison::Kind::Ulp);
   EXPECT_EQ(ulp.comparison.bound, 4);
+  // Out of int64's range: an error, not a conversion with undefined behaviour (found by
+  // fuzz_contract).
+  for (const char* bad : {"ulp:1e300", "ulp:inf", "ulp:9223372036854775808", "ulp:nan"}) {
+    e.clear();
+    EXPECT_FALSE(parse_contract(
+        replace(good, "comparison: bit_exact", std::string("comparison: ") + bad), "c.yaml", &e))
+        << bad;
+    EXPECT_TRUE(has_error(e, "c.yaml", "comparison", "unknown comparison")) << format_errors(e);
+  }
   Contract rel =
       test::parse_contract_ok(replace(good, "comparison: bit_exact", "comparison: rel:1e-5"));
   EXPECT_EQ(rel.comparison.str(), "rel:1e-05");

@@ -96,5 +96,31 @@ TEST(MapFamily, MalformedFamiliesAreErrors) {
   }
 }
 
+// Found by fuzz_kernel_map: a 12 KB family (a placeholder 1000 times in the template, an
+// 8 KB value, the instance repeated by YAML aliases) expanded to 400 MB of maps to parse.
+TEST(MapFamily, ExpansionIsBounded) {
+  std::string placeholders;
+  for (int i = 0; i < 1000; ++i) placeholders += "${pad}";
+  std::string text = replace(kFamily, "  impl: {function: ${id}}\n",
+                             "  impl: {function: ${id}}\n  notes: \"" + placeholders + "\"\n");
+  text = replace(text, "  - {id: lin_a, prio: 100}\n  - {id: lin_b, prio: 200}\n",
+                 "  - &a {id: lin_a, prio: 100, pad: '" + std::string(8000, 'z') + "'}\n");
+  for (int i = 0; i < 50; ++i) text += "  - *a\n";
+  const std::string path = write_family(text);
+  std::vector<LoadError> errors;
+  EXPECT_TRUE(load_kernel_maps(path, &errors).empty());
+  bool found = false;
+  for (const LoadError& e : errors)
+    found = found || (e.file == path && e.path == "instances[0]" &&
+                      e.reason.find("expand to more than 1048576 bytes") != std::string::npos);
+  EXPECT_TRUE(found) << format_errors(errors);
+  // A short value in the same template expands fine.
+  text = replace(text, std::string(8000, 'z'), "z");
+  const std::string ok = write_family(text.substr(0, text.find("  - *a\n")));
+  errors.clear();
+  EXPECT_EQ(load_kernel_maps(ok, &errors).size(), 1u) << format_errors(errors);
+  fs::remove(path);
+}
+
 }  // namespace
 }  // namespace cke::test
