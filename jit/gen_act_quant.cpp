@@ -16,17 +16,51 @@ using kir::Kind;
 using kir::Mem;
 using kir::V;
 
-constexpr int64_t kQ8_0Bytes = 34;  // fp16 d + 32 int8
+// The block layouts: block_q8_0 (fp16 d, 32 int8), block_q8_1 (fp16 d, fp16 s, 32 int8).
+struct Q8Layout {
+  const char* contract;
+  int64_t block_bytes;
+  int32_t quants_offset;
+  int32_t sum_offset;  // -1: no s field
+};
+constexpr Q8Layout kQ8_0{"act_quant.q8_0.ggml", 34, 2, -1};
+constexpr Q8Layout kQ8_1{"act_quant.q8_1.ggml", 36, 4, 2};
 
-bool build_q8_0(const char* generator, Isa isa, const GeneratorParams& params, kir::Module* m,
-                std::string* err) {
+// v's lanes (128 bits, f32) converted to fp16 as the reference's FP16-library routine: RNE as
+// vcvtps2ph, but every NaN becomes sign | 0x7e00 (no payload): a NaN (|bits| + 0x007fffff
+// has the sign bit) is first made sign | 0x7fc00000, which vcvtps2ph turns into that.
+struct Fp16Consts {
+  V abs128, sign128, one_i, zero_i, nan_bias, qnan;
+};
+V to_fp16(Builder& b, const Fp16Consts& k, V v) {
+  V mag = b.vec(128, Cls::I, "mag"), nan01 = b.vec(128, Cls::I, "nan01"),
+    nanm = b.vec(128, Cls::I, "nanm"), keep = b.vec(128, Cls::I, "keep"),
+    qn = b.vec(128, Cls::I, "qn"), c = b.vec(128, Cls::F, "canon");
+  b.vand(mag, v, k.abs128);
+  b.vadd_i32(nan01, mag, k.nan_bias);
+  b.vsrl_i32(nan01, nan01, 31);
+  b.vsub_i32(nanm, k.zero_i, nan01);  // all ones iff v is a NaN
+  b.vsub_i32(keep, nan01, k.one_i);   // all ones iff v is not a NaN
+  b.vor(keep, keep, k.sign128);       // ... and the sign bit always
+  b.vand(qn, k.qnan, nanm);
+  b.vand(c, v, keep);
+  b.vor(c, c, qn);
+  V h = b.vec(128, Cls::I, "h");
+  b.vcvt_f32_f16(h, c);
+  return h;
+}
+
+bool build_q8(const char* generator, const Q8Layout& lay, Isa isa, const GeneratorParams& params,
+              kir::Module* m, std::string* err) {
   if (!int_params(params, generator, {}, err)) return false;
+  const bool q8_1 = lay.sum_offset >= 0;
   m->isa = isa_features(isa);
   m->comment = fmt::format(
-      "generator {}: contract act_quant.q8_0.ggml (ggml's x86 quantize_row_q8_0: simd amax\n"
-      "fold, d = amax / 127, id = amax != 0 ? 127 / amax : 0, cvtps2dq, saturating packs;\n"
-      "d to fp16 as the FP16 library: RNE, every NaN 0x7e00)",
-      generator);
+      "generator {}: contract {} (ggml's x86 quantize_row_q8_{}: simd amax\n"
+      "fold, d = amax / 127, id = amax != 0 ? 127 / amax : 0, cvtps2dq, saturating packs;{}\n"
+      "fp16 as the FP16 library: RNE, every NaN sign | 0x7e00)",
+      generator, lay.contract, q8_1 ? 1 : 0,
+      q8_1 ? "\ns = d * (wrapping int32 sum of the unsaturated q)," : "");
   Builder b(*m, m->name, {Kind::Ptr, Kind::Ptr, Kind::I64, Kind::I64, Kind::I64, Kind::I64});
   const V x = b.arg(0), y = b.arg(1), K = b.arg(2), T = b.arg(3), t0 = b.arg(4), t1 = b.arg(5);
   ret_if(b, K, Cmp::LE, 0);
@@ -51,13 +85,20 @@ bool build_q8_0(const char* generator, Isa isa, const GeneratorParams& params, k
   b.vsplat32(nan_bias, 0x007fffffu);
   const V qnan = b.vec(128, Cls::I, "qnan");
   b.vsplat32(qnan, 0x7fc00000u);
+  Fp16Consts fk{{}, {}, one_i, zero_i, nan_bias, qnan};
+  if (q8_1) {  // s may be negative: a NaN keeps its sign
+    fk.abs128 = b.vec(128, Cls::I, "abs128");
+    fk.sign128 = b.vec(128, Cls::I, "sign128");
+    b.vsplat32(fk.abs128, 0x7fffffffu);
+    b.vsplat32(fk.sign128, 0x80000000u);
+  }
   const V order = b.vec(256, Cls::I, "order");  // dwords of the packs back in element order
   b.vconst32(order, {0, 4, 1, 5, 2, 6, 3, 7});
 
   V nb = b.i64("nb"), xrow_bytes = b.i64("xrow_bytes"), yrow_bytes = b.i64("yrow_bytes");
   b.sari(nb, K, 5);
   b.muli(xrow_bytes, K, 4);
-  b.muli(yrow_bytes, nb, kQ8_0Bytes);
+  b.muli(yrow_bytes, nb, lay.block_bytes);
   V t = b.i64("t"), blk = b.i64("blk"), off = b.i64("off");
   V xrow = b.ptr("xrow"), yrow = b.ptr("yrow"), xp = b.ptr("xp"), yp = b.ptr("yp");
   b.for_(t, t0, t1, b.imm(1, "one"));
@@ -69,7 +110,7 @@ bool build_q8_0(const char* generator, Isa isa, const GeneratorParams& params, k
     b.for_(blk, b.imm(0, "zero"), nb, b.imm(1, "one_b"));
     {
       b.ptr_add(xp, xrow, blk, 128);
-      b.ptr_add(yp, yrow, blk, kQ8_0Bytes);
+      b.ptr_add(yp, yrow, blk, lay.block_bytes);
       V v[4], a[4];
       for (int i = 0; i < 4; ++i) {
         v[i] = b.vec(256, Cls::F, fmt::format("x{}", i));
@@ -120,7 +161,26 @@ bool build_q8_0(const char* generator, Isa isa, const GeneratorParams& params, k
       b.vpackss_dw(w23, q[2], q[3]);
       b.vpackss_wb(qb, w01, w23);  // dwords: q0 q1 q2 q3 (low halves) | q0 q1 q2 q3 (high)
       b.vperm_d(qb, qb, order);
-      b.vstore(Mem{yp, {}, 1, 2}, qb);
+      b.vstore(Mem{yp, {}, 1, lay.quants_offset}, qb);
+      if (q8_1) {
+        // s = fp16(d * float(hsum_i32_8(q0 + q1 + q2 + q3))): integer sums wrap, so their
+        // order is free; one float product with the unrounded d.
+        V s8 = b.vec(256, Cls::I, "qsum"), s4 = b.vec(128, Cls::I, "qsum4"),
+          sh = b.vec(128, Cls::I, "qsum_hi"), sf = b.vec(128, Cls::F, "qsumf"),
+          sd = b.vec(128, Cls::F, "s");
+        b.vadd_i32(s8, q[0], q[1]);
+        b.vadd_i32(s8, s8, q[2]);
+        b.vadd_i32(s8, s8, q[3]);
+        b.vextract(sh, s8, 1);
+        b.vadd_i32(s4, b.view(s8, 128, Cls::I), sh);
+        b.vpermil_f(sh, s4, 0xEE);
+        b.vadd_i32(s4, s4, sh);
+        b.vpermil_f(sh, s4, 0x55);
+        b.vadd_i32(s4, s4, sh);
+        b.vcvt_i32_f32(sf, s4);
+        b.vmul_f(sd, d, sf);
+        b.vstore_u16(Mem{yp, {}, 1, lay.sum_offset}, to_fp16(b, fk, sd), 0);
+      }
       // The reference converts with the FP16 library's algorithm: RNE as vcvtps2ph, but
       // every NaN becomes 0x7e00 (sign | quiet, no payload). d is +0..+Inf or a NaN with
       // the sign bit clear, so NaN iff bits + 0x007fffff has the sign bit: canonicalize
@@ -147,10 +207,16 @@ bool build_q8_0(const char* generator, Isa isa, const GeneratorParams& params, k
 }  // namespace
 
 bool build_act_quant_q8_0_avx512(const GeneratorParams& p, kir::Module* m, std::string* err) {
-  return build_q8_0("act_quant_q8_0__avx512", Isa::Avx512, p, m, err);
+  return build_q8("act_quant_q8_0__avx512", kQ8_0, Isa::Avx512, p, m, err);
 }
 bool build_act_quant_q8_0_avx2(const GeneratorParams& p, kir::Module* m, std::string* err) {
-  return build_q8_0("act_quant_q8_0__avx2", Isa::Avx2, p, m, err);
+  return build_q8("act_quant_q8_0__avx2", kQ8_0, Isa::Avx2, p, m, err);
+}
+bool build_act_quant_q8_1_avx512(const GeneratorParams& p, kir::Module* m, std::string* err) {
+  return build_q8("act_quant_q8_1__avx512", kQ8_1, Isa::Avx512, p, m, err);
+}
+bool build_act_quant_q8_1_avx2(const GeneratorParams& p, kir::Module* m, std::string* err) {
+  return build_q8("act_quant_q8_1__avx2", kQ8_1, Isa::Avx2, p, m, err);
 }
 
 }  // namespace cke::jit::gen

@@ -26,5 +26,10 @@ using ActQuantFn = void (*)(const float* x, void* y, int64_t K, int64_t T, int64
 // impl.params: none.
 bool build_act_quant_q8_0_avx512(const GeneratorParams& p, kir::Module* m, std::string* err);
 bool build_act_quant_q8_0_avx2(const GeneratorParams& p, kir::Module* m, std::string* err);
+// Contract act_quant.q8_1.ggml (act_quant_q8_1__ref): ggml's x86 quantize_row_q8_1, the
+// q8_0 body plus s = fp16(d * sum q) (the wrapping int32 sum of the unsaturated quants, the
+// unrounded float d; fp16 as above, a NaN keeps its sign).
+bool build_act_quant_q8_1_avx512(const GeneratorParams& p, kir::Module* m, std::string* err);
+bool build_act_quant_q8_1_avx2(const GeneratorParams& p, kir::Module* m, std::string* err);
 
 }  // namespace cke::jit::gen

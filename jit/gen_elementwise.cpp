@@ -1,9 +1,8 @@
 // add and kv_store generators (gen_elementwise.h): one body per op for both ISA levels.
 #include "jit/gen_elementwise.h"
 
-#include <fmt/format.h>
-
 #include "jit/gen_lanes16.h"
+#include "jit/gen_op.h"
 #include "jit/gen_tile.h"
 
 namespace cke::jit::gen {
@@ -18,10 +17,9 @@ using kir::V;
 
 bool build_add(const char* generator, Isa isa, const GeneratorParams& params, kir::Module* m,
                std::string* err) {
-  if (!int_params(params, generator, {}, err)) return false;
-  m->isa = isa_features(isa);
-  m->comment =
-      fmt::format("generator {}: contract add.f32.ggml (y = fl(a + b) per element)", generator);
+  if (!op_prologue(params, generator, isa, "contract add.f32.ggml (y = fl(a + b) per element)", m,
+                   err))
+    return false;
   Builder b(*m, m->name, {Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::I64});
   const V a = b.arg(0), x = b.arg(1), y = b.arg(2), n = b.arg(3);
   ret_if(b, n, Cmp::LE, 0);
@@ -48,14 +46,87 @@ bool build_add(const char* generator, Isa isa, const GeneratorParams& params, ki
   return true;
 }
 
+// y[t][i] = fl(x[t][i] + b[i]): per token row, 16-lane groups, then the row's tail.
+bool build_add_bias(const char* generator, Isa isa, const GeneratorParams& params, kir::Module* m,
+                    std::string* err) {
+  if (!op_prologue(params, generator, isa,
+                   "contract add_bias.f32.ggml (y[t][i] = fl(x[t][i] + b[i]))", m, err))
+    return false;
+  Builder b(*m, m->name, {Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::I64, Kind::I64});
+  const V x = b.arg(0), bias = b.arg(1), y = b.arg(2), n = b.arg(3), T = b.arg(4);
+  ret_if(b, n, Cmp::LE, 0);
+  ret_if(b, T, Cmp::LE, 0);
+  Lanes16 L(b, isa);
+  V full = b.i64("full"), end = b.i64("end"), row_bytes = b.i64("row_bytes"), off = b.i64("off"),
+    i = b.i64("i"), t = b.i64("t");
+  V xr = b.ptr("xr"), yr = b.ptr("yr");
+  b.andi(full, n, ~int64_t(15));
+  b.muli(end, full, 4);
+  b.muli(row_bytes, n, 4);
+  b.mov(xr, x);
+  b.mov(yr, y);
+  V s = b.vec(128, Cls::F, "s"), u = b.vec(128, Cls::F, "u");
+  b.for_(t, b.imm(0, "zero_t"), T, b.imm(1, "one_t"));
+  {
+    b.for_(off, b.imm(0, "zero"), end, b.imm(64, "group_bytes"));
+    {
+      V16 va = L.vec("vx"), vb = L.vec("vb");
+      L.load(va, Mem{xr, off, 1, 0});
+      L.load(vb, Mem{bias, off, 1, 0});
+      L.add(va, va, vb);
+      L.store(Mem{yr, off, 1, 0}, va);
+    }
+    b.end_for();
+    b.for_(i, full, n, b.imm(1, "one"));
+    b.vload_ss(s, Mem{xr, i, 4, 0});
+    b.vload_ss(u, Mem{bias, i, 4, 0});
+    b.vadd_ss(s, s, u);
+    b.vstore_ss(Mem{yr, i, 4, 0}, s);
+    b.end_for();
+    b.ptr_add(xr, xr, row_bytes, 1);
+    b.ptr_add(yr, yr, row_bytes, 1);
+  }
+  b.end_for();
+  return true;
+}
+
+// y = fl(x * s) over n elements: 16-lane groups, then the tail.
+bool build_scale(const char* generator, Isa isa, const GeneratorParams& params, kir::Module* m,
+                 std::string* err) {
+  if (!op_prologue(params, generator, isa, "contract scale.f32.ggml (y = fl(x * s))", m, err))
+    return false;
+  Builder b(*m, m->name, {Kind::Ptr, Kind::Ptr, Kind::I64, Kind::F32});
+  const V x = b.arg(0), y = b.arg(1), n = b.arg(2), sc = b.arg(3);
+  ret_if(b, n, Cmp::LE, 0);
+  Lanes16 L(b, isa);
+  const V16 s16 = L.bcast(sc, "s16");
+  V full = b.i64("full"), end = b.i64("end"), off = b.i64("off"), i = b.i64("i");
+  b.andi(full, n, ~int64_t(15));
+  b.muli(end, full, 4);
+  b.for_(off, b.imm(0, "zero"), end, b.imm(64, "group_bytes"));
+  {
+    V16 v = L.vec("v");
+    L.load(v, Mem{x, off, 1, 0});
+    L.mul(v, v, s16);
+    L.store(Mem{y, off, 1, 0}, v);
+  }
+  b.end_for();
+  V s = b.vec(128, Cls::F, "s");
+  b.for_(i, full, n, b.imm(1, "one"));
+  b.vload_ss(s, Mem{x, i, 4, 0});
+  b.vmul_ss(s, s, sc);
+  b.vstore_ss(Mem{y, i, 4, 0}, s);
+  b.end_for();
+  return true;
+}
+
 bool build_kv_store(const char* generator, Isa isa, const GeneratorParams& params, kir::Module* m,
                     std::string* err) {
-  if (!int_params(params, generator, {}, err)) return false;
-  m->isa = isa_features(isa);
-  m->comment = fmt::format(
-      "generator {}: contract kv_store.f32.ggml (K rows copied to cells pos0.., V transposed: "
-      "channel c, cell j at c * n_ctx + j)",
-      generator);
+  if (!op_prologue(params, generator, isa,
+                   "contract kv_store.f32.ggml (K rows copied to cells pos0.., V transposed: "
+                   "channel c, cell j at c * n_ctx + j)",
+                   m, err))
+    return false;
   Builder b(
       *m, m->name,
       {Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::I64, Kind::I64, Kind::I64, Kind::I64});
@@ -116,6 +187,18 @@ bool build_add_f32_avx512(const GeneratorParams& p, kir::Module* m, std::string*
 }
 bool build_add_f32_avx2(const GeneratorParams& p, kir::Module* m, std::string* err) {
   return build_add("add_f32__avx2", Isa::Avx2, p, m, err);
+}
+bool build_add_bias_f32_avx512(const GeneratorParams& p, kir::Module* m, std::string* err) {
+  return build_add_bias("add_bias_f32__avx512", Isa::Avx512, p, m, err);
+}
+bool build_add_bias_f32_avx2(const GeneratorParams& p, kir::Module* m, std::string* err) {
+  return build_add_bias("add_bias_f32__avx2", Isa::Avx2, p, m, err);
+}
+bool build_scale_f32_avx512(const GeneratorParams& p, kir::Module* m, std::string* err) {
+  return build_scale("scale_f32__avx512", Isa::Avx512, p, m, err);
+}
+bool build_scale_f32_avx2(const GeneratorParams& p, kir::Module* m, std::string* err) {
+  return build_scale("scale_f32__avx2", Isa::Avx2, p, m, err);
 }
 bool build_kv_store_f32_avx512(const GeneratorParams& p, kir::Module* m, std::string* err) {
   return build_kv_store("kv_store_f32__avx512", Isa::Avx512, p, m, err);

@@ -1,7 +1,9 @@
-// The entry of the generated Q8_0/Q4_0 linear kernels and their generators.
+// The entry of the generated Q8_0/Q4_0/Q4_1/Q5_0/Q5_1 linear kernels and their generators.
 #include "jit/gen_linear_q.h"
 
 #include <fmt/format.h>
+
+#include <stdexcept>
 
 #include "kernels/formats/blocks.h"
 
@@ -28,8 +30,9 @@ bool build_q(const QSpec& s, const GeneratorParams& params, kir::Module* m, std:
   // The 16-row repacked gemm (one lane per row) at AVX-512: tokens 4 or 8.
   const bool rows16 = s.repacked && avx512 && rows == 16;
   const int max_tokens = s.repacked ? 4 : avx512 ? 4 : 2;
-  // Plain AVX-512 tiles hold two rows per zmm; 6 and 8 rows (q8_0) take the offset form.
-  const bool offset_rows = avx512 && s.format == QFormat::Q8_0 && (rows == 6 || rows == 8);
+  // Plain AVX-512 tiles hold two rows per zmm; 6 and 8 rows take the offset form (q8_0,
+  // q5_0) or, for the unsigned formats (q4_1, q5_1), four pairs of the plain tile.
+  const bool offset_rows = avx512 && s.format != QFormat::Q4_0 && (rows == 6 || rows == 8);
   bool rows_ok =
       s.repacked ? rows == (avx512 ? 8 : 4)
                  : (avx512 ? (rows == 2 || rows == 4 || offset_rows) : (rows >= 1 && rows <= 4));
@@ -41,7 +44,7 @@ bool build_q(const QSpec& s, const GeneratorParams& params, kir::Module* m, std:
         fmt::format("generator '{}': tile {}x{} is not one it can emit (rows {}, tokens 1..{}{})",
                     s.generator, rows, tokens,
                     s.repacked ? (avx512 ? "8 (tokens 1 or 4) or 16 (tokens 4 or 8)" : "4")
-                               : (avx512 ? "2 or 4, q8_0 also 6 or 8" : "1..4"),
+                               : (avx512 ? "2 or 4, not q4_0 also 6 or 8" : "1..4"),
                     max_tokens, s.repacked ? ", repacked: 1 or 4" : "");
     return false;
   }
@@ -49,9 +52,10 @@ bool build_q(const QSpec& s, const GeneratorParams& params, kir::Module* m, std:
   m->isa = isa_features(s.isa);
   m->comment = fmt::format(
       "generator {}, rows {}, tokens {}: {} arithmetic of contract {}\n"
-      "(activations: Q8_0 rows from the plan's act_quant step)",
+      "(activations: {} rows from the plan's act_quant step)",
       s.generator, rows, tokens, s.repacked ? "repacked 8x8 gemm/gemv" : "ggml_vec_dot lanes",
-      s.repacked ? q_traits(s.format).contract_x8 : q_traits(s.format).contract);
+      s.repacked ? q_traits(s.format).contract_x8 : q_traits(s.format).contract,
+      dtype_info(q_traits(s.format).act).name);
 
   Builder e(
       *m, name,
@@ -125,9 +129,63 @@ void fma_block(kir::Builder& b, V acc, V isum, V dw, V da) {
   b.vfma(acc, d, fsum);
 }
 
-void close_block_loop(kir::Builder& b, TokenRows& tr) {
-  b.addi(tr.base, tr.base, int64_t(sizeof(block_q8_0)));
+void close_block_loop(kir::Builder& b, TokenRows& tr, QFormat f) {
+  b.addi(tr.base, tr.base, q_traits(f).act_block_bytes);
   b.end_for();
+}
+
+MinTerm open_min_term(Builder& b, QFormat f, int tokens, int rows) {
+  MinTerm mt;
+  if (q_traits(f).min_offset < 0) return mt;
+  if (rows > 8) throw std::logic_error("kir: a min term of at most 8 rows");
+  for (int t = 0; t < tokens; ++t) {
+    mt.summs.push_back(b.vec(rows > 4 ? 256 : 128, kir::Cls::F, "summs"));
+    b.vzero(mt.summs.back());
+  }
+  return mt;
+}
+
+void min_term_block(Builder& b, QFormat f, MinTerm& mt, const std::vector<V>& rows, V off,
+                    const TokenRows& tr) {
+  if (mt.summs.empty()) return;
+  const QFormatTraits& q = q_traits(f);
+  const int bits = b.type(mt.summs[0]).bits;
+  if (int(rows.size()) > bits / 32) throw std::logic_error("kir: min term rows");
+  // m of row i in lane i (lanes past the tile's rows hold row 0's: never stored).
+  V h = b.vec(128, kir::Cls::I, "mh"), mw = b.vec(bits, kir::Cls::F, "mw");
+  b.vbcast_i16(h, kir::Mem{rows[0], off, 1, q.min_offset});
+  for (size_t i = 1; i < rows.size(); ++i)
+    b.vinsert_u16(h, h, kir::Mem{rows[i], off, 1, q.min_offset}, int(i));
+  b.vcvt_f16_f32(mw, h);
+  for (size_t t = 0; t < mt.summs.size(); ++t) {
+    V sh = b.vec(128, kir::Cls::I, "sh"), sa = b.vec(bits, kir::Cls::F, "sa");
+    b.vbcast_i16(sh, tr.at(int(t), q.act_sum_offset));
+    b.vcvt_f16_f32(sa, sh);
+    b.vfma(mt.summs[t], mw, sa);  // fma(m, s, summs): the product commutes exactly
+  }
+}
+
+V add_min_term(Builder& b, const MinTerm& mt, V h, int row, int t) {
+  if (mt.summs.empty()) return h;
+  V s = mt.summs[size_t(t)];
+  if (b.type(s).bits == 256) {
+    if (row >= 4) {
+      V hi = b.vec(128, kir::Cls::F, "summs_hi");
+      b.vextract(hi, s, 1);
+      s = hi;
+      row -= 4;
+    } else {
+      s = b.view(s, 128, kir::Cls::F);
+    }
+  }
+  if (row > 0) {
+    V lane = b.vec(128, kir::Cls::F, "summs_row");
+    b.vpermil_f(lane, s, row * 0x55);
+    s = lane;
+  }
+  V out = b.vec(128, kir::Cls::F, "y");
+  b.vadd_f(out, h, s);  // hsum8(acc) + summs
+  return out;
 }
 
 bool build_linear_q8_0_avx512vnni(const GeneratorParams& p, kir::Module* m, std::string* err) {
@@ -147,6 +205,24 @@ bool build_linear_q4_0_avx2(const GeneratorParams& p, kir::Module* m, std::strin
 }
 bool build_linear_q4_0x8_avx2(const GeneratorParams& p, kir::Module* m, std::string* err) {
   return build_q({"linear_q4_0x8__avx2", QFormat::Q4_0, true, Isa::Avx2}, p, m, err);
+}
+bool build_linear_q4_1_avx512vnni(const GeneratorParams& p, kir::Module* m, std::string* err) {
+  return build_q({"linear_q4_1__avx512vnni", QFormat::Q4_1, false, Isa::Avx512Vnni}, p, m, err);
+}
+bool build_linear_q5_0_avx512vnni(const GeneratorParams& p, kir::Module* m, std::string* err) {
+  return build_q({"linear_q5_0__avx512vnni", QFormat::Q5_0, false, Isa::Avx512Vnni}, p, m, err);
+}
+bool build_linear_q5_1_avx512vnni(const GeneratorParams& p, kir::Module* m, std::string* err) {
+  return build_q({"linear_q5_1__avx512vnni", QFormat::Q5_1, false, Isa::Avx512Vnni}, p, m, err);
+}
+bool build_linear_q4_1_avx2(const GeneratorParams& p, kir::Module* m, std::string* err) {
+  return build_q({"linear_q4_1__avx2", QFormat::Q4_1, false, Isa::Avx2}, p, m, err);
+}
+bool build_linear_q5_0_avx2(const GeneratorParams& p, kir::Module* m, std::string* err) {
+  return build_q({"linear_q5_0__avx2", QFormat::Q5_0, false, Isa::Avx2}, p, m, err);
+}
+bool build_linear_q5_1_avx2(const GeneratorParams& p, kir::Module* m, std::string* err) {
+  return build_q({"linear_q5_1__avx2", QFormat::Q5_1, false, Isa::Avx2}, p, m, err);
 }
 
 }  // namespace cke::jit::gen

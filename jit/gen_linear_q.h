@@ -1,16 +1,17 @@
-// Generated linear kernels for Q8_0 and Q4_0 weights (contracts linear.q8_0.ggml and
-// linear.q4_0.ggml), written once in KIR (jit/kir/kir.h).
+// Generated linear kernels for Q8_0, Q4_0, Q4_1, Q5_0 and Q5_1 weights (contracts
+// linear.{q8_0,q4_0,q4_1,q5_0,q5_1}.ggml), written once in KIR (jit/kir/kir.h).
 //
 // The entry (linear ABI of kernels/ref/linear.h) reads activations already quantized to
-// Q8_0 rows by the plan's act_quant step (contract act_quant.q8_0.ggml: ggml's x86
-// quantizer; shared by every linear reading the same input) and walks the grid of row
-// tiles x token groups (gen_tile.h). No scratch, no helper calls: every dot product and
-// float accumulation is generated code.
+// Q8_0 rows (Q8_1 for q4_1 / q5_1) by the plan's act_quant step (contracts
+// act_quant.q8_{0,1}.ggml: ggml's x86 quantizers; shared by every linear reading the same
+// input) and walks the grid of row tiles x token groups (gen_tile.h). No scratch, no helper
+// calls: every dot product and float accumulation is generated code.
 //
 // Which arithmetic a provider computes is fixed by its generator, i.e. by its contract (the
 // resolver picks the contract from the matrix shape; no kernel looks at N):
-//   Arith::Plain    ggml_vec_dot_{q8_0,q4_0}_q8_0 (linear.q8_0.ggml, linear.q4_0.ggml): 8
-//                   float lanes of 4-element int32 dots, one FMA per block, hsum8.
+//   Arith::Plain    ggml_vec_dot_{q8_0,q4_0,q5_0}_q8_0 and ggml_vec_dot_{q4_1,q5_1}_q8_1
+//                   (linear.<format>.ggml): 8 float lanes of 4-element int32 dots, one FMA
+//                   per block, hsum8; q4_1 / q5_1 add their min term (MinTerm below).
 //   Arith::Repacked ggml's repacked q4_0_8x8 (linear.q4_0x8.ggml): one float accumulator
 //                   per output, one FMA per block of the full 32-element int32 dot; tokens
 //                   in groups of 4 as the gemm (exact products: a = activation), the
@@ -33,18 +34,19 @@ inline int q_block_bytes(QFormat f) {
 }
 
 // The loop over a tile's blocks: `off` is the byte offset of the block in a weight row;
-// the token rows advance by one block_q8_0 (34 bytes: fp16 scale, 32 quants) per iteration.
+// the token rows advance by one activation block (block_q8_0: fp16 scale, 32 quants;
+// block_q8_1: fp16 scale, fp16 sum, 32 quants) per iteration.
 struct BlockLoop {
   kir::V off;
 };
 // The loop over the blocks of the tile's rows (prefetched ahead, gen_tile.h prefetch_rows).
 BlockLoop open_block_loop(kir::Builder& b, const TileArgs& a, QFormat f, TokenRows& tr,
                           const std::vector<kir::V>& rows);
-void close_block_loop(kir::Builder& b, TokenRows& tr);
-// Token t's block: its 32 quants at byte 2, its fp16 scale (broadcast to `bits` of f32
-// lanes, exact) at byte 0.
-inline kir::Mem act_quants(const TokenRows& tr, int t) {
-  return tr.at(t, 2);
+void close_block_loop(kir::Builder& b, TokenRows& tr, QFormat f);
+// Token t's block: its 32 quants, its fp16 scale (broadcast to `bits` of f32 lanes, exact)
+// at byte 0.
+inline kir::Mem act_quants(const TokenRows& tr, int t, QFormat f) {
+  return tr.at(t, q_traits(f).act_quants_offset);
 }
 kir::V act_scale(kir::Builder& b, const TokenRows& tr, int t, int bits);
 // One block of one token into its float accumulator: acc = fma(fl(dw * da), float(isum),
@@ -52,8 +54,23 @@ kir::V act_scale(kir::Builder& b, const TokenRows& tr, int t, int bits);
 // factors differently, the bits are the same).
 void fma_block(kir::Builder& b, kir::V acc, kir::V isum, kir::V dw, kir::V da);
 
-// One tile function (gen_tile.h ABI; n = blocks of K). Activations: rows of block_q8_0.
-//   AVX-512 VNNI: Plain tiles of 2 or 4 rows (two rows per zmm), Gemv/Gemm tiles of 8.
+// The min term of q4_1 / q5_1 (ggml_vec_dot_q{4,5}_1_q8_1): a scalar f32 chain per output,
+// summs = fma(m_w, s_a, summs) once per block in block order (GCC contracts ggml's
+// `summs += m * s` to one FMA), added after the hsum8: y = hsum8(acc) + summs. Here one
+// 128-bit (up to 4 rows) or 256-bit (up to 8) vector per token of the tile, lane i = tile row i.
+struct MinTerm {
+  std::vector<kir::V> summs;  // per token; empty for formats without a min
+};
+MinTerm open_min_term(kir::Builder& b, QFormat f, int tokens, int rows);
+// Inside the block loop: the rows' m (fp16 at min_offset) and each token's s (the Q8_1 sum).
+void min_term_block(kir::Builder& b, QFormat f, MinTerm& mt, const std::vector<kir::V>& rows,
+                    kir::V off, const TokenRows& tr);
+// h (lane 0: the hsum8 of row `row`, token t) plus the row's min term; h itself without one.
+kir::V add_min_term(kir::Builder& b, const MinTerm& mt, kir::V h, int row, int t);
+
+// One tile function (gen_tile.h ABI; n = blocks of K). Activations: rows of block_q8_0
+// (block_q8_1 for q4_1 / q5_1).
+//   AVX-512 VNNI: Plain tiles of 2, 4, 6 or 8 rows (two rows per zmm), Gemv/Gemm tiles of 8.
 //   AVX2: Plain tiles of 1..4 rows, Gemv/Gemm tiles of 4.
 int build_q_tile_avx512(kir::Module& m, const std::string& name, QFormat f, QArith a, int rows,
                         int tokens);
@@ -76,5 +93,11 @@ bool build_linear_q4_0x8_avx512vnni(const GeneratorParams& p, kir::Module* m, st
 bool build_linear_q8_0_avx2(const GeneratorParams& p, kir::Module* m, std::string* err);
 bool build_linear_q4_0_avx2(const GeneratorParams& p, kir::Module* m, std::string* err);
 bool build_linear_q4_0x8_avx2(const GeneratorParams& p, kir::Module* m, std::string* err);
+bool build_linear_q4_1_avx512vnni(const GeneratorParams& p, kir::Module* m, std::string* err);
+bool build_linear_q5_0_avx512vnni(const GeneratorParams& p, kir::Module* m, std::string* err);
+bool build_linear_q5_1_avx512vnni(const GeneratorParams& p, kir::Module* m, std::string* err);
+bool build_linear_q4_1_avx2(const GeneratorParams& p, kir::Module* m, std::string* err);
+bool build_linear_q5_0_avx2(const GeneratorParams& p, kir::Module* m, std::string* err);
+bool build_linear_q5_1_avx2(const GeneratorParams& p, kir::Module* m, std::string* err);
 
 }  // namespace cke::jit::gen

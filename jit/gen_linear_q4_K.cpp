@@ -1,7 +1,8 @@
 // Generated linear kernels for Q4_K weights, contract linear.q4_Kx8.ggml (ggml's repacked
 // q4_K_8x8 gemm/gemv, kernels/ref/linear_dot_repack.cpp q4_K_8x8): a tile of weight rows
 // with ONE INT32 LANE PER ROW, as the q4_0 gemm16 (gen_linear_q_rows16.cpp). AVX-512 VNNI:
-// 16 rows per zmm; AVX2: 8 rows per ymm.
+// 16 rows per zmm; AVX2: 8 rows per ymm. The same tile computes Q2_K weights under
+// linear.q2_Kx8.ggml (q2_K_8x8; see "Q2_K" at the end of this comment).
 //
 // Layout. Per super-block (256 elements; row block: d, dmin, 12 bytes of packed 6-bit scales
 // and mins, 128 bytes of nibbles) and 64-element chunk c, the 32 quant bytes of the tile's
@@ -39,6 +40,17 @@
 // accumulators and per-token/per-block factors live in an aligned frame buffer (the W vectors
 // fill half the register file). Rows past nrows - 1 re-read row nrows - 1 (never past the
 // buffer); their lanes are not stored.
+//
+// Q2_K (84-byte blocks: 16 scale bytes, 64 bytes of 2-bit quants, d, dmin). Sub-blocks of 16:
+// sub-block j = 8h + 2g + (d >= 4) of 128-element half h holds, in bits 2g..2g+1 of dword d of
+// the rows' 32 quant bytes at 32h, elements 16j + 4(d % 4) .. +3; one transpose per half gives
+// the same Q_d, and W_d = (Q_d >> 2g) & 3 per group g: a "unit" (what a q4_K chunk is) is the
+// pair of sub-blocks 2u, 2u + 1 (u = 4h + g), 4 vpdpbusd each. Granules: the gemv's is the
+// super-block (16 sub-blocks), the gemm's a half (8 sub-blocks, 4 units); imin pairs m_j with
+// the 16-element bsums[j]. Every integer is small enough for the f32 chains: |s_j| <= 16*3*128,
+// sc_j, m_j <= 15, |bsums[j]| <= 2048, so sum_j sc_j * s_j over 16 sub-blocks is < 2^21 and
+// sum_j m_j * bsums[j] < 2^19: exact. d, dmin of a row sit at byte 80: the rows' 16 bytes at 68
+// are transposed for their last dword.
 #include "jit/gen_linear_q4_K.h"
 
 #include <fmt/format.h>
@@ -59,31 +71,55 @@ using kir::Kind;
 using kir::Mem;
 using kir::V;
 
-constexpr int kWBlock = int(sizeof(block_q4_K));  // 144
-constexpr int kWQs = int(offsetof(block_q4_K, qs));
 constexpr int kABlock = int(sizeof(block_q8_K));  // 292
 constexpr int kAQs = int(offsetof(block_q8_K, qs));
 constexpr int kABsums = int(offsetof(block_q8_K, bsums));
 static_assert(offsetof(block_q4_K, d) == 0 && offsetof(block_q4_K, dmin) == 2 &&
               offsetof(block_q4_K, scales) == 4 && offsetof(block_q8_K, d) == 0);
+static_assert(offsetof(block_q2_K, scales) == 0 && offsetof(block_q2_K, d) == 80 &&
+              offsetof(block_q2_K, dmin) == 82);
+
+// The two formats of the tile.
+struct X8Format {
+  bool q2;
+  const char* name;  // in ids and contracts
+  int block;         // bytes of a weight block
+  int qs;            // offset of the quants
+  int units;         // pairs of sub-blocks per super-block (q4_K: chunks of 64)
+  int sub_dwords;    // dwords of one sub-block (of a row's quant bytes, of activations)
+  int gemm_units;    // units per gemm granule
+};
+constexpr X8Format kQ4Kx8{false, "q4_K", int(sizeof(block_q4_K)), int(offsetof(block_q4_K, qs)), 4,
+                          8,     1};
+constexpr X8Format kQ2Kx8{true, "q2_K", int(sizeof(block_q2_K)), int(offsetof(block_q2_K, qs)), 8,
+                          4,    4};
 // The tile reads its rows super-block by super-block, 16 (8) streams a row apart that hardware
 // prefetchers follow poorly: each row's super-block kPrefetch ahead is prefetched (decode
 // streams weights from DRAM ~1.2x faster with it, on this Xeon).
 constexpr int kPrefetch = 2;
 
-// Frame buffer slots of one vector each: the super-block's f32 scales sc_j and mins m_j, the
-// AVX2 tile's W_hi (it keeps only W_lo in registers), a store scratch, then per token: acc,
-// accmin, fl(d_w*d_a), fl(dmin_w*d_a), two partial isums (the gemv's 4-sub-block chains; the
-// gemm's chunk between the AVX2 passes), and the 8 bsum32_j as f32.
-constexpr int kSc = 0, kMn = 8, kWhi = 16, kScratch = 24, kTok0 = 25;
+// Frame buffer slots of one vector each: the super-block's f32 scales sc_j and mins m_j
+// (one slot per sub-block each), the AVX2 tile's W_hi (q4_K: it keeps only W_lo in registers;
+// q2_K: the half's Q_d), a store scratch, then per token: acc, accmin, fl(d_w*d_a),
+// fl(dmin_w*d_a), two partial isums (the gemv's two half chains; the gemm's unit between the
+// AVX2 passes), and the bsums as f32 (two slots: q4_K the 8 bsum32_j; q2_K the 16 bsums[j],
+// even j then odd j).
 constexpr int kAcc = 0, kAccMin = 1, kD = 2, kDMin = 3, kPartA = 4, kPartB = 5, kB32 = 6,
-              kTokSlots = 7;
+              kTokSlots = 8;
 
 class Tile {
  public:
-  Tile(kir::Module& m, const std::string& name, bool avx512, int n_gemm, int n_gemv)
+  Tile(kir::Module& m, const std::string& name, const X8Format& f, bool avx512, int n_gemm,
+       int n_gemv)
       : b_(open_tile(m, name)),
         a_(begin_tile(b_)),
+        f_(f),
+        nsub_(2 * f.units),
+        kSc(0),
+        kMn(nsub_),
+        kWhi(2 * nsub_),
+        kScratch(2 * nsub_ + 8),
+        kTok0(2 * nsub_ + 9),
         avx512_(avx512),
         rows_(avx512 ? 16 : 8),
         bits_(avx512 ? 512 : 256),
@@ -107,20 +143,33 @@ class Tile {
     return x;
   }
   bool gemm(int t) const { return t < n_gemm_; }
-  int part_slot(int t, int c) const { return gemm(t) || c < 2 ? kPartA : kPartB; }
+  // Units per granule of token t; the two chains of a gemv granule (units below and from
+  // units / 2); where a unit's partial isum waits.
+  int gran(int t) const { return gemm(t) ? f_.gemm_units : f_.units; }
+  bool chain_start(int t, int u) const {
+    return u % gran(t) == 0 || (!gemm(t) && u == f_.units / 2);
+  }
+  int part_slot(int t, int u) const { return gemm(t) || u < f_.units / 2 ? kPartA : kPartB; }
+  // Displacement of bsums of sub-block j in a token's bsum slots.
+  int bsum_disp(int j) const { return f_.q2 ? (j % 2 ? 32 : 0) + 4 * (j / 2) : 4 * j; }
+  int act_disp(int j, int d) const { return kAQs + 4 * f_.sub_dwords * j + 4 * d; }
 
+  void transpose16(int off, V out[4]);
   void heads();
   void scales(V u0, V u1, V u2);
+  void scales_q2(const V u[4]);
   void token_factors();
-  void transpose_chunk(int c, V q[8]);
-  void chunk_avx512(int c, V q[8]);
-  void chunk_avx2(int c, V q[8]);
-  V start_part(int t, int c);
-  void finish(int t, int c, V part, const V fmn[2]);
+  void transpose_chunk(int qoff, V q[8]);
+  void unit_avx512(int u, V w[2][8]);
+  void unit_avx2(int u, const V q[8]);
+  V start_part(int t, int u);
+  void finish(int t, int u, V part, const V fmn[2]);
   void store();
 
   Builder b_;
   TileArgs a_;
+  const X8Format& f_;
+  const int nsub_, kSc, kMn, kWhi, kScratch, kTok0;
   bool avx512_;
   int rows_, bits_, n_gemm_, tokens_;
   std::vector<V> roff_;
@@ -143,6 +192,7 @@ int Tile::build() {
   }
   // Aligned to the vector size: its loads and stores split no cache line.
   frame_ = b.ptr("frame");
+  static_assert(kB32 + 2 <= kTokSlots);
   b.ptr_align(frame_, b.stack((kTok0 + tokens_ * kTokSlots + 1) * vb(), "frame_raw"), vb());
 
   tr_[0] = token_rows(b, a_.a, a_.as, std::min(tokens_, 4));
@@ -170,25 +220,52 @@ int Tile::build() {
   }
   V off = b.i64("off"), end = b.i64("end");
   wb_ = b.ptr("wb");
-  b.muli(end, a_.n, kWBlock);
-  b.for_(off, b.imm(0, "zero_i"), end, b.imm(kWBlock, "block_bytes"));
+  b.muli(end, a_.n, f_.block);
+  b.for_(off, b.imm(0, "zero_i"), end, b.imm(f_.block, "block_bytes"));
   b.ptr_add(wb_, a_.w, off, 1);  // this super-block of row 0; row r at wb + roff[r]
   // The rows' super-block kPrefetch ahead, if the rows have it.
   V ahead = b.i64("ahead");
-  b.addi(ahead, off, kPrefetch * kWBlock);
+  b.addi(ahead, off, kPrefetch * f_.block);
   b.if_(ahead, kir::Cmp::LT, end);
   for (int r = 0; r < rows_; ++r)
-    for (int l = 0; l < kWBlock; l += 64) b.vprefetch(row(r, kPrefetch * kWBlock + l));
+    for (int l = 0; l < f_.block; l += 64) b.vprefetch(row(r, kPrefetch * f_.block + l));
   b.end_if();
   heads();
   token_factors();
-  for (int c = 0; c < 4; ++c) {
-    V q[8];
-    transpose_chunk(c, q);
-    if (avx512_)
-      chunk_avx512(c, q);
-    else
-      chunk_avx2(c, q);
+  V q[8];
+  for (int u = 0; u < f_.units; ++u) {
+    if (!f_.q2) {
+      transpose_chunk(f_.qs + 32 * u, q);
+    } else if (u % 4 == 0) {  // q2_K: one transpose per half, kept for its 4 groups
+      transpose_chunk(f_.qs + 32 * (u / 4), q);
+      if (!avx512_)
+        for (int d = 0; d < 8; ++d) b.vstore(slot(kWhi + d), q[d]);
+    }
+    if (!avx512_) {
+      unit_avx2(u, q);
+      continue;
+    }
+    V w[2][8];
+    if (f_.q2) {  // W of sub-block 2u + h: (Q_{4h + d} >> 2g) & 3
+      V three = splat("three", 0x03030303u);
+      const int g = u % 4;
+      for (int h = 0; h < 2; ++h)
+        for (int d = 0; d < 4; ++d) {
+          w[h][d] = vec("W");
+          if (g) b.vsrl_i16(w[h][d], q[4 * h + d], 2 * g);
+          b.vand(w[h][d], g ? w[h][d] : q[4 * h + d], three);
+        }
+    } else {
+      V nib = splat("nib", 0x0F0F0F0Fu);
+      for (int d = 0; d < 8; ++d) {
+        w[0][d] = vec("Wlo");
+        w[1][d] = vec("Whi");
+        b.vand(w[0][d], q[d], nib);
+        b.vsrl_i16(w[1][d], q[d], 4);
+        b.vand(w[1][d], w[1][d], nib);
+      }
+    }
+    unit_avx512(u, w);
   }
   b.addi(tr_[0].base, tr_[0].base, kABlock);
   if (tokens_ > 4) b.addi(tr_[1].base, tr_[1].base, kABlock);
@@ -197,32 +274,56 @@ int Tile::build() {
   return b.index();
 }
 
-// The block heads, one dword per lane: H_i's 128-bit block k = row 4k + i; the 4x4 dword
-// transposes within 128-bit blocks give lane r = dword of row r. Then d and dmin as f32
-// lanes, the scales and mins into the frame.
-void Tile::heads() {
+// The rows' 16 bytes at `off`, one dword per lane: H_i's 128-bit block k = row 4k + i; the
+// 4x4 dword transposes within 128-bit blocks give out[d] lane r = dword d of row r (outputs
+// left invalid by the caller are not computed).
+void Tile::transpose16(int off, V out[4]) {
   Builder& b = b_;
   const int blocks = rows_ / 4;
   V H[4];
   for (int i = 0; i < 4; ++i) {
     H[i] = vec("H");
-    b.vbcast128(H[i], row(i, 0));
+    b.vbcast128(H[i], row(i, off));
     for (int k = 1; k < blocks; ++k) {
       V x = b.vec(128, Cls::I, "head");
-      b.vload(x, row(4 * k + i, 0));
+      b.vload(x, row(4 * k + i, off));
       b.vinsert(H[i], H[i], x, k);
     }
   }
-  V lo01 = vec("lo01"), hi01 = vec("hi01"), lo23 = vec("lo23"), hi23 = vec("hi23");
-  b.vunpack_lo32(lo01, H[0], H[1]);
-  b.vunpack_hi32(hi01, H[0], H[1]);
-  b.vunpack_lo32(lo23, H[2], H[3]);
-  b.vunpack_hi32(hi23, H[2], H[3]);
-  V dd = vec("d_dmin"), u0 = vec("u0"), u1 = vec("u1"), u2 = vec("u2");
-  b.vunpack_lo64(dd, lo01, lo23);  // lane r: d | dmin << 16 of row r
-  b.vunpack_hi64(u0, lo01, lo23);  // scales bytes 0-3
-  b.vunpack_lo64(u1, hi01, hi23);  // 4-7
-  b.vunpack_hi64(u2, hi01, hi23);  // 8-11
+  const bool lo = out[0].valid() || out[1].valid(), hi = out[2].valid() || out[3].valid();
+  V lo01, hi01, lo23, hi23;
+  if (lo) {
+    lo01 = vec("lo01");
+    lo23 = vec("lo23");
+    b.vunpack_lo32(lo01, H[0], H[1]);
+    b.vunpack_lo32(lo23, H[2], H[3]);
+  }
+  if (hi) {
+    hi01 = vec("hi01");
+    hi23 = vec("hi23");
+    b.vunpack_hi32(hi01, H[0], H[1]);
+    b.vunpack_hi32(hi23, H[2], H[3]);
+  }
+  if (out[0].valid()) b.vunpack_lo64(out[0], lo01, lo23);
+  if (out[1].valid()) b.vunpack_hi64(out[1], lo01, lo23);
+  if (out[2].valid()) b.vunpack_lo64(out[2], hi01, hi23);
+  if (out[3].valid()) b.vunpack_hi64(out[3], hi01, hi23);
+}
+
+// The block heads: d and dmin as f32 lanes, the scales and mins into the frame.
+void Tile::heads() {
+  Builder& b = b_;
+  V dd = vec("d_dmin"), u[4];  // dd lane r: d | dmin << 16 of row r
+  if (f_.q2) {
+    for (V& x : u) x = vec("scales");  // scale bytes 4i..4i+3
+    transpose16(0, u);
+    V t[4] = {V{}, V{}, V{}, dd};  // bytes 80-83 of the rows
+    transpose16(80 - 12, t);
+  } else {
+    u[0] = dd;
+    for (int i = 1; i < 4; ++i) u[i] = vec("u");  // scale bytes 4(i-1)..4(i-1)+3
+    transpose16(0, u);
+  }
 
   // d and dmin: the fp16 pairs of each half as f32 [d, dmin, d, dmin, ...], split by vpermd
   // into [d of the half | dmin of the half], then the halves joined by 128-bit shuffles.
@@ -243,7 +344,37 @@ void Tile::heads() {
     b.vcombine128(dw_, p0, p1, 0);
     b.vcombine128(dminw_, p0, p1, 3);
   }
-  scales(u0, u1, u2);
+  if (f_.q2)
+    scales_q2(u);
+  else
+    scales(u[1], u[2], u[3]);
+}
+
+// q2_K: sub-block j's scale byte is byte j % 4 of u[j / 4]: sc_j its low nibble, m_j its high.
+void Tile::scales_q2(const V u[4]) {
+  Builder& b = b_;
+  V k0f = splat("k0f", 0x0F0F0F0Fu), kff = splat("kff", 0x000000FFu);
+  for (int i = 0; i < 4; ++i)
+    for (int mins = 0; mins < 2; ++mins) {
+      V nib = vec(mins ? "mn4" : "sc4");
+      if (mins) {
+        b.vsrl_i32(nib, u[i], 4);
+        b.vand(nib, nib, k0f);
+      } else {
+        b.vand(nib, u[i], k0f);
+      }
+      for (int k = 0; k < 4; ++k) {
+        V v = vec("byte"), f = vec(mins ? "fm" : "fsc", Cls::F);
+        if (k == 0) {
+          b.vand(v, nib, kff);
+        } else {
+          b.vsrl_i32(v, nib, 8 * k);
+          if (k < 3) b.vand(v, v, kff);
+        }
+        b.vcvt_i32_f32(f, v);
+        b.vstore(slot((mins ? kMn : kSc) + 4 * i + k), f);
+      }
+    }
 }
 
 // ggml's utmp unpacking, per lane: sc 0-3, sc 4-7, m 0-3, m 4-7 (a byte each), then each
@@ -286,8 +417,11 @@ void Tile::scales(V u0, V u1, V u2) {
 // Per token: fl(d_w * d_a), fl(dmin_w * d_a), and bsum32_j = bsums[2j] + bsums[2j+1] as f32.
 void Tile::token_factors() {
   Builder& b = b_;
-  V ones = b.vec(256, Cls::I, "ones16");
-  b.vsplat32(ones, 0x00010001u);
+  V ones;
+  if (!f_.q2) {
+    ones = b.vec(256, Cls::I, "ones16");
+    b.vsplat32(ones, 0x00010001u);
+  }
   for (int t = 0; t < tokens_; ++t) {
     V da = vec("da", Cls::F), d = vec("d", Cls::F);
     b.vbcast_f32(da, act(t, 0));
@@ -298,21 +432,30 @@ void Tile::token_factors() {
     V bs = b.vec(256, Cls::I, "bsums"), b32 = b.vec(256, Cls::I, "bsum32"),
       fb = b.vec(256, Cls::F, "fbsum32");
     b.vload(bs, act(t, kABsums));
+    if (f_.q2) {  // the 16 bsums as f32: even j (the word times 1, its neighbour times 0), odd j
+      for (int odd = 0; odd < 2; ++odd) {
+        V sel = b.vec(256, Cls::I, "sel");
+        b.vsplat32(sel, odd ? 0x00010000u : 0x00000001u);
+        b.vmadd_wd(b32, bs, sel);
+        b.vcvt_i32_f32(fb, b32);
+        b.vstore(tok(t, kB32, 32 * odd), fb);
+      }
+      continue;
+    }
     b.vmadd_wd(b32, bs, ones);  // exact: |sum| <= 4096
     b.vcvt_i32_f32(fb, b32);
     b.vstore(tok(t, kB32), fb);
   }
 }
 
-// The chunk's 32 quant bytes of the rows as Q_d = dword d of rows 0..rows-1.
+// The rows' 32 quant bytes at qoff as Q_d = dword d of rows 0..rows-1.
 //   AVX-512: Z_p = [row p | row p + 4] and Z_{4+p} = [row 8 + p | row 12 + p]; the 4x4 dword
 //   transposes within 128-bit blocks give T_k = [rows 0-3 dword k, rows 0-3 dword 4+k, rows
 //   4-7 dword k, rows 4-7 dword 4+k] (and rows 8-15), one 128-bit shuffle each Q_d.
 //   AVX2: Y_r = row r; T_k = [rows 0-3 dword k | rows 0-3 dword 4+k] (and rows 4-7), one
 //   128-bit combine each Q_d.
-void Tile::transpose_chunk(int c, V q[8]) {
+void Tile::transpose_chunk(int qoff, V q[8]) {
   Builder& b = b_;
-  const int qoff = kWQs + 32 * c;
   V Z[8];
   for (int p = 0; p < 8; ++p) {
     Z[p] = vec("Z");
@@ -349,22 +492,22 @@ void Tile::transpose_chunk(int c, V q[8]) {
   }
 }
 
-// A chunk's isum part starts from +0, or continues the gemv's chain.
-V Tile::start_part(int t, int c) {
+// A unit's isum part starts a chain from +0, or continues its granule's chain.
+V Tile::start_part(int t, int u) {
   V part = vec("isum", Cls::F);
-  if (gemm(t) || c % 2 == 0)
+  if (chain_start(t, u))
     b_.vzero(part);
   else
-    b_.vload(part, tok(t, part_slot(t, c)));
+    b_.vload(part, tok(t, part_slot(t, u)));
   return part;
 }
 
-// After both sub-blocks of chunk c: the gemv keeps its chain until the super-block ends; a
-// granule's end updates acc and accmin (fmn: the chunk's two mins in registers, or none).
-void Tile::finish(int t, int c, V part, const V fmn[2]) {
+// After both sub-blocks of unit u: a chain waits until its granule ends; a granule's end
+// updates acc and accmin (fmn: the unit's two mins in registers, or none).
+void Tile::finish(int t, int u, V part, const V fmn[2]) {
   Builder& b = b_;
-  if (!gemm(t) && c < 3) {
-    b.vstore(tok(t, part_slot(t, c)), part);
+  if (u % gran(t) != gran(t) - 1) {
+    b.vstore(tok(t, part_slot(t, u)), part);
     return;
   }
   if (!gemm(t)) {  // isum = chain A + chain B, rounded once (= vcvtdq2ps(isum))
@@ -376,14 +519,14 @@ void Tile::finish(int t, int c, V part, const V fmn[2]) {
   b.vload(acc, tok(t, kAcc));
   b.vfma_m(acc, part, tok(t, kD));
   b.vstore(tok(t, kAcc), acc);
-  // imin of the granule: sub-blocks 2c, 2c + 1 (gemm) or all 8 (gemv), an exact chain.
+  // imin of the granule's sub-blocks, an exact chain.
   V mn = vec("imin", Cls::F);
   b.vzero(mn);
-  const int jb = gemm(t) ? 2 * c : 0, je = gemm(t) ? 2 * c + 2 : 8;
+  const int jb = 2 * (u + 1 - gran(t)), je = 2 * u + 2;
   for (int j = jb; j < je; ++j) {
     V bj = vec("bsum32", Cls::F);
-    b.vbcast_f32(bj, tok(t, kB32, 4 * j));
-    if (gemm(t) && fmn && fmn[0].valid())
+    b.vbcast_f32(bj, tok(t, kB32, bsum_disp(j)));
+    if (gemm(t) && fmn && fmn[0].valid() && je - jb == 2)
       b.vfma(mn, bj, fmn[j - jb]);
     else
       b.vfma_m(mn, bj, slot(kMn + j));
@@ -394,25 +537,18 @@ void Tile::finish(int t, int c, V part, const V fmn[2]) {
   b.vstore(tok(t, kAccMin), accm);
 }
 
-// AVX-512: W_lo and W_hi (16 zmm) in registers; the sums of kInterleave tokens at a time, their
-// 2 * kInterleave vpdpbusd chains interleaved (latency 5; two issue per cycle).
-void Tile::chunk_avx512(int c, V q[8]) {
+// AVX-512: the unit's W (q4_K: W_lo and W_hi, 16 zmm) in registers; the sums of kInterleave
+// tokens at a time, their 2 * kInterleave vpdpbusd chains interleaved (latency 5; two issue
+// per cycle).
+void Tile::unit_avx512(int u, V w[2][8]) {
   constexpr int kInterleave = 4;
   Builder& b = b_;
-  V nib = splat("nib", 0x0F0F0F0Fu), w[2][8];
-  for (int d = 0; d < 8; ++d) {
-    w[0][d] = vec("Wlo");
-    w[1][d] = vec("Whi");
-    b.vand(w[0][d], q[d], nib);
-    b.vsrl_i16(w[1][d], q[d], 4);
-    b.vand(w[1][d], w[1][d], nib);
-  }
-  const int j0 = 2 * c;  // sub-blocks j0 (low nibbles) and j0 + 1 (high nibbles)
+  const int j0 = 2 * u;  // sub-blocks j0 (W[0]) and j0 + 1 (W[1])
   V fsc[2], fmn[2];      // their f32 scales and mins, for every token
   for (int h = 0; h < 2; ++h) {
     fsc[h] = vec("fsc", Cls::F);
     b.vload(fsc[h], slot(kSc + j0 + h));
-    if (n_gemm_ > 0) {  // the gemv reads its 8 mins at the super-block's end
+    if (n_gemm_ > 0 && f_.gemm_units == 1) {  // other granules read their mins at the end
       fmn[h] = vec("fmn", Cls::F);
       b.vload(fmn[h], slot(kMn + j0 + h));
     }
@@ -425,68 +561,83 @@ void Tile::chunk_avx512(int c, V q[8]) {
         s[t][h] = vec(h ? "s_hi" : "s_lo");
         b.vzero(s[t][h]);
       }
-    for (int d = 0; d < 8; ++d)
+    for (int d = 0; d < f_.sub_dwords; ++d)
       for (int t = t0; t < te; ++t)
         for (int h = 0; h < 2; ++h) {
           V ad = vec("ad");
-          b.vbcast_f32(ad, act(t, kAQs + 32 * (j0 + h) + 4 * d));  // activation dword (bits)
+          b.vbcast_f32(ad, act(t, act_disp(j0 + h, d)));  // activation dword (bits)
           b.vdpbusd(s[t][h], w[h][d], ad);
         }
     for (int t = t0; t < te; ++t) {
-      V part = start_part(t, c);
+      V part = start_part(t, u);
       for (int h = 0; h < 2; ++h) {
         V f = vec("f", Cls::F);
         b.vcvt_i32_f32(f, s[t][h]);
         b.vfma(part, f, fsc[h]);
       }
-      finish(t, c, part, fmn);
+      finish(t, u, part, fmn);
     }
   }
 }
 
-// AVX2 (16 ymm): one sub-block pass at a time with its 8 W in registers (W_hi waits in the
-// frame), one token at a time: 8 vpmaddubsw, 7 vpaddw, vpmaddwd by 1s.
-void Tile::chunk_avx2(int c, V q[8]) {
+// AVX2 (16 ymm): one sub-block pass at a time with its W in registers (q4_K: W_hi waits in
+// the frame; q2_K: the half's Q_d wait there), one token at a time: 8 (q2_K: 4) vpmaddubsw,
+// vpaddw, vpmaddwd by 1s.
+void Tile::unit_avx2(int u, const V q[8]) {
   Builder& b = b_;
-  V nib = splat("nib", 0x0F0F0F0Fu), w[8];
-  for (int d = 0; d < 8; ++d) {
-    V hi = vec("Whi");
-    b.vsrl_i16(hi, q[d], 4);
-    b.vand(hi, hi, nib);
-    b.vstore(slot(kWhi + d), hi);
-    w[d] = vec("W");
-    b.vand(w[d], q[d], nib);
+  const int nd = f_.sub_dwords;
+  V w[8];
+  if (!f_.q2) {
+    V nib = splat("nib", 0x0F0F0F0Fu);
+    for (int d = 0; d < 8; ++d) {
+      V hi = vec("Whi");
+      b.vsrl_i16(hi, q[d], 4);
+      b.vand(hi, hi, nib);
+      b.vstore(slot(kWhi + d), hi);
+      w[d] = vec("W");
+      b.vand(w[d], q[d], nib);
+    }
   }
   for (int h = 0; h < 2; ++h) {
-    if (h == 1)
+    if (f_.q2) {  // W_d = (Q_{4h + d} >> 2g) & 3
+      V three = splat("three", 0x03030303u);
+      const int g = u % 4;
+      for (int d = 0; d < nd; ++d) {
+        w[d] = vec("W");
+        b.vload(w[d], slot(kWhi + 4 * h + d));
+        if (g) b.vsrl_i16(w[d], w[d], 2 * g);
+        b.vand(w[d], w[d], three);
+      }
+    } else if (h == 1) {
       for (int d = 0; d < 8; ++d) {
         w[d] = vec("W");
         b.vload(w[d], slot(kWhi + d));
       }
-    const int j = 2 * c + h;
+    }
+    const int j = 2 * u + h;
     V ones = splat("ones16", 0x00010001u);
     for (int t = 0; t < tokens_; ++t) {
       V p = vec("p16"), s = vec("s");
-      for (int d = 0; d < 8; ++d) {
+      for (int d = 0; d < nd; ++d) {
         V ad = vec("ad"), x = d ? vec("x16") : p;
-        b.vbcast_f32(ad, act(t, kAQs + 32 * j + 4 * d));  // activation dword (bits)
-        b.vmaddubs_w(x, w[d], ad);                        // no saturation: |pair| <= 2 * 15 * 128
-        if (d) b.vadd_i16(p, p, x);                       // |16 products| <= 30720: no wrap
+        b.vbcast_f32(ad, act(t, act_disp(j, d)));  // activation dword (bits)
+        b.vmaddubs_w(x, w[d], ad);                 // no saturation: |pair| <= 2 * 15 * 128
+        if (d) b.vadd_i16(p, p, x);                // |16 products| <= 30720: no wrap
       }
       b.vmadd_wd(s, p, ones);
       V f = vec("f", Cls::F), part;
       b.vcvt_i32_f32(f, s);
       if (h == 0) {
-        part = start_part(t, c);
+        part = start_part(t, u);
       } else {
         part = vec("isum", Cls::F);
-        b.vload(part, tok(t, part_slot(t, c)));
+        b.vload(part, tok(t, part_slot(t, u)));
       }
       b.vfma_m(part, f, slot(kSc + j));
       if (h == 0)
-        b.vstore(tok(t, part_slot(t, c)), part);
+        b.vstore(tok(t, part_slot(t, u)), part);
       else
-        finish(t, c, part, nullptr);
+        finish(t, u, part, nullptr);
     }
   }
 }
@@ -527,8 +678,10 @@ void Tile::store() {
   }
 }
 
-bool build_q4_Kx8(const char* gen, Isa isa, const GeneratorParams& params, kir::Module* m,
-                  std::string* err) {
+bool build_x8(const X8Format& f, Isa isa, const GeneratorParams& params, kir::Module* m,
+              std::string* err) {
+  const std::string name = fmt::format("linear_{}x8__{}", f.name, isa_suffix(isa));
+  const char* gen = name.c_str();
   const bool avx512 = isa != Isa::Avx2;
   const int want_rows = avx512 ? 16 : 8;
   int rows = want_rows, tokens = 1;
@@ -541,15 +694,15 @@ bool build_q4_Kx8(const char* gen, Isa isa, const GeneratorParams& params, kir::
   }
   m->isa = isa_features(isa);
   m->comment = fmt::format(
-      "generator {}, rows {}, tokens {}: ggml's repacked q4_K_8x8 gemm/gemv arithmetic of "
-      "contract linear.q4_Kx8.ggml, one lane per row\n(activations: Q8_K rows from the plan's "
+      "generator {}, rows {}, tokens {}: ggml's repacked {}_8x8 gemm/gemv arithmetic of "
+      "contract linear.{}x8.ggml, one lane per row\n(activations: Q8_K rows from the plan's "
       "act_quant step)",
-      gen, rows, tokens);
+      gen, rows, tokens, f.name, f.name);
   Builder e(
       *m, m->name,
       {Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::I64, Kind::I64, Kind::I64, Kind::I64, Kind::I64});
   auto tile = [&](const std::string& name, int n_gemm, int n_gemv) {
-    return Tile(*m, name, avx512, n_gemm, n_gemv).build();
+    return Tile(*m, name, f, avx512, n_gemm, n_gemv).build();
   };
   Grid g;
   g.R = rows;
@@ -564,17 +717,23 @@ bool build_q4_Kx8(const char* gen, Isa isa, const GeneratorParams& params, kir::
     for (int r = 1; r < tokens; ++r)
       g.rem_fn[r] = tile(fmt::format("{}_rest{}", m->name, r), r - r % 4, r % 4);
   }
-  emit_linear_entry(e, g, {kQK_K, kWBlock, kABlock});
+  emit_linear_entry(e, g, {kQK_K, f.block, kABlock});
   return true;
 }
 
 }  // namespace
 
 bool build_linear_q4_Kx8_avx512vnni(const GeneratorParams& p, kir::Module* m, std::string* err) {
-  return build_q4_Kx8("linear_q4_Kx8__avx512vnni", Isa::Avx512Vnni, p, m, err);
+  return build_x8(kQ4Kx8, Isa::Avx512Vnni, p, m, err);
 }
 bool build_linear_q4_Kx8_avx2(const GeneratorParams& p, kir::Module* m, std::string* err) {
-  return build_q4_Kx8("linear_q4_Kx8__avx2", Isa::Avx2, p, m, err);
+  return build_x8(kQ4Kx8, Isa::Avx2, p, m, err);
+}
+bool build_linear_q2_Kx8_avx512vnni(const GeneratorParams& p, kir::Module* m, std::string* err) {
+  return build_x8(kQ2Kx8, Isa::Avx512Vnni, p, m, err);
+}
+bool build_linear_q2_Kx8_avx2(const GeneratorParams& p, kir::Module* m, std::string* err) {
+  return build_x8(kQ2Kx8, Isa::Avx2, p, m, err);
 }
 
 }  // namespace cke::jit::gen

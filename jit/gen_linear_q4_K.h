@@ -1,6 +1,6 @@
-// Generated linear kernels for Q4_K weights under ggml's repacked q4_K_8x8 arithmetic
-// (contract linear.q4_Kx8.ggml): a tile of 16 (AVX-512 VNNI) or 8 (AVX2) rows with one lane per
-// weight row (see the .cpp).
+// Generated linear kernels for Q4_K and Q2_K weights under ggml's repacked q4_K_8x8 / q2_K_8x8
+// arithmetic (contracts linear.q4_Kx8.ggml, linear.q2_Kx8.ggml): a tile of 16 (AVX-512 VNNI) or
+// 8 (AVX2) rows with one lane per weight row (see the .cpp).
 #pragma once
 
 #include <string>
@@ -15,5 +15,8 @@ namespace cke::jit::gen {
 // the gemv).
 bool build_linear_q4_Kx8_avx512vnni(const GeneratorParams& p, kir::Module* m, std::string* err);
 bool build_linear_q4_Kx8_avx2(const GeneratorParams& p, kir::Module* m, std::string* err);
+// The same tiles and parameters for q2_K (contract linear.q2_Kx8.ggml).
+bool build_linear_q2_Kx8_avx512vnni(const GeneratorParams& p, kir::Module* m, std::string* err);
+bool build_linear_q2_Kx8_avx2(const GeneratorParams& p, kir::Module* m, std::string* err);
 
 }  // namespace cke::jit::gen

@@ -1,4 +1,4 @@
-// AVX2 (+ FMA, F16C) tiles of the Q8_0/Q4_0 linear kernels (gen_linear_q.h).
+// AVX2 (+ FMA, F16C) tiles of the Q8_0/Q4_0/Q4_1/Q5_0/Q5_1 linear kernels (gen_linear_q.h).
 //
 // The integer part is ggml's AVX2 (non-VNNI) sequence: vpsignb moves the sign of a onto b
 // and makes a unsigned, vpmaddubsw multiplies the byte pairs into int16 pair sums,
@@ -6,6 +6,10 @@
 // the VNNI lanes the reference models. It is exact, because vpmaddubsw cannot saturate
 // here: |a| <= 128 and b in [-128, 127] bound a pair sum to [-32768, 32512].
 //   Plain / Gemv: a = weight, b = activation;  Gemm: a = activation, b = weight.
+// The unsigned formats (q4_1, q5_1) skip the sign move: vpmaddubsw(weight, activation) as
+// ggml's mul_sum_us8_pairs_float (pair sums within [-8128, 7874]: no saturation).
+// q5 high bits (bytes_from_bits_32): the 32-bit qh broadcast, vpshufb sends byte e / 8 to
+// byte e, AND with 1 << (e % 8), vpsignb(0x10, that) & 0x10 is 0x10 where the bit is set.
 //
 // Plain tiles: 1-4 rows, one ymm (8 lanes) per row and token, acc = fma(d, float(isum),
 // acc) per block, hsum8 in ggml's order at the end.
@@ -24,37 +28,72 @@ using kir::Mem;
 using kir::V;
 
 struct Consts {
-  V ones16;           // int16 1s for vpmaddwd
-  V nib_mask, eight;  // q4_0 only
+  V ones16;                 // int16 1s for vpmaddwd
+  V nib_mask, bias;         // nibble formats; bias: q4_0 8, q5_0 16
+  V hb_shuf, hb_bits, c10;  // q5 high bits
 };
 
 Consts make_consts(Builder& b, QFormat f) {
+  const QFormatTraits& q = q_traits(f);
   Consts c;
   c.ones16 = b.vec(256, Cls::I, "ones16");
   b.vsplat32(c.ones16, 0x00010001u);
-  if (q_traits(f).unpack == QUnpack::Nibbles) {
+  if (q.unpack == QUnpack::Nibbles) {
     c.nib_mask = b.vec(256, Cls::I, "nib_mask");
     b.vsplat32(c.nib_mask, 0x0F0F0F0Fu);
-    c.eight = b.vec(256, Cls::I, "eight");
-    b.vsplat32(c.eight, 0x08080808u);
+  }
+  if (q.qh_offset >= 0) {
+    c.hb_shuf = b.vec(256, Cls::I, "hb_shuf");  // per 128: qh bytes [0 x8, 1 x8], [2 x8, 3 x8]
+    b.vconst32(c.hb_shuf, {0, 0, 0x01010101u, 0x01010101u, 0x02020202u, 0x02020202u, 0x03030303u,
+                           0x03030303u});
+    c.hb_bits = b.vec(256, Cls::I, "hb_bits");  // byte e: 1 << (e % 8)
+    b.vconst32(c.hb_bits, {0x08040201u, 0x80402010u, 0x08040201u, 0x80402010u, 0x08040201u,
+                           0x80402010u, 0x08040201u, 0x80402010u});
+    c.c10 = b.vec(256, Cls::I, "c10");
+    b.vsplat32(c.c10, 0x10101010u);
+  }
+  if (q.bias == 16 && c.c10.valid()) {
+    c.bias = c.c10;
+  } else if (q.bias) {
+    c.bias = b.vec(256, Cls::I, "bias");
+    b.vsplat32(c.bias, 0x01010101u * uint32_t(q.bias));
   }
   return c;
 }
 
-// Signed weight integers of one row's block (as in gen_linear_q_avx512.cpp).
+// Weight integers of one row's block (as in gen_linear_q_avx512.cpp): q8_0 the bytes; the
+// nibble formats nibble (| high bit << 4) minus the format's bias.
 V load_weights(Builder& b, QFormat f, const Consts& c, V row, V off) {
+  const QFormatTraits& qt = q_traits(f);
   V q = b.vec(256, Cls::I, "q");
-  if (q_traits(f).unpack == QUnpack::Bytes) {
-    b.vload(q, Mem{row, off, 1, q_traits(f).quants_offset});
+  if (qt.unpack == QUnpack::Bytes) {
+    b.vload(q, Mem{row, off, 1, qt.quants_offset});
     return q;
   }
   V lo = b.vec(256, Cls::I, "qs"), hi = b.vec(128, Cls::I, "qhi");
-  b.vbcast128(lo, Mem{row, off, 1, q_traits(f).quants_offset});
+  b.vbcast128(lo, Mem{row, off, 1, qt.quants_offset});
   b.vsrl_i16(hi, b.view(lo, 128, Cls::I), 4);
   b.vinsert(q, lo, hi, 1);
   b.vand(q, q, c.nib_mask);
-  b.vsub_i8(q, q, c.eight);
+  if (qt.qh_offset >= 0) {
+    V h = b.vec(256, Cls::I, "qh");
+    b.vbcast_f32(h, Mem{row, off, 1, qt.qh_offset});
+    b.vshuf_b(h, h, c.hb_shuf);  // byte e = qh byte e / 8
+    b.vand(h, h, c.hb_bits);     // 1 << (e % 8) or 0
+    b.vsign_i8(h, c.c10, h);     // 0x10 (bit 0-6), 0xF0 (bit 7) or 0
+    b.vand(h, h, c.c10);         // 0x10 where the high bit is set
+    b.vor(q, q, h);
+  }
+  if (qt.bias) b.vsub_i8(q, q, c.bias);
   return q;
+}
+
+// int32 lanes of sum over 4-element groups of x (unsigned bytes) * y (signed).
+V dot_lanes_u(Builder& b, const Consts& c, V x, V y) {
+  V out = b.vec(256, Cls::I, "isum");
+  b.vmaddubs_w(out, x, y);
+  b.vmadd_wd(out, out, c.ones16);
+  return out;
 }
 
 // int32 lanes of sum over 4-element groups of (|a| as u8) * (b with a's sign).
@@ -73,6 +112,7 @@ int emit_plain(kir::Module& m, const std::string& name, QFormat f, int rows, int
   const std::vector<V> r = tile_rows(b, a, rows);
   const Consts c = make_consts(b, f);
   TokenRows tr = token_rows(b, a.a, a.as, tokens);
+  const bool sign = q_traits(f).is_signed();
 
   V acc[4][4];
   for (int i = 0; i < rows; ++i)
@@ -80,7 +120,9 @@ int emit_plain(kir::Module& m, const std::string& name, QFormat f, int rows, int
       acc[i][t] = b.vec(256, Cls::F, "acc");
       b.vzero(acc[i][t]);
     }
+  MinTerm mt = open_min_term(b, f, tokens, rows);
   const BlockLoop l = open_block_loop(b, a, f, tr, r);
+  min_term_block(b, f, mt, r, l.off, tr);
   V da[4];
   for (int t = 0; t < tokens; ++t) {
     da[t] = act_scale(b, tr, t, 256);
@@ -92,11 +134,12 @@ int emit_plain(kir::Module& m, const std::string& name, QFormat f, int rows, int
     b.vcvt_f16_f32(dw, h);
     for (int t = 0; t < tokens; ++t) {
       V act = b.vec(256, Cls::I, "act");
-      b.vload(act, act_quants(tr, t));
-      fma_block(b, acc[i][t], dot_lanes(b, c, q, act), dw, da[t]);
+      b.vload(act, act_quants(tr, t, f));
+      fma_block(b, acc[i][t], sign ? dot_lanes(b, c, q, act) : dot_lanes_u(b, c, q, act), dw,
+                da[t]);
     }
   }
-  close_block_loop(b, tr);
+  close_block_loop(b, tr, f);
 
   V yt = b.ptr("yt");
   b.mov(yt, a.y);
@@ -105,7 +148,7 @@ int emit_plain(kir::Module& m, const std::string& name, QFormat f, int rows, int
     for (int i = 0; i < rows; ++i) {
       V h = hsum8(b, acc[i][t]);
       if (i > 0) b.if_(a.nrows, kir::Cmp::GT, i);
-      b.vstore_ss(Mem{yt, {}, 1, 4 * i}, h);
+      b.vstore_ss(Mem{yt, {}, 1, 4 * i}, add_min_term(b, mt, h, i, t));
       if (i > 0) b.end_if();
     }
   }
@@ -136,7 +179,7 @@ int emit_repacked(kir::Module& m, const std::string& name, QFormat f, QArith ari
   b.vcvt_f16_f32(dw, h);
   for (int t = 0; t < tokens; ++t) {
     V act = b.vec(256, Cls::I, "act");
-    b.vload(act, act_quants(tr, t));
+    b.vload(act, act_quants(tr, t, f));
     V isum[kRows];
     for (int i = 0; i < kRows; ++i)
       isum[i] = arith == QArith::Gemv ? dot_lanes(b, c, q[i], act) : dot_lanes(b, c, act, q[i]);
@@ -151,7 +194,7 @@ int emit_repacked(kir::Module& m, const std::string& name, QFormat f, QArith ari
     b.vadd_i32(s, b.view(h01, 128, Cls::I), hi);
     fma_block(b, acc[t], s, dw, act_scale(b, tr, t, 128));
   }
-  close_block_loop(b, tr);
+  close_block_loop(b, tr, f);
 
   // Store rows [0, nrows): lane i of each token's accumulator.
   V yt = b.ptr("yt");

@@ -1,4 +1,5 @@
-// AVX-512 (F, BW, VL, VNNI) tiles of the Q8_0/Q4_0 linear kernels (gen_linear_q.h).
+// AVX-512 (F, BW, VL, VNNI) tiles of the Q8_0/Q4_0/Q4_1/Q5_0/Q5_1 linear kernels
+// (gen_linear_q.h).
 //
 // Integer part. ggml's AVX2/VNNI code (mul_sum_i8_pairs_float) turns the signed x signed
 // byte products into vpdpbusd's unsigned x signed form with vpsignb: |a| times b with a's
@@ -9,12 +10,19 @@
 // gets exactly the reference's int32 sum of 4 products (lanes::mul_sign_i8).
 //   Plain / Gemv: a = weight, b = activation (the vec_dot and the repacked gemv);
 //   Gemm:         a = activation, b = weight (the repacked gemm: exact products).
+// The unsigned formats (q4_1, q5_1: integers 0..15 / 0..31) need no sign move: vpdpbusd of
+// the weight integers against the activation, as ggml's mul_sum_us8_pairs_float.
 //
-// Plain tiles (2 or 4 rows): each zmm holds two rows, 8 lanes each: lanes 0-7 are row 2p,
-// lanes 8-15 row 2p+1, lane l = elements 4l..4l+3 of the 32-block, exactly ggml's 8-lane
-// structure. Per block: isum by one vpdpbusd into zero, d = fl(dw * da) by one vmulps,
-// acc = fma(d, float(isum), acc) by one vfmadd. At the end hsum8 per 8-lane half in
-// ggml's order, ((a0+a4)+(a2+a6)) + ((a1+a5)+(a3+a7)).
+// Weight unpacking: nibbles as bytes_from_nibbles_32 (low nibbles are elements 0-15); q5's
+// high bits (bytes_from_bits_32) are a byte mask as they are stored: bit e of the 32-bit qh
+// is element e (kmovd from memory, the two rows of a zmm joined by kunpckdq); the masked
+// bytes get 16 added.
+//
+// Plain tiles (2 or 4 rows; q4_1 / q5_1 also 6 or 8): each zmm holds two rows, 8 lanes
+// each: lanes 0-7 are row 2p, lanes 8-15 row 2p+1, lane l = elements 4l..4l+3 of the
+// 32-block, exactly ggml's 8-lane structure. Per block: isum by one vpdpbusd into zero,
+// d = fl(dw * da) by one vmulps, acc = fma(d, float(isum), acc) by one vfmadd. At the
+// end hsum8 per 8-lane half in ggml's order, ((a0+a4)+(a2+a6)) + ((a1+a5)+(a3+a7)).
 //
 // Gemv/Gemm tiles (8 rows, q4_0 repacked arithmetic): zmm p holds rows p and p+4; the four
 // vectors of int32 lanes are reduced to one ymm of the 8 rows' full block sums (integer
@@ -34,45 +42,72 @@ using kir::Mem;
 using kir::V;
 
 struct Consts {
-  V zero, nib_mask, eight;  // nib_mask / eight: q4_0 only
-  V hi_words;               // mask: words 8-15 and 24-31 of each 512 bits (q4_0 only)
+  V zero, nib_mask, eight;  // nib_mask: nibble formats; eight: q4_0
+  V bias;                   // the format's bias bytes (q4_0: eight, q5_0: 16)
+  V hi_words;               // mask: words 8-15 and 24-31 of each 512 bits (nibble formats)
+  V minus16;                // q5 high bits: -16 bytes (a masked subtract adds 16)
 };
 
 Consts make_consts(Builder& b, QFormat f) {
+  const QFormatTraits& q = q_traits(f);
   Consts c;
-  c.zero = b.vec(512, Cls::I, "zero");
-  b.vzero(c.zero);
-  if (q_traits(f).unpack == QUnpack::Nibbles) {
+  if (q.is_signed()) {  // the sign move's 0 - b
+    c.zero = b.vec(512, Cls::I, "zero");
+    b.vzero(c.zero);
+  }
+  if (q.unpack == QUnpack::Nibbles) {
     c.nib_mask = b.vec(512, Cls::I, "nib_mask");
     b.vsplat32(c.nib_mask, 0x0F0F0F0Fu);
-    c.eight = b.vec(512, Cls::I, "eight");
-    b.vsplat32(c.eight, 0x08080808u);
+    if (q.bias) {
+      c.bias = c.eight = b.vec(512, Cls::I, q.bias == 8 ? "eight" : "bias");
+      b.vsplat32(c.bias, 0x01010101u * uint32_t(q.bias));
+    }
     c.hi_words = b.mask("hi_words");
     b.kimm(c.hi_words, 0xFF00FF00u);
+  }
+  if (q.qh_offset >= 0) {
+    c.minus16 = b.vec(512, Cls::I, "minus16");
+    b.vsplat32(c.minus16, 0xF0F0F0F0u);
   }
   return c;
 }
 
-// The signed weight integers of the block at `off` of rows ra (bytes 0-31) and rb (32-63):
-// q8_0 the stored bytes; q4_0 nibble - 8, low nibbles first (bytes_from_nibbles_32), or with
-// `minus8` false the nibbles themselves (0..15).
-V load_weights(Builder& b, QFormat f, const Consts& c, V ra, V rb, V off, bool minus8 = true) {
+// Mask bit e (0-31) = bit e of row ra's qh, bit 32 + e = bit e of rb's (bytes_from_bits_32):
+// the two 32-bit words as masks, joined by kunpckdq.
+V high_bits(Builder& b, QFormat f, V ra, V rb, V off) {
+  V ka = b.mask("qha"), kb = b.mask("qhb"), k = b.mask("hbit");
+  b.kload32(ka, Mem{ra, off, 1, q_traits(f).qh_offset});
+  b.kload32(kb, Mem{rb, off, 1, q_traits(f).qh_offset});
+  b.kunpack_dq(k, kb, ka);
+  return k;
+}
+
+// The weight integers of the block at `off` of rows ra (bytes 0-31) and rb (32-63): q8_0
+// the stored bytes; the nibble formats nibble (| high bit << 4), low nibbles first
+// (bytes_from_nibbles_32), minus the format's bias (q4_0 8, q5_0 16) unless `biased` is
+// false.
+V load_weights(Builder& b, QFormat f, const Consts& c, V ra, V rb, V off, bool biased = true) {
+  const QFormatTraits& qt = q_traits(f);
   V q = b.vec(512, Cls::I, "q");
-  if (q_traits(f).unpack == QUnpack::Bytes) {
+  if (qt.unpack == QUnpack::Bytes) {
     V lo = b.vec(512, Cls::I, "qa"), hi = b.vec(256, Cls::I, "qb");
-    b.vbcast256(lo, Mem{ra, off, 1, q_traits(f).quants_offset});
-    b.vload(hi, Mem{rb, off, 1, q_traits(f).quants_offset});
+    b.vbcast256(lo, Mem{ra, off, 1, qt.quants_offset});
+    b.vload(hi, Mem{rb, off, 1, qt.quants_offset});
     b.vinsert(q, lo, hi, 1);
     return q;
   }
   // [qs_a, qs_a, qs_b, qs_b], then the second copy of each shifted right by 4.
   V qa = b.vec(512, Cls::I, "qa"), qb = b.vec(256, Cls::I, "qb");
-  b.vbcast128(qa, Mem{ra, off, 1, q_traits(f).quants_offset});
-  b.vbcast128(qb, Mem{rb, off, 1, q_traits(f).quants_offset});
+  b.vbcast128(qa, Mem{ra, off, 1, qt.quants_offset});
+  b.vbcast128(qb, Mem{rb, off, 1, qt.quants_offset});
   b.vinsert(q, qa, qb, 1);
   b.vsrl_i16_mk(q, c.hi_words, q, 4);
   b.vand(q, q, c.nib_mask);
-  if (minus8) b.vsub_i8(q, q, c.eight);
+  if (biased && qt.bias) b.vsub_i8(q, q, c.bias);
+  if (qt.qh_offset >= 0) {
+    const V k = high_bits(b, f, ra, rb, off);
+    b.vsub_i8_mk(q, k, q, c.minus16);  // + 16 where the high bit is set
+  }
   return q;
 }
 
@@ -108,8 +143,9 @@ V hsum8_pair(Builder& b, V acc) {
 }
 
 // The pairs' results: lane 0 of each half of hsum8_pair, rows 2p and 2p + 1, as many rows
-// as the tile has valid (nrows).
-void store_pairs(Builder& b, const TileArgs& a, V acc[4][4], int pairs, int tokens) {
+// as the tile has valid (nrows), plus the min term (q4_1, q5_1).
+void store_pairs(Builder& b, const TileArgs& a, V acc[4][4], int pairs, int tokens,
+                 const MinTerm& mt = {}) {
   V yt = b.ptr("yt");
   b.mov(yt, a.y);
   for (int t = 0; t < tokens; ++t) {
@@ -122,7 +158,7 @@ void store_pairs(Builder& b, const TileArgs& a, V acc[4][4], int pairs, int toke
       for (int half = 0; half < 2; ++half) {
         const int row = 2 * p + half;
         if (row > 0) b.if_(a.nrows, kir::Cmp::GT, row);
-        b.vstore_ss(Mem{yt, {}, 1, 4 * row}, half ? hi : lo);
+        b.vstore_ss(Mem{yt, {}, 1, 4 * row}, add_min_term(b, mt, half ? hi : lo, row, t));
         if (row > 0) b.end_if();
       }
     }
@@ -136,6 +172,7 @@ int emit_plain(kir::Module& m, const std::string& name, QFormat f, int rows, int
   const std::vector<V> r = tile_rows(b, a, rows);
   const Consts c = make_consts(b, f);
   TokenRows tr = token_rows(b, a.a, a.as, tokens);
+  const bool sign = q_traits(f).is_signed();
 
   V acc[4][4];
   for (int p = 0; p < pairs; ++p)
@@ -143,30 +180,35 @@ int emit_plain(kir::Module& m, const std::string& name, QFormat f, int rows, int
       acc[p][t] = b.vec(512, Cls::F, "acc");
       b.vzero(acc[p][t]);
     }
+  MinTerm mt = open_min_term(b, f, tokens, rows);
   const BlockLoop l = open_block_loop(b, a, f, tr, r);
   V ax[4], dw[4], neg[4];
   for (int p = 0; p < pairs; ++p) {
     V q = load_weights(b, f, c, r[2 * p], r[2 * p + 1], l.off);
-    ax[p] = b.vec(512, Cls::I, "ax");
-    b.vabs_i8(ax[p], q);
-    neg[p] = b.mask("neg");
-    b.kfrom_bytes(neg[p], q);
+    if (sign) {
+      ax[p] = b.vec(512, Cls::I, "ax");
+      b.vabs_i8(ax[p], q);
+      neg[p] = b.mask("neg");
+      b.kfrom_bytes(neg[p], q);
+    } else {
+      ax[p] = q;  // unsigned integers: vpdpbusd takes them as they are
+    }
     dw[p] = load_scales_pair(b, f, r[2 * p], r[2 * p + 1], l.off);
   }
+  min_term_block(b, f, mt, r, l.off, tr);
   for (int t = 0; t < tokens; ++t) {
     V act = b.vec(512, Cls::I, "act");
-    b.vbcast256(act, act_quants(tr, t));
+    b.vbcast256(act, act_quants(tr, t, f));
     const V da = act_scale(b, tr, t, 512);
     for (int p = 0; p < pairs; ++p) {
-      V sy = sign_move(b, neg[p], act, c.zero);
       V isum = b.vec(512, Cls::I, "isum");
       b.vzero(isum);
-      b.vdpbusd(isum, ax[p], sy);
+      b.vdpbusd(isum, ax[p], sign ? sign_move(b, neg[p], act, c.zero) : act);
       fma_block(b, acc[p][t], isum, dw[p], da);
     }
   }
-  close_block_loop(b, tr);
-  store_pairs(b, a, acc, pairs, tokens);
+  close_block_loop(b, tr, f);
+  store_pairs(b, a, acc, pairs, tokens, mt);
   return b.index();
 }
 
@@ -185,25 +227,29 @@ void rerun_if_min8(Builder& b, V amin, int exact, const TileArgs& a) {
   b.end_if();
 }
 
-// Q8_0 tiles of 6 or 8 rows (prefill): the weight biased to unsigned instead of the sign
-// move. vpdpbusd takes u = w + 128 (a wrapping byte add) against the signed activation a,
-// and sum(u * a) - 128 * sum(a) = sum(w * a) exactly per lane; -128 * sum(a) is made once
-// per token and block (vpdpbusd of 0x80 bytes) and shared by the pairs. Per pair and token
-// that leaves vpdpbusd, cvt, the scale product and the FMA.
+// Q8_0 and Q5_0 tiles of 6 or 8 rows (prefill): the weight biased to unsigned instead of
+// the sign move. vpdpbusd takes u = w + bias (q8_0: w + 128, a wrapping byte add; q5_0: the
+// stored 5-bit value, w + 16) against the signed activation a, and sum(u * a) - bias *
+// sum(a) = sum(w * a) exactly per lane; -bias * sum(a) is made once per token and block
+// (vpdpbusd of bias bytes) and shared by the pairs. Per pair and token that leaves
+// vpdpbusd, cvt, the scale product and the FMA.
 // ggml's sign move differs from the exact product in one case: an activation of -128 (only
 // a NaN makes one) against a negative weight wraps (see the top of this file). So the tile
 // keeps the smallest activation byte it met; if that was -128 it computes the tile again
 // with the sign-move tile of the same shape (`exact`), whose bits are ggml's.
-int emit_plain_offset(kir::Module& m, const std::string& name, int rows, int tokens) {
-  const QFormat f = QFormat::Q8_0;
+int emit_plain_offset(kir::Module& m, const std::string& name, QFormat f, int rows, int tokens) {
+  const bool bytes = q_traits(f).unpack == QUnpack::Bytes;
   Builder b = open_tile(m, name);  // before its callee: a caller has the lower index
   const int exact = emit_plain(m, name + "_exact", f, rows, tokens);
   const TileArgs a = begin_tile(b);
   const int pairs = rows / 2;
   const std::vector<V> r = tile_rows(b, a, rows);
   const Consts c = make_consts(b, f);
-  V c80 = b.vec(512, Cls::I, "c80"), amin = b.vec(512, Cls::I, "amin");
-  b.vsplat32(c80, 0x80808080u);
+  V c80 = c.bias, amin = b.vec(512, Cls::I, "amin");
+  if (bytes) {
+    c80 = b.vec(512, Cls::I, "c80");
+    b.vsplat32(c80, 0x80808080u);
+  }
   b.vsplat32(amin, 0x7F7F7F7Fu);
   TokenRows tr = token_rows(b, a.a, a.as, tokens);
 
@@ -216,19 +262,23 @@ int emit_plain_offset(kir::Module& m, const std::string& name, int rows, int tok
   const BlockLoop l = open_block_loop(b, a, f, tr, r);
   V u[4], dw[4];
   for (int p = 0; p < pairs; ++p) {
-    V q = load_weights(b, f, c, r[2 * p], r[2 * p + 1], l.off);
-    u[p] = b.vec(512, Cls::I, "u");
-    b.vsub_i8(u[p], q, c80);  // w - (-128) = w + 128 (mod 256): w biased to unsigned
+    if (bytes) {
+      V q = load_weights(b, f, c, r[2 * p], r[2 * p + 1], l.off);
+      u[p] = b.vec(512, Cls::I, "u");
+      b.vsub_i8(u[p], q, c80);  // w - (-128) = w + 128 (mod 256): w biased to unsigned
+    } else {
+      u[p] = load_weights(b, f, c, r[2 * p], r[2 * p + 1], l.off, false);  // w + bias
+    }
     dw[p] = load_scales_pair(b, f, r[2 * p], r[2 * p + 1], l.off);
   }
   for (int t = 0; t < tokens; ++t) {
     V act = b.vec(512, Cls::I, "act");
-    b.vbcast256(act, act_quants(tr, t));
+    b.vbcast256(act, act_quants(tr, t, f));
     const V da = act_scale(b, tr, t, 512);
     b.vmin_i8(amin, amin, act);
     V pos = b.vec(512, Cls::I, "corr"), ncorr = b.vec(512, Cls::I, "ncorr");
     b.vzero(pos);
-    b.vdpbusd(pos, c80, act);  // 128 * (sum of each lane's 4 activations)
+    b.vdpbusd(pos, c80, act);  // bias * (sum of each lane's 4 activations)
     b.vsub_i32(ncorr, c.zero, pos);
     for (int p = 0; p < pairs; ++p) {
       V isum = b.vec(512, Cls::I, "isum");
@@ -237,7 +287,7 @@ int emit_plain_offset(kir::Module& m, const std::string& name, int rows, int tok
       fma_block(b, acc[p][t], isum, dw[p], da);
     }
   }
-  close_block_loop(b, tr);
+  close_block_loop(b, tr, f);
   rerun_if_min8(b, amin, exact, a);
   store_pairs(b, a, acc, pairs, tokens);
   return b.index();
@@ -296,7 +346,7 @@ int emit_repacked(kir::Module& m, const std::string& name, QFormat f, QArith ari
   b.vcvt_f16_f32(dw, h);
   for (int t = 0; t < tokens; ++t) {
     V act = b.vec(512, Cls::I, "act");
-    b.vbcast256(act, act_quants(tr, t));
+    b.vbcast256(act, act_quants(tr, t, f));
     V aax, aneg;
     if (arith == QArith::Gemm) {
       aax = b.vec(512, Cls::I, "aax");
@@ -317,7 +367,7 @@ int emit_repacked(kir::Module& m, const std::string& name, QFormat f, QArith ari
     const V rows = reduce_rows(b, isum);
     fma_block(b, acc[t], rows, dw, act_scale(b, tr, t, 256));
   }
-  close_block_loop(b, tr);
+  close_block_loop(b, tr, f);
 
   // Store rows [0, nrows).
   V store = b.mask("store");
@@ -351,7 +401,7 @@ int emit_gemv_offset(kir::Module& m, const std::string& name, QFormat f) {
   b.vzero(acc);
   const BlockLoop l = open_block_loop(b, a, f, tr, r);
   V act = b.vec(512, Cls::I, "act");
-  b.vbcast256(act, act_quants(tr, 0));
+  b.vbcast256(act, act_quants(tr, 0, f));
   b.vmin_i8(amin, amin, act);
   V pos = b.vec(512, Cls::I, "corr"), ncorr = b.vec(512, Cls::I, "ncorr");
   b.vzero(pos);
@@ -371,7 +421,7 @@ int emit_gemv_offset(kir::Module& m, const std::string& name, QFormat f) {
   b.vcvt_f16_f32(dw, h);
   const V rows = reduce_rows(b, isum);
   fma_block(b, acc, rows, dw, act_scale(b, tr, 0, 256));
-  close_block_loop(b, tr);
+  close_block_loop(b, tr, f);
   rerun_if_min8(b, amin, exact, a);
   V store = b.mask("store");
   b.kfirst_n(store, a.nrows);
@@ -385,8 +435,8 @@ int build_q_tile_avx512(kir::Module& m, const std::string& name, QFormat f, QAri
                         int tokens) {
   if (a == QArith::Gemv && f == QFormat::Q4_0 && tokens == 1) return emit_gemv_offset(m, name, f);
   if (a != QArith::Plain) return emit_repacked(m, name, f, a, tokens);
-  return rows >= 6 ? emit_plain_offset(m, name, rows, tokens)
-                   : emit_plain(m, name, f, rows, tokens);
+  return rows >= 6 && q_traits(f).is_signed() ? emit_plain_offset(m, name, f, rows, tokens)
+                                              : emit_plain(m, name, f, rows, tokens);
 }
 
 }  // namespace cke::jit::gen

@@ -1,9 +1,8 @@
 // rmsnorm generators (gen_rmsnorm.h): one body for both ISA levels.
 #include "jit/gen_rmsnorm.h"
 
-#include <fmt/format.h>
-
 #include "jit/gen_lanes16.h"
+#include "jit/gen_op.h"
 #include "jit/gen_tile.h"
 
 namespace cke::jit::gen {
@@ -18,19 +17,17 @@ using kir::V;
 
 bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::Module* m,
            std::string* err) {
-  if (!int_params(params, generator, {}, err)) return false;
-  m->isa = isa_features(isa);
-  m->comment = fmt::format(
-      "generator {}: contract rmsnorm.f32.ggml (ggml RMS_NORM + MUL: a double sum of the\n"
-      "float squares in index order, scale = 1 / sqrtf(mean + eps), y = fl(fl(x * scale) * w))",
-      generator);
+  if (!op_prologue(
+          params, generator, isa,
+          "contract rmsnorm.f32.ggml (ggml RMS_NORM + MUL: a double sum of the\n"
+          "float squares in index order, scale = 1 / sqrtf(mean + eps), y = fl(fl(x * scale) * w))",
+          m, err))
+    return false;
   Builder b(*m, m->name, {Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::I64, Kind::I64, Kind::F32});
   const V x = b.arg(0), w = b.arg(1), y = b.arg(2), n = b.arg(3), rows = b.arg(4), eps = b.arg(5);
   ret_if(b, n, Cmp::LE, 0);
   ret_if(b, rows, Cmp::LE, 0);
-  V n16 = b.i64("n16");
-  b.andi(n16, n, 15);
-  ret_if(b, n16, Cmp::NE, 0);  // outside the contract's admitted shapes: nothing written
+  ret_unless_multiple(b, n, 16);  // outside the contract's admitted shapes: nothing written
 
   Lanes16 L(b, isa);
   V nd = b.vec(128, Cls::F, "n_f64"), one = b.vec(128, Cls::F, "one");

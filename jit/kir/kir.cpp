@@ -311,6 +311,7 @@ KIR_V2(vor, VOr)
 KIR_V2(vsub_i32, VSubI32)
 KIR_V2(vmullo_i32, VMulLoI32)
 KIR_V2(vhadd_i32, VHaddI32)
+KIR_V2(vshuf_b, VShufB)
 KIR_V2(vdpbusd, VDpBusd)
 KIR_V2(vdpwssd, VDpWssd)
 KIR_V2(vmin_i8, VMinI8)
@@ -484,6 +485,17 @@ void Builder::kto_i64(V d, V k) {
   need(k, Kind::Mask, "kto_i64");
   emit(Op::KToI64, d, k);
 }
+void Builder::kload32(V d, Mem m) {
+  need(d, Kind::Mask, "kload32");
+  need_mem(m);
+  emit(Op::KLoad32, d).mem = m;
+}
+void Builder::kunpack_dq(V d, V hi, V lo) {
+  need(d, Kind::Mask, "kunpack_dq");
+  need(hi, Kind::Mask, "kunpack_dq");
+  need(lo, Kind::Mask, "kunpack_dq");
+  emit(Op::KUnpackDQ, d, hi, lo);
+}
 void Builder::kfrom_bytes(V d, V a) {
   need(d, Kind::Mask, "kfrom_bytes");
   need_vec(a, 512, "kfrom_bytes");
@@ -525,6 +537,89 @@ void Builder::vstore_u16(Mem m, V a, int lane) {
   Inst& in = emit(Op::VStoreU16, {}, a);
   in.mem = m;
   in.imm = lane;
+}
+
+int fcmp_imm(FCmp p) {
+  switch (p) {
+    case FCmp::EQ:
+      return 0x00;  // _CMP_EQ_OQ
+    case FCmp::LT:
+      return 0x11;  // _CMP_LT_OQ
+    case FCmp::LE:
+      return 0x12;  // _CMP_LE_OQ
+    case FCmp::GT:
+      return 0x1E;  // _CMP_GT_OQ
+    case FCmp::GE:
+      return 0x1D;  // _CMP_GE_OQ
+    case FCmp::NEQ:
+      return 0x04;  // _CMP_NEQ_UQ
+    case FCmp::UNORD:
+      return 0x03;  // _CMP_UNORD_Q
+    case FCmp::ORD:
+      return 0x07;  // _CMP_ORD_Q
+  }
+  return 0;
+}
+
+// A mask operand: an AVX-512 mask, or a vector of `bits` (its dword sign bits select).
+static bool is_mask_or_vec(const Type& t, int bits) {
+  return t.kind == Kind::Mask || (t.kind == Kind::Vec && t.bits == bits);
+}
+
+void Builder::vcmp_f(V d, V a, V b, FCmp p) {
+  need_vec(a, 0, "vcmp_f");
+  need_vec(b, type(a).bits, "vcmp_f");
+  if (!is_mask_or_vec(type(d), type(a).bits))
+    throw std::logic_error("kir: vcmp_f writes a mask or a vector of its operands' width");
+  if (type(d).kind == Kind::Vec && type(a).bits == 512)
+    throw std::logic_error("kir: a 512-bit vcmp_f writes a mask");
+  emit(Op::VCmpF, d, a, b).imm = fcmp_imm(p);
+}
+void Builder::vselect(V d, V c, V a, V b) {
+  need_vec(d, 0, "vselect");
+  need_vec(a, type(d).bits, "vselect");
+  need_vec(b, type(d).bits, "vselect");
+  if (!is_mask_or_vec(type(c), type(d).bits))
+    throw std::logic_error("kir: vselect selects by a mask or a vector of d's width");
+  if (type(c).kind == Kind::Vec && type(d).bits == 512)
+    throw std::logic_error("kir: a 512-bit vselect selects by a mask");
+  emit(Op::VSelect, d, a, b, c);
+}
+void Builder::kand(V d, V a, V b) {
+  need(d, Kind::Mask, "kand");
+  need(a, Kind::Mask, "kand");
+  need(b, Kind::Mask, "kand");
+  emit(Op::KAnd, d, a, b);
+}
+void Builder::kor(V d, V a, V b) {
+  need(d, Kind::Mask, "kor");
+  need(a, Kind::Mask, "kor");
+  need(b, Kind::Mask, "kor");
+  emit(Op::KOr, d, a, b);
+}
+#define KIR_V2X(fn, OP)             \
+  void Builder::fn(V d, V a, V b) { \
+    need_vec(d, 0, #fn);            \
+    need_vec(a, type(d).bits, #fn); \
+    need_vec(b, type(d).bits, #fn); \
+    emit(Op::OP, d, a, b);          \
+  }
+KIR_V2X(vmin_i32, VMinI32)
+KIR_V2X(vmax_i32, VMaxI32)
+KIR_V2X(vxor, VXor)
+KIR_V2X(vpackus_dw, VPackUsDw)
+#undef KIR_V2X
+void Builder::vzx_wd(V d, V a) {
+  need_vec(d, 0, "vzx_wd");
+  if (type(d).bits < 256) throw std::logic_error("kir: vzx_wd widens into 256 or 512 bits");
+  need_vec(a, type(d).bits / 2, "vzx_wd");
+  emit(Op::VZxWD, d, a);
+}
+
+void Builder::load_i32(V d, Mem m) {
+  need(d, Kind::I64, "load_i32");
+  need_mem(m);
+  emit(Op::LoadI32, d).mem = m;
 }
 
 std::string validate(const Module& m) {

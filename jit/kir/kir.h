@@ -114,6 +114,7 @@ enum class Op : uint8_t {
   VSxBW,      // d = int8 lanes of a (128 bits) sign-extended to int16 (d: 256 bits)
   VConst32,   // d = the dwords in `consts` (lane 0 first)
   VHaddI32,   // d = vphaddd(a, b) (<= 256 bits)
+  VShufB,     // d = vpshufb(a, b): per 128-bit block, byte i = b[i] < 0 ? 0 : a[b[i] & 15]
   VDpBusd,    // d += vpdpbusd(a unsigned, b signed) (4-byte groups into i32; d is read)
   VDpWssd,    // d += vpdpwssd(a, b) (i16 pairs into i32, wrapping; d is read)
   VUnpackLo32,
@@ -156,6 +157,8 @@ enum class Op : uint8_t {
   KFirstN,     // d = (1 << a) - 1   (a in [0, 16])
   KFromBytes,  // d = the sign bits of a's bytes (vpmovb2m)
   KToI64,      // d (i64) = the bits of mask a
+  KLoad32,     // d = the 32 bits at mem (bits 32-63 zero)
+  KUnpackDQ,   // d = low 32 bits of b | low 32 bits of a << 32 (kunpckdq)
   VStoreMk,    // mem f32 lanes where mask c is set = a
   // activation quantization (act_quant)
   VCvtF32I32R,  // d = int32(round-to-nearest-even(a)) (0x80000000 for NaN and out of range)
@@ -164,7 +167,26 @@ enum class Op : uint8_t {
   VPackSsDw,    // d = vpackssdw(a, b): per 128-bit block, int32 -> int16 saturated, a then b
   VPackSsWb,    // d = vpacksswb(a, b): per 128-bit block, int16 -> int8 saturated, a then b
   VStoreU16,    // mem (16 bits) = 16-bit lane imm of a (128 bits)
+  // compare and select (act_quant q8_K, f16/bf16; embed). A "mask" operand is either an
+  // AVX-512 mask (one bit per f32 lane) or a vector whose dword lanes are all ones / zero
+  // (AVX2; only its sign bits are read)
+  VCmpF,      // d = a fcmp b per f32 lane (fcmp in imm, see FCmp): a mask, or a vector of
+              // all-ones / zero dwords of a's width
+  VSelect,    // d = c ? a : b per 32-bit lane (c: a mask, or a vector's dword sign bits)
+  KAnd,       // d = a & b (masks)
+  KOr,        // d = a | b (masks)
+  VMinI32,    // d = min(a, b) per signed dword
+  VMaxI32,    // d = max(a, b) per signed dword
+  VXor,       // d = a ^ b
+  VPackUsDw,  // d = vpackusdw(a, b): per 128-bit block, int32 -> uint16 saturated, a then b
+  VZxWD,      // d = the 16-bit lanes of a (half d's bits) zero-extended to 32 bits
+  LoadI32,    // d (i64) = the int32 at mem, sign-extended (embed: a token id)
 };
+
+// Float compare predicates of VCmpF (the vcmpps immediates): ordered and quiet, except NEQ
+// (true when either is NaN) and UNORD (true iff either is NaN).
+enum class FCmp : uint8_t { EQ, LT, LE, GT, GE, NEQ, UNORD, ORD };
+int fcmp_imm(FCmp p);  // the vcmpps / _mm*_cmp_ps immediate
 
 struct Inst {
   Op op = Op::Ret;
@@ -292,6 +314,7 @@ class Builder {
   void vsx_bw(V d, V a);
   void vconst32(V d, std::vector<uint32_t> lanes);
   void vhadd_i32(V d, V a, V b);
+  void vshuf_b(V d, V a, V b);
   void vdpbusd(V d, V a, V b);
   void vdpwssd(V d, V a, V b);
   void vunpack_lo32(V d, V a, V b);
@@ -329,12 +352,24 @@ class Builder {
   void kfirst_n(V d, V n);
   void kfrom_bytes(V d, V a);
   void kto_i64(V d, V k);
+  void kload32(V d, Mem m);
+  void kunpack_dq(V d, V hi, V lo);
   void vstore_mk(Mem m, V a, V k);
   void vcvt_f32_i32_rn(V d, V a);
   void vcvt_f32_f16(V d, V a);
   void vpackss_dw(V d, V a, V b);
   void vpackss_wb(V d, V a, V b);
   void vstore_u16(Mem m, V a, int lane);
+  void vcmp_f(V d, V a, V b, FCmp p);
+  void vselect(V d, V c, V a, V b);
+  void kand(V d, V a, V b);
+  void kor(V d, V a, V b);
+  void vmin_i32(V d, V a, V b);
+  void vmax_i32(V d, V a, V b);
+  void vxor(V d, V a, V b);
+  void vpackus_dw(V d, V a, V b);
+  void vzx_wd(V d, V a);
+  void load_i32(V d, Mem m);
 
  private:
   Func& f();

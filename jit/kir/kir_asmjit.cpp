@@ -444,6 +444,9 @@ class FuncLowering {
       case Op::VHaddI32:
         cc_.vphaddd(x(d), x(a), x(b));
         break;
+      case Op::VShufB:
+        cc_.vpshufb(x(d), x(a), x(b));
+        break;
       case Op::VDpBusd:
         cc_.vpdpbusd(x(d), x(a), x(b));
         break;
@@ -574,6 +577,12 @@ class FuncLowering {
       case Op::KToI64:
         cc_.kmovq(g(d), k(a));
         break;
+      case Op::KLoad32:
+        cc_.kmovd(k(d), mem(in.mem, 4));
+        break;
+      case Op::KUnpackDQ:
+        cc_.kunpckdq(k(d), k(a), k(b));
+        break;
       case Op::VStoreMk:
         cc_.k(k(c)).vmovups(mem(in.mem), x(a));
         break;
@@ -591,6 +600,58 @@ class FuncLowering {
         break;
       case Op::VStoreU16:
         cc_.vpextrw(mem(in.mem, 2), x(a).xmm(), in.imm);
+        break;
+      case Op::VCmpF:
+        if (f_.values[d.id].type.kind == Kind::Mask) {
+          cc_.vcmpps(k(d), x(a), x(b), in.imm);
+        } else if (!avx512_) {
+          cc_.vcmpps(x(d), x(a), x(b), in.imm);
+        } else {  // registers 16-31 have no VEX vcmpps: through a mask, set lanes all ones
+          KReg t = cc_.newKq("cmp");
+          cc_.vcmpps(t, x(a), x(b), in.imm);
+          cc_.vpxord(x(d), x(d), x(d));
+          cc_.k(t).vpternlogd(x(d), x(d), x(d), 0xFF);
+        }
+        break;
+      case Op::VSelect:  // d = c ? a : b
+        if (f_.values[c.id].type.kind == Kind::Mask) {
+          cc_.k(k(c)).vblendmps(x(d), x(b), x(a));
+        } else if (!avx512_) {
+          cc_.vblendvps(x(d), x(b), x(a), x(c));
+        } else {  // vblendvps is VEX only: the sign bits into a mask
+          KReg t = cc_.newKq("sel");
+          Vec z = as_width(cc_.newZmm("zero"), bits(d));
+          cc_.vpxord(z, z, z);
+          cc_.vpcmpgtd(t, z, x(c));
+          cc_.k(t).vblendmps(x(d), x(b), x(a));
+        }
+        break;
+      case Op::KAnd:
+        cc_.kandq(k(d), k(a), k(b));
+        break;
+      case Op::KOr:
+        cc_.korq(k(d), k(a), k(b));
+        break;
+      case Op::VMinI32:
+        cc_.vpminsd(x(d), x(a), x(b));
+        break;
+      case Op::VMaxI32:
+        cc_.vpmaxsd(x(d), x(a), x(b));
+        break;
+      case Op::VXor:
+        if (avx512_)
+          cc_.vpxord(x(d), x(a), x(b));
+        else
+          cc_.vpxor(x(d), x(a), x(b));
+        break;
+      case Op::VPackUsDw:
+        cc_.vpackusdw(x(d), x(a), x(b));
+        break;
+      case Op::VZxWD:
+        cc_.vpmovzxwd(x(d), bits(d) == 512 ? Vec(x(a).ymm()) : Vec(x(a).xmm()));
+        break;
+      case Op::LoadI32:
+        cc_.movsxd(g(d), mem(in.mem, 4));
         break;
     }
   }

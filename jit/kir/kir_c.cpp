@@ -388,6 +388,9 @@ class FuncRender {
       case Op::VHaddI32:
         set(d, fmt::format("{}_hadd_epi32({}, {})", p, i(a), i(b)), Cls::I);
         break;
+      case Op::VShufB:
+        set(d, fmt::format("{}_shuffle_epi8({}, {})", p, i(a), i(b)), Cls::I);
+        break;
       case Op::VDpBusd:
         set(d, fmt::format("{}_dpbusd_epi32({}, {}, {})", p, i(d), i(a), i(b)), Cls::I);
         break;
@@ -522,6 +525,12 @@ class FuncRender {
       case Op::KToI64:
         line(fmt::format("{} = (int64_t){};", name(d), name(a)));
         break;
+      case Op::KLoad32:
+        line(fmt::format("{} = (__mmask64)*(const uint32_t*){};", name(d), addr(in.mem)));
+        break;
+      case Op::KUnpackDQ:
+        line(fmt::format("{} = _mm512_kunpackd({}, {});", name(d), name(a), name(b)));
+        break;
       case Op::VStoreMk: {
         const int ab = ty(a).bits;
         line(fmt::format("{}_mask_storeu_ps((float*){}, ({}){}, {});", P(ab), addr(in.mem),
@@ -544,6 +553,48 @@ class FuncRender {
       case Op::VStoreU16:
         line(fmt::format("*(uint16_t*){} = (uint16_t)_mm_extract_epi16({}, {});", addr(in.mem),
                          i(a), in.imm));
+        break;
+      case Op::VCmpF: {
+        const int ab = ty(a).bits;
+        if (ty(d).kind == Kind::Mask)
+          line(fmt::format("{} = (__mmask64){}_cmp_ps_mask({}, {}, 0x{:02X});", name(d), P(ab),
+                           f(a), f(b), in.imm));
+        else
+          set(d, fmt::format("{}_cmp_ps({}, {}, 0x{:02X})", P(ab), f(a), f(b), in.imm), Cls::F);
+        break;
+      }
+      case Op::VSelect:  // d = c ? a : b
+        if (ty(c).kind == Kind::Mask)
+          set(d,
+              fmt::format("{}_mask_blend_ps(({}){}, {}, {})", p,
+                          w == 512 ? "__mmask16" : "__mmask8", name(c), f(b), f(a)),
+              Cls::F);
+        else
+          set(d, fmt::format("{}_blendv_ps({}, {}, {})", p, f(b), f(a), f(c)), Cls::F);
+        break;
+      case Op::KAnd:
+        line(fmt::format("{} = {} & {};", name(d), name(a), name(b)));
+        break;
+      case Op::KOr:
+        line(fmt::format("{} = {} | {};", name(d), name(a), name(b)));
+        break;
+      case Op::VMinI32:
+        set(d, fmt::format("{}_min_epi32({}, {})", p, i(a), i(b)), Cls::I);
+        break;
+      case Op::VMaxI32:
+        set(d, fmt::format("{}_max_epi32({}, {})", p, i(a), i(b)), Cls::I);
+        break;
+      case Op::VXor:
+        set(d, fmt::format("{}_xor_{}({}, {})", p, SI(w), i(a), i(b)), Cls::I);
+        break;
+      case Op::VPackUsDw:
+        set(d, fmt::format("{}_packus_epi32({}, {})", p, i(a), i(b)), Cls::I);
+        break;
+      case Op::VZxWD:
+        set(d, fmt::format("{}_cvtepu16_epi32({})", p, i(a)), Cls::I);
+        break;
+      case Op::LoadI32:
+        line(fmt::format("{} = (int64_t)*(const int32_t*){};", name(d), addr(in.mem)));
         break;
     }
   }

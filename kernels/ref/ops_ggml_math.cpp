@@ -135,4 +135,8 @@ uint16_t gelu_table_entry(uint16_t h) {
   return gelu_table().t[h];
 }
 
+const uint16_t* gelu_table_f16_data() {
+  return gelu_table().t.data();
+}
+
 }  // namespace cke::ref

@@ -56,5 +56,14 @@ float silu_libm(float x);
 float gelu_table_f16(float x);
 // The raw table entry for an FP16 bit pattern (for tests).
 uint16_t gelu_table_entry(uint16_t h);
+// The whole table (65,536 entries, indexed by FP16 bit pattern): what the generated GEGLU
+// kernels read through their C helper.
+const uint16_t* gelu_table_f16_data();
+
+// ggml's per-token RoPE cache (ggml_rope_cache_init, ext_factor 0, attn_factor 1) for one
+// position: cache[2k] = cosf, cache[2k+1] = sinf of fl(freq_scale * theta_k), theta_0 =
+// (float)pos, theta_{k+1} = fl(theta_k * powf(freq_base, -2.0f / n_rot)); k < n_rot / 2.
+// The reference rope kernels and the generated ones (through a C helper) share it.
+void rope_cache(float* cache, int64_t n_rot, int64_t pos, float freq_base, float freq_scale);
 
 }  // namespace cke::ref

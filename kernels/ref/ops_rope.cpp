@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "kernels/ref/ops.h"
+#include "kernels/ref/ops_ggml_math.h"
 
-namespace {
+namespace cke::ref {
 
-// cache[2k] = cos, cache[2k+1] = sin of pair k, for one position.
 void rope_cache(float* cache, int64_t n_rot, int64_t pos, float freq_base, float freq_scale) {
   const float theta_scale = std::pow(freq_base, -2.0f / static_cast<float>(n_rot));
   float theta = static_cast<float>(pos);
@@ -23,6 +23,12 @@ void rope_cache(float* cache, int64_t n_rot, int64_t pos, float freq_base, float
     theta = theta * theta_scale;
   }
 }
+
+}  // namespace cke::ref
+
+namespace {
+
+using cke::ref::rope_cache;
 
 inline void rotate(float* a, float* b, float c, float s) {
   const float x0 = *a, x1 = *b;

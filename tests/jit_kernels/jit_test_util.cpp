@@ -126,6 +126,30 @@ std::vector<uint8_t> make_weights(DType t, int64_t K, int64_t N, WeightStyle s, 
       }
     return w;
   }
+  if (t == DType::Q2_K || t == DType::Q3_K || t == DType::Q5_K) {
+    // Every byte of quants, high bits and packed scales/mins is valid: any bits (Extreme:
+    // 0x00 or 0xFF bytes: all quants and scales at their ends); d, dmin: as the other
+    // formats' scales (Extreme: +-65504).
+    const size_t bb = row_bytes(t, 256);
+    const size_t d_off = t == DType::Q2_K   ? offsetof(block_q2_K, d)
+                         : t == DType::Q3_K ? offsetof(block_q3_K, d)
+                                            : offsetof(block_q5_K, d);
+    const int nscales = t == DType::Q3_K ? 1 : 2;  // d (and dmin right after it)
+    for (int64_t r = 0; r < N; ++r)
+      for (int64_t b = 0; b < K / 256; ++b) {
+        uint8_t* blk = w.data() + size_t(r) * rb + size_t(b) * bb;
+        for (size_t i = 0; i < bb; ++i)
+          blk[i] = uint8_t(s == WeightStyle::Extreme ? (byte(rng) & 1 ? 0xFF : 0) : byte(rng));
+        for (int k = 0; k < nscales; ++k) {
+          const uint16_t d = s == WeightStyle::Extreme ? f16(byte(rng) & 1 ? 65504.0f : -65504.0f)
+                             : (s == WeightStyle::SpecialScale && rare(rng))
+                                 ? f16(special_value(rng))
+                                 : f16(random_scale(rng));
+          std::memcpy(blk + d_off + 2 * k, &d, 2);
+        }
+      }
+    return w;
+  }
   if (t == DType::Q4_K) {
     // qs: any nibbles (Extreme: 0 or 15); 6-bit scales and mins packed as ggml packs them
     // (Extreme: 63 or 0); d, dmin: as the other formats' scales (Extreme: +-65504).
@@ -162,20 +186,25 @@ std::vector<uint8_t> make_weights(DType t, int64_t K, int64_t N, WeightStyle s, 
       }
     return w;
   }
+  // The 32-element formats: fp16 d (q4_1, q5_1: and fp16 m), then q5's 32 high bits (any;
+  // Extreme: 0 or all ones) and the quants (any nibbles or bytes; Extreme: the extremes).
   const bool q8 = t == DType::Q8_0;
-  const int64_t bb = q8 ? int64_t(sizeof(block_q8_0)) : int64_t(sizeof(block_q4_0));
+  const bool has_m = t == DType::Q4_1 || t == DType::Q5_1;
+  const int64_t bb = int64_t(rb) / (K / 32);
   for (int64_t r = 0; r < N; ++r)
     for (int64_t b = 0; b < K / 32; ++b) {
       uint8_t* blk = w.data() + size_t(r) * rb + size_t(b * bb);
-      uint16_t d;
-      if (s == WeightStyle::Extreme)
-        d = f16(byte(rng) & 1 ? 65504.0f : -65504.0f);
-      else if (s == WeightStyle::SpecialScale && rare(rng))
-        d = f16(special_value(rng));
-      else
-        d = f16(random_scale(rng));
-      std::memcpy(blk, &d, 2);
-      for (int64_t i = 2; i < bb; ++i) {
+      for (int f = 0; f < (has_m ? 2 : 1); ++f) {
+        uint16_t d;
+        if (s == WeightStyle::Extreme)
+          d = f16(byte(rng) & 1 ? 65504.0f : -65504.0f);
+        else if (s == WeightStyle::SpecialScale && rare(rng))
+          d = f16(special_value(rng));
+        else
+          d = f16(random_scale(rng));
+        std::memcpy(blk + 2 * f, &d, 2);
+      }
+      for (int64_t i = has_m ? 4 : 2; i < bb; ++i) {
         int v = byte(rng);
         if (s == WeightStyle::Extreme)
           v = q8 ? (v & 1 ? 0x80 : 0x7F) : (v & 1 ? 0xF0 : 0x0F);

@@ -30,11 +30,16 @@ Loaded load(const std::string& id, std::string* skip) {
   return load_generated<ActQuantFn>(id, "act_quant", skip);
 }
 
-constexpr size_t kBlockBytes = 34;  // q8_0: fp16 d + 32 int8
+// The block of the provider's output: q8_0 (fp16 d + 32 int8, 34 bytes) or q8_1 (fp16 d,
+// fp16 s + 32 int8, 36 bytes).
+size_t block_bytes(const Loaded& l) {
+  return dtype_info(l.map->port("y")->dtype).type_size;
+}
 
 // "" when JIT, reference and C write the same bytes for tokens [t0, t1) of x (K x T), and
 // nothing outside them; else the first difference.
 std::string check(const Loaded& l, const float* x, int64_t K, int64_t T, int64_t t0, int64_t t1) {
+  const size_t kBlockBytes = block_bytes(l), qs = kBlockBytes - 32;
   const size_t bytes = size_t(K / 32 * T) * kBlockBytes;
   std::vector<uint8_t> yr(bytes, 0xA5), yj(bytes, 0xA5), yc(bytes, 0xA5);
   l.ref(x, yr.data(), K, T, t0, t1);
@@ -43,13 +48,14 @@ std::string check(const Loaded& l, const float* x, int64_t K, int64_t T, int64_t
   for (size_t i = 0; i < bytes; ++i) {
     if (yj[i] != yr[i] || yc[i] != yj[i]) {
       const size_t blk = i / kBlockBytes, off = i % kBlockBytes;
-      const size_t e = blk * 32 + (off >= 2 ? off - 2 : 0);
+      auto field = [qs](size_t o) { return o < 2 ? "d" : o < qs ? "s" : "qs"; };
+      const size_t e = blk * 32 + (off >= qs ? off - qs : 0);
       std::string in;
       for (int j = 0; j < 32; ++j) in += fmt::format(" {:a}", double(x[blk * 32 + size_t(j)]));
       return fmt::format(
           "K={} T={} t0={} t1={}: byte {} (block {}, {}): jit {:02x} reference {:02x} C {:02x};"
           " element {} block inputs:{}",
-          K, T, t0, t1, i, blk, off < 2 ? "d" : "qs", yj[i], yr[i], yc[i], e, in);
+          K, T, t0, t1, i, blk, field(off), yj[i], yr[i], yc[i], e, in);
     }
   }
   return "";
@@ -188,7 +194,7 @@ void run_q8_0(const std::string& id) {
     for (int64_t T : {1, 3}) {
       std::vector<float> x(size_t(K * T));
       for (float& v : x) v = std::ldexp(u(rng), ex(rng) / 8);
-      const size_t ybytes = size_t(K / 32 * T) * kBlockBytes;
+      const size_t ybytes = size_t(K / 32 * T) * block_bytes(l);
       GuardedBuffer gx(x.data(), x.size() * 4);
       std::vector<uint8_t> zero(ybytes, 0);
       GuardedBuffer gj(zero.data(), ybytes), gc(zero.data(), ybytes);
@@ -210,7 +216,7 @@ void run_q8_0(const std::string& id) {
                                                                    {32, 3, -1, 2},
                                                                    {32, 3, 2, 1},
                                                                    {32, 3, 0, 4}}) {
-      std::vector<uint8_t> yj(64 * 3 * 2, 0xA5), yc(yj);
+      std::vector<uint8_t> yj(64 * 3 * 3, 0xA5), yc(yj);
       l.fn(x.data(), yj.data(), K, T, t0, t1);
       l.cfn(x.data(), yc.data(), K, T, t0, t1);
       EXPECT_TRUE(std::all_of(yj.begin(), yj.end(), [](uint8_t b) { return b == 0xA5; }))
@@ -230,13 +236,28 @@ TEST(JitActQuant, act_quant_q8_0_f32_16l__avx2) {
   run_q8_0("act_quant_q8_0_f32_16l__avx2");
 }
 
+// q8_1: the same quantizer and harness; the s field is compared as every other byte.
+TEST(JitActQuant, act_quant_q8_1_f32_16l__avx512) {
+  run_q8_0("act_quant_q8_1_f32_16l__avx512");
+}
+TEST(JitActQuant, act_quant_q8_1_f32_16l__avx2) {
+  run_q8_0("act_quant_q8_1_f32_16l__avx2");
+}
+
 TEST(JitActQuant, EveryGeneratedProviderHasATest) {
-  std::vector<std::string> tested = {"act_quant_q8_0_f32_16l__avx2",
-                                     "act_quant_q8_0_f32_16l__avx512"};
+  std::vector<std::string> tested = {
+      "act_quant_q8_0_f32_16l__avx2", "act_quant_q8_0_f32_16l__avx512",
+      "act_quant_q8_1_f32_16l__avx2", "act_quant_q8_1_f32_16l__avx512",
+      // test_jit_act_quant_k.cpp
+      "act_quant_q8_K_f32_8l__avx2", "act_quant_q8_K_f32_8l__avx512",
+      "act_quant_q8_K_4x8_f32_8l__avx2", "act_quant_q8_K_4x8_f32_8l__avx512",
+      "act_quant_f16_f32_8l__avx2", "act_quant_f16_f32_8l__avx512", "act_quant_bf16_f32_8l__avx2",
+      "act_quant_bf16_f32_8l__avx512"};
   std::vector<std::string> maps;
   for (const KernelMap& m : real_registry().maps())
     if (m.op == "act_quant" && !m.impl.generator.empty()) maps.push_back(m.id);
   std::sort(maps.begin(), maps.end());
+  std::sort(tested.begin(), tested.end());
   EXPECT_EQ(maps, tested);
 }
 

@@ -388,6 +388,101 @@ TEST(JitLinear, linear_bf16_tinyblas_f32_4x6__avx512bf16) {
 TEST(JitLinear, linear_f32_f32_1x1__avx2) {
   run_all("linear_f32_f32_1x1__avx2");
 }
+TEST(JitLinear, linear_q4_1_f32_8x4__avx512vnni) {
+  run_all("linear_q4_1_f32_8x4__avx512vnni");
+}
+TEST(JitLinear, linear_q5_0_f32_8x4__avx512vnni) {
+  run_all("linear_q5_0_f32_8x4__avx512vnni");
+}
+TEST(JitLinear, linear_q5_1_f32_8x4__avx512vnni) {
+  run_all("linear_q5_1_f32_8x4__avx512vnni");
+}
+TEST(JitLinear, linear_q4_1_f32_4x4__avx512vnni) {
+  run_all("linear_q4_1_f32_4x4__avx512vnni");
+}
+TEST(JitLinear, linear_q4_1_f32_4x1__avx512vnni) {
+  run_all("linear_q4_1_f32_4x1__avx512vnni");
+}
+TEST(JitLinear, linear_q4_1_f32_4x2__avx2) {
+  run_all("linear_q4_1_f32_4x2__avx2");
+}
+TEST(JitLinear, linear_q4_1_f32_4x1__avx2) {
+  run_all("linear_q4_1_f32_4x1__avx2");
+}
+TEST(JitLinear, linear_q5_0_f32_4x4__avx512vnni) {
+  run_all("linear_q5_0_f32_4x4__avx512vnni");
+}
+TEST(JitLinear, linear_q5_0_f32_4x1__avx512vnni) {
+  run_all("linear_q5_0_f32_4x1__avx512vnni");
+}
+TEST(JitLinear, linear_q5_0_f32_4x2__avx2) {
+  run_all("linear_q5_0_f32_4x2__avx2");
+}
+TEST(JitLinear, linear_q5_0_f32_4x1__avx2) {
+  run_all("linear_q5_0_f32_4x1__avx2");
+}
+TEST(JitLinear, linear_q5_1_f32_4x4__avx512vnni) {
+  run_all("linear_q5_1_f32_4x4__avx512vnni");
+}
+TEST(JitLinear, linear_q5_1_f32_4x1__avx512vnni) {
+  run_all("linear_q5_1_f32_4x1__avx512vnni");
+}
+TEST(JitLinear, linear_q5_1_f32_4x2__avx2) {
+  run_all("linear_q5_1_f32_4x2__avx2");
+}
+TEST(JitLinear, linear_q5_1_f32_4x1__avx2) {
+  run_all("linear_q5_1_f32_4x1__avx2");
+}
+
+// K-quants, plain vec_dot lanes (jit/gen_linear_kquant.cpp).
+TEST(JitLinear, linear_q5_K_f32_1x4__avx512vnni) {
+  run_all("linear_q5_K_f32_1x4__avx512vnni");
+}
+TEST(JitLinear, linear_q5_K_f32_1x1__avx512vnni) {
+  run_all("linear_q5_K_f32_1x1__avx512vnni");
+}
+TEST(JitLinear, linear_q5_K_f32_1x1__avx2) {
+  run_all("linear_q5_K_f32_1x1__avx2");
+}
+TEST(JitLinear, linear_q3_K_f32_1x4__avx512vnni) {
+  run_all("linear_q3_K_f32_1x4__avx512vnni");
+}
+TEST(JitLinear, linear_q3_K_f32_1x1__avx512vnni) {
+  run_all("linear_q3_K_f32_1x1__avx512vnni");
+}
+TEST(JitLinear, linear_q3_K_f32_1x1__avx2) {
+  run_all("linear_q3_K_f32_1x1__avx2");
+}
+TEST(JitLinear, linear_q2_K_f32_1x4__avx512vnni) {
+  run_all("linear_q2_K_f32_1x4__avx512vnni");
+}
+TEST(JitLinear, linear_q2_K_f32_1x1__avx512vnni) {
+  run_all("linear_q2_K_f32_1x1__avx512vnni");
+}
+TEST(JitLinear, linear_q2_K_f32_1x1__avx2) {
+  run_all("linear_q2_K_f32_1x1__avx2");
+}
+TEST(JitLinear, linear_q4_K_f32_1x4__avx512vnni) {
+  run_all("linear_q4_K_f32_1x4__avx512vnni");
+}
+TEST(JitLinear, linear_q4_K_f32_1x1__avx512vnni) {
+  run_all("linear_q4_K_f32_1x1__avx512vnni");
+}
+TEST(JitLinear, linear_q4_K_f32_1x1__avx2) {
+  run_all("linear_q4_K_f32_1x1__avx2");
+}
+TEST(JitLinear, linear_q2_Kx8_f32_16x8__avx512vnni) {
+  run_all("linear_q2_Kx8_f32_16x8__avx512vnni");
+}
+TEST(JitLinear, linear_q2_Kx8_f32_16x1__avx512vnni) {
+  run_all("linear_q2_Kx8_f32_16x1__avx512vnni");
+}
+TEST(JitLinear, linear_q2_Kx8_f32_8x8__avx2) {
+  run_all("linear_q2_Kx8_f32_8x8__avx2");
+}
+TEST(JitLinear, linear_q2_Kx8_f32_8x1__avx2) {
+  run_all("linear_q2_Kx8_f32_8x1__avx2");
+}
 
 TEST(JitLinear, EveryGeneratedProviderHasATest) {
   const std::vector<std::string> tested = {
@@ -408,6 +503,37 @@ TEST(JitLinear, EveryGeneratedProviderHasATest) {
       "linear_f32_tinyblas_f32_4x6__avx512", "linear_f32_tinyblas_f32_3x2__avx2",
       "linear_bf16_f32_4x1__avx512bf16",     "linear_bf16_tinyblas_f32_4x6__avx512bf16",
       "linear_q8_0_f32_8x4__avx512vnni",
+      "linear_q5_K_f32_1x4__avx512vnni",
+      "linear_q5_K_f32_1x1__avx512vnni",
+      "linear_q5_K_f32_1x1__avx2",
+      "linear_q3_K_f32_1x4__avx512vnni",
+      "linear_q3_K_f32_1x1__avx512vnni",
+      "linear_q3_K_f32_1x1__avx2",
+      "linear_q2_K_f32_1x4__avx512vnni",
+      "linear_q2_K_f32_1x1__avx512vnni",
+      "linear_q2_K_f32_1x1__avx2",
+      "linear_q4_K_f32_1x4__avx512vnni",
+      "linear_q4_K_f32_1x1__avx512vnni",
+      "linear_q4_K_f32_1x1__avx2",
+      "linear_q2_Kx8_f32_16x8__avx512vnni",
+      "linear_q2_Kx8_f32_16x1__avx512vnni",
+      "linear_q2_Kx8_f32_8x8__avx2",
+      "linear_q2_Kx8_f32_8x1__avx2",
+      "linear_q4_1_f32_8x4__avx512vnni",
+      "linear_q5_0_f32_8x4__avx512vnni",
+      "linear_q5_1_f32_8x4__avx512vnni",
+      "linear_q4_1_f32_4x4__avx512vnni",
+      "linear_q4_1_f32_4x1__avx512vnni",
+      "linear_q4_1_f32_4x2__avx2",
+      "linear_q4_1_f32_4x1__avx2",
+      "linear_q5_0_f32_4x4__avx512vnni",
+      "linear_q5_0_f32_4x1__avx512vnni",
+      "linear_q5_0_f32_4x2__avx2",
+      "linear_q5_0_f32_4x1__avx2",
+      "linear_q5_1_f32_4x4__avx512vnni",
+      "linear_q5_1_f32_4x1__avx512vnni",
+      "linear_q5_1_f32_4x2__avx2",
+      "linear_q5_1_f32_4x1__avx2",
   };
   std::vector<std::string> maps;
   for (const GeneratedLinear& g : generated_linear_providers()) maps.push_back(g.map->id);

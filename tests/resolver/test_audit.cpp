@@ -133,6 +133,7 @@ TEST_F(AuditTree, UpdateThenPassThenRegressionsFail) {
 }
 
 TEST_F(AuditTree, DemotingTheOnlyProductionProviderFails) {
+  fs::remove(root_ / "kernel_maps/geglu_generated.yaml");  // geglu on its reference alone
   ASSERT_TRUE(audit(true).ok());
   std::string m = read("kernel_maps/geglu_f32__ref.yaml");
   m.replace(m.find("status: production"), 18, "status: candidate");
@@ -147,7 +148,9 @@ TEST_F(AuditTree, DemotingTheOnlyProductionProviderFails) {
 }
 
 TEST_F(AuditTree, IsaLevelsCountOpsWithoutProduction) {
-  // Only an AVX-512 provider for geglu (which has no generated provider): scalar and avx2 hosts have none.
+  // Only an AVX-512 provider for geglu (its generated ones removed from the scratch tree):
+  // scalar and avx2 hosts have none.
+  fs::remove(root_ / "kernel_maps/geglu_generated.yaml");
   std::string m = read("kernel_maps/geglu_f32__ref.yaml");
   m.replace(m.find("isa: []"), 7, "isa: [avx512f]");
   write("kernel_maps/geglu_f32__ref.yaml", m);
@@ -176,7 +179,8 @@ TEST_F(AuditTree, ReferenceOnlyContractsMayOnlyShrink) {
   EXPECT_TRUE(has("scalar", "linear.q8_0.ggml"));
   EXPECT_FALSE(has("avx2", "linear.q8_0.ggml"));
   EXPECT_FALSE(has("avx512_vnni", "linear.q8_0.ggml"));
-  EXPECT_TRUE(has("avx2", "linear.q5_K.ggml"));  // no generated q5_K yet
+  EXPECT_TRUE(has("avx2", "linear.bf16.ggml"));  // bf16 is generated at AVX512-BF16 only
+  EXPECT_FALSE(has("avx2", "linear.q5_K.ggml"));
   // Dropping the AVX2 ones (their rows of the family table) makes avx2 hosts reference-only
   // for q8_0: a ratchet violation.
   std::string fam = read("kernel_maps/linear_generated.yaml");

@@ -1,0 +1,135 @@
+// Generated element-wise / per-row op providers (rope, scale, add_bias, geglu: every one of
+// those ops in kernel_maps/, machine code) against the reference kernel of their contract,
+// on the shapes of a 7B-class layer: RoPE of Q (head_dim 128 x 32 heads) at decode (T = 1)
+// and for a prefill chunk (T = 32), the Q bias (4096), the Q scale (4096), GEGLU over the
+// FFN width (11008). Each reference runs first; each JIT benchmark then reports `x_ref`, the
+// reference's time / its own (the speed-up at identical output bits). Providers whose ISA
+// this host lacks are skipped.
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "jit/generators.h"
+#include "resolver/host_caps.h"
+#include "tests/common/generated_linear.h"
+
+namespace {
+
+using Call = std::function<void(void* fn)>;  // one call of a kernel of the op's ABI
+
+std::vector<float> randv(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+struct Workload {
+  std::string name;  // shape suffix
+  int64_t elems;     // elements per call (items/s)
+  Call call;
+};
+
+// The workloads of an op (variant-independent: rope normal and neox share one).
+std::vector<Workload> workloads(const std::string& op) {
+  using Rope = void (*)(float*, int64_t, int64_t, int64_t, int64_t, int64_t, float, float);
+  using Scale = void (*)(const float*, float*, int64_t, float);
+  using Bias = void (*)(const float*, const float*, float*, int64_t, int64_t);
+  using Glu = void (*)(const float*, const float*, float*, int64_t, int64_t);
+  std::vector<Workload> w;
+  if (op == "rope") {
+    for (int64_t T : {1, 32}) {
+      auto x = std::make_shared<std::vector<float>>(randv(size_t(128 * 32 * T), 3));
+      w.push_back(
+          {"/head_dim=128/n_heads=32/T=" + std::to_string(T), 128 * 32 * T, [x, T](void* fn) {
+             reinterpret_cast<Rope>(fn)(x->data(), 128, 32, T, 1000, 128, 10000.0f, 1.0f);
+           }});
+    }
+  } else if (op == "scale") {
+    auto x = std::make_shared<std::vector<float>>(randv(4096, 4));
+    w.push_back({"/n=4096", 4096,
+                 [x](void* fn) { reinterpret_cast<Scale>(fn)(x->data(), x->data(), 4096, 1.0f); }});
+  } else if (op == "add_bias") {
+    auto x = std::make_shared<std::vector<float>>(randv(4096, 5));
+    auto b = std::make_shared<std::vector<float>>(4096, 0.0f);
+    w.push_back({"/n=4096/T=1", 4096, [x, b](void* fn) {
+                   reinterpret_cast<Bias>(fn)(x->data(), b->data(), x->data(), 4096, 1);
+                 }});
+  } else if (op == "glu") {
+    auto g = std::make_shared<std::vector<float>>(randv(11008, 6));
+    auto u = std::make_shared<std::vector<float>>(randv(11008, 7));
+    auto y = std::make_shared<std::vector<float>>(11008);
+    w.push_back({"/n=11008/T=1", 11008, [g, u, y](void* fn) {
+                   reinterpret_cast<Glu>(fn)(g->data(), u->data(), y->data(), 11008, 1);
+                 }});
+  }
+  return w;
+}
+
+std::map<std::string, double>& ref_seconds() {
+  static std::map<std::string, double> m;
+  return m;
+}
+
+void run(benchmark::State& st, const Workload& w, void* fn, const std::string& key, bool is_ref) {
+  const auto t0 = std::chrono::steady_clock::now();
+  for (auto _ : st) {
+    w.call(fn);
+    benchmark::ClobberMemory();
+  }
+  const double per_call =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() /
+      double(st.iterations());
+  st.SetItemsProcessed(st.iterations() * w.elems);
+  if (is_ref)
+    ref_seconds()[key] = per_call;
+  else if (auto it = ref_seconds().find(key); it != ref_seconds().end())
+    st.counters["x_ref"] = it->second / per_call;
+}
+
+const bool registered = [] {
+  static std::vector<std::unique_ptr<cke::jit::KernelModule>> modules;
+  const cke::HostCaps host = cke::HostCaps::probe();
+  const cke::Registry& reg = cke::test::real_registry();
+  std::map<std::string, bool> ref_done;
+  for (const cke::KernelMap& m : reg.maps()) {
+    if (m.impl.generator.empty()) continue;
+    if (m.op != "rope" && m.op != "scale" && m.op != "add_bias" &&
+        m.contract != "glu.geglu.f32.ggml")
+      continue;
+    bool ok = true;
+    for (cke::Feature f : m.isa) ok = ok && host.has(f);
+    if (!ok) continue;
+    const cke::Contract* c = reg.find_contract(m.contract);
+    const cke::KernelSymbol* ref = c ? cke::find_kernel_symbol(c->reference) : nullptr;
+    if (!ref) continue;
+    std::string err;
+    auto mod = cke::jit::generate_kernel(m.impl.generator, m.impl.generator_params, m.id, &err);
+    if (!mod) continue;
+    void* fn = mod->entry();
+    modules.push_back(std::move(mod));
+    for (const Workload& w : workloads(m.op)) {
+      const std::string key = c->reference + w.name;
+      if (!ref_done[key]) {
+        ref_done[key] = true;
+        void* rfn = ref->fn;
+        benchmark::RegisterBenchmark(key.c_str(), [w, rfn, key](benchmark::State& st) {
+          run(st, w, rfn, key, true);
+        })->Unit(benchmark::kMicrosecond);
+      }
+      benchmark::RegisterBenchmark((m.id + w.name).c_str(), [w, fn, key](benchmark::State& st) {
+        run(st, w, fn, key, false);
+      })->Unit(benchmark::kMicrosecond);
+    }
+  }
+  return true;
+}();
+
+}  // namespace

@@ -1,0 +1,24 @@
+// Generated linear kernels for the K-quants Q2_K, Q3_K, Q4_K and Q5_K in ggml's plain
+// vec_dot arithmetic (contracts linear.q{2,3,4,5}_K.ggml; kernels/ref/linear_dot_k.cpp),
+// AVX-512 VNNI and AVX2, and for Q2_K in ggml's repacked q2_K_8x8 arithmetic (contract
+// linear.q2_Kx8.ggml).
+#pragma once
+
+#include <string>
+
+#include "jit/generators.h"
+#include "jit/kir/kir.h"
+
+namespace cke::jit::gen {
+
+// impl.params rows (1), tokens (1..4; AVX2: 1).
+bool build_linear_q5_K_avx512vnni(const GeneratorParams& p, kir::Module* m, std::string* err);
+bool build_linear_q5_K_avx2(const GeneratorParams& p, kir::Module* m, std::string* err);
+bool build_linear_q3_K_avx512vnni(const GeneratorParams& p, kir::Module* m, std::string* err);
+bool build_linear_q3_K_avx2(const GeneratorParams& p, kir::Module* m, std::string* err);
+bool build_linear_q2_K_avx512vnni(const GeneratorParams& p, kir::Module* m, std::string* err);
+bool build_linear_q2_K_avx2(const GeneratorParams& p, kir::Module* m, std::string* err);
+bool build_linear_q4_K_avx512vnni(const GeneratorParams& p, kir::Module* m, std::string* err);
+bool build_linear_q4_K_avx2(const GeneratorParams& p, kir::Module* m, std::string* err);
+
+}  // namespace cke::jit::gen

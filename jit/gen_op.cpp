@@ -1,0 +1,25 @@
+#include "jit/gen_op.h"
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+
+namespace cke::jit::gen {
+
+bool op_prologue(const GeneratorParams& params, std::string_view generator, Isa isa,
+                 std::string_view what, kir::Module* m, std::string* err) {
+  if (!int_params(params, generator, {}, err)) return false;
+  m->isa = isa_features(isa);
+  m->comment = fmt::format("generator {}: {}", generator, what);
+  return true;
+}
+
+void ret_unless_multiple(kir::Builder& b, kir::V n, int64_t multiple) {
+  if (multiple <= 0 || (multiple & (multiple - 1)) != 0)
+    throw std::logic_error("ret_unless_multiple: not a power of two");
+  kir::V r = b.i64("rem");
+  b.andi(r, n, multiple - 1);
+  ret_if(b, r, kir::Cmp::NE, 0);
+}
+
+}  // namespace cke::jit::gen
