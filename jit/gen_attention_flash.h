@@ -1,7 +1,9 @@
-// Generated flash attention over the F16 KV cache (contract attention.f16_flash.ggml), the
-// decode loop: ggml's one-chunk FLASH_ATTN_EXT arithmetic of attention_f16_flash__ref
-// (kernels/ref/ops_attention_flash.cpp) bit for bit, on 16-lane vectors (gen_lanes16.h) for
-// AVX-512 and AVX2. Per query token t and head h (KV head h / (n_head / n_head_kv)):
+// Generated flash attention over the F16 KV cache (contract attention.f16_flash.ggml):
+// ggml's FLASH_ATTN_EXT arithmetic of attention_f16_flash__ref (kernels/ref/
+// ops_attention_flash.cpp) bit for bit, both of its loops, on 16-lane vectors
+// (gen_lanes16.h) for AVX-512 and AVX2. Which loop runs depends on T, as in ggml.
+//
+// T < 64, per query token t and head h (KV head h / (n_head / n_head_kv)):
 //   qf     f32(f16(q)): the query as the F16 vec_dot sees it (a stack row)
 //   score  ggml_vec_dot_f16(K cell, Q16): 4 x 16-lane FMAs over 64-element chunks, folded
 //          (a0+a2)+(a1+a3), reduce_add tree; then fl(· scale) + 0
@@ -11,9 +13,9 @@
 //   value  VKQ = f16(f16(VKQ · ms) ... ): ggml_vec_scale_f16 then ggml_vec_mad_f16, each
 //          rounded to fp16 (vcvtps2ph + vcvtph2ps on the f32 stack row; ms = 1 is exact)
 //   out    f32(VKQ) · (S == 0 ? 0 : 1/S)      (cke_flash_finish)
-// head_dim must be a multiple of 64 (no vec_dot tail) and at most 512 (stack rows); the map
-// says so. The loop is ggml's for T < 64; T >= 64 (the 64x64-tiled loop) computes nothing
-// here, which is why the map offers this kernel to decode (T = 1) only.
+// T >= 64: the 64x64-tiled loop with 16 query rows in the lanes (emit_tiled in the .cpp).
+// head_dim must be a multiple of 64 (no vec_dot tail) and at most 256 (stack tiles); the map
+// says so.
 #pragma once
 
 #include <cstdint>
@@ -40,3 +42,7 @@ bool build_attention_f16_flash_avx2(const GeneratorParams& p, kir::Module* m, st
 // (M, S updated; ms, vs for the value row). finish: inv = S == 0 ? 0 : 1 / S.
 extern "C" void cke_flash_step(float* st);
 extern "C" void cke_flash_finish(float* st);
+// The tiled loop's, for 16 rows: st = {M[16], Mnew[16], ms[16], S[16], inv[16], skip[16]}.
+extern "C" void cke_flash_rescale16(float* st);
+extern "C" void cke_flash_rowsum16(float* st, float* e);
+extern "C" void cke_flash_inv16(float* st);

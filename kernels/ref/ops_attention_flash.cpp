@@ -20,7 +20,8 @@
 //
 // Tiled (T ≥ 64 and head_dim % 16 == 0), per row, over 64-cell tiles from cell 0:
 //   kq_j  = fl(sequential FMA chain over d of f32(K16_j[d]) · q[d]) · scale, + mask
-//   a tile whose cells are all masked for this row changes nothing;
+//   masked cells score fl(kq · scale) + (−inf) (rows 16 at a time, see flash_row_tiled);
+//   a tile whose cells are all −inf for this row changes nothing;
 //   Mnew = fmaxf(M, max kq); if Mnew > M: VKQ ·= ms, S ·= ms with ms = expf(M − Mnew)
 //   e_j = ggml_expf(kq_j − Mnew) (masked: 0), S = fl((double)S + Σ_16-groups reduce_add16(e))
 //   VKQ[d] = sequential FMA chain over the tile's 64 cells of f32(V16_j[d]) · e_j
@@ -30,6 +31,7 @@
 // splits the cells into one chunk per thread and merges the chunks, so llama.cpp's result
 // there depends on its thread count. With one thread the merge is exact (scale factors 0 and
 // 1) and equals the one-chunk loop, which is what this computes: llama.cpp -t 1.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -75,25 +77,30 @@ void flash_row_one_chunk(const float* q, const uint16_t* k_cache, const uint16_t
   for (int64_t d = 0; d < head_dim; ++d) out[d] = cke::fp16_to_fp32(vkq16[d]) * s_inv;
 }
 
-// The tiled loop for one query row.
+// The tiled loop for one query row. ggml scores every cell of a tile, masked ones as
+// fl(kq · scale) + (−inf), so a NaN or infinite query makes masked cells NaN too; which
+// masked cells share a tile with the row then decides its (NaN) result. Rows are taken 16 at
+// a time here, as CKE's tiled providers do: cells [0, len_group) are scored (len_group = the
+// end of the row's 16-row group), later ones are padding (−inf). For finite queries every
+// masked cell is −inf and the grouping changes nothing: ggml's bits.
 void flash_row_tiled(const float* q, const uint16_t* k_cache, const uint16_t* v_cache, float* out,
                      int64_t head_dim, int64_t kv_dim, int64_t hk, int64_t first, int64_t len,
-                     float scale, float* vkq) {
+                     int64_t len_group, float scale, float* vkq) {
   std::memset(vkq, 0, sizeof(float) * head_dim);
   float S = 0.0f, M = -INFINITY;
   float e[kFlashTile];
-  for (int64_t j0 = 0; j0 < len; j0 += kFlashTile) {
-    if (j0 + kFlashTile <= first) continue;  // every cell of the tile is masked
+  for (int64_t j0 = 0; j0 < len_group; j0 += kFlashTile) {
+    const int64_t n = std::min<int64_t>(kFlashTile, len_group - j0);
     float tile_max = -INFINITY;
     for (int64_t u = 0; u < kFlashTile; ++u) {
       const int64_t j = j0 + u;
-      if (j < first || j >= len) {
+      if (u >= n) {
         e[u] = -INFINITY;
       } else {
         const uint16_t* kj = k_cache + j * kv_dim + hk * head_dim;
         float acc = 0.0f;
         for (int64_t d = 0; d < head_dim; ++d) acc = std::fma(cke::fp16_to_fp32(kj[d]), q[d], acc);
-        e[u] = acc * scale + 0.0f;
+        e[u] = acc * scale + (j >= first && j < len ? 0.0f : -INFINITY);
       }
       tile_max = tile_max > e[u] ? tile_max : e[u];  // ggml_vec_max_f32: MAX(max, x)
     }
@@ -113,13 +120,10 @@ void flash_row_tiled(const float* q, const uint16_t* k_cache, const uint16_t* v_
     S = static_cast<float>(static_cast<double>(S) + sum);
     for (int64_t d = 0; d < head_dim; ++d) {
       float acc = vkq[d];
-      for (int64_t u = 0; u < kFlashTile; ++u) {
-        const int64_t j = j0 + u;
-        // Masked and padded cells hold e = 0; their V is ggml's zero padding or a finite
-        // cache value, so fma(v, 0, acc) = acc: skipping them is the same.
-        if (j < first || j >= len) continue;
-        acc = std::fma(cke::fp16_to_fp32(v_cache[j * kv_dim + hk * head_dim + d]), e[u], acc);
-      }
+      // Padded cells (u >= n) are ggml's zero rows: fma(0, e, acc) = acc.
+      for (int64_t u = 0; u < n; ++u)
+        acc =
+            std::fma(cke::fp16_to_fp32(v_cache[(j0 + u) * kv_dim + hk * head_dim + d]), e[u], acc);
       vkq[d] = acc;
     }
   }
@@ -158,8 +162,8 @@ void attention_f16_flash__ref(const float* q, const uint16_t* k_cache, const uin
       const float* qh = q + (t * n_head + h) * head_dim;
       float* oh = out + (t * n_head + h) * head_dim;
       if (tiled)
-        flash_row_tiled(qh, k_cache, v_cache, oh, head_dim, kv_dim, h / group, first, p + 1, scale,
-                        vkq.data());
+        flash_row_tiled(qh, k_cache, v_cache, oh, head_dim, kv_dim, h / group, first, p + 1,
+                        std::min(pos0 + T, pos0 + t / 16 * 16 + 16), scale, vkq.data());
       else
         flash_row_one_chunk(qh, k_cache, v_cache, oh, head_dim, kv_dim, h / group, first, p + 1,
                             scale, q16.data(), vkq16.data());
