@@ -10,7 +10,12 @@
 #include "jit/gen_lanes16.h"
 #include "jit/gen_tile.h"
 
+// The helpers start with vzeroupper, as the rope helpers (gen_rope.cpp): they run scalar
+// SSE code (libm's expf) right after AVX-512 code, and dirty upper halves would make that
+// code many times slower. The kernels that call them require AVX, and every vector register
+// is caller-saved across the call anyway.
 extern "C" void cke_flash_step(float* st) {
+  asm volatile("vzeroupper");
   const float s = st[0], m_old = st[1];
   float ms = 1.0f, vs = 1.0f;
   if (s > m_old) {
@@ -25,6 +30,7 @@ extern "C" void cke_flash_step(float* st) {
 }
 
 extern "C" void cke_flash_finish(float* st) {
+  asm volatile("vzeroupper");
   st[5] = st[2] == 0.0f ? 0.0f : 1.0f / st[2];
 }
 
@@ -33,6 +39,7 @@ extern "C" void cke_flash_finish(float* st) {
 // rescale: on entry Mnew holds the tile max; a row whose tile max is -inf skips the tile (as
 // ggml: nothing changes), else Mnew = fmaxf(M, max) and ms = expf(M - Mnew) if it moved.
 extern "C" void cke_flash_rescale16(float* st) {
+  asm volatile("vzeroupper");
   for (int r = 0; r < 16; ++r) {
     const float m_old = st[r], tile_max = st[16 + r];
     const bool skip = tile_max == -INFINITY;
@@ -45,6 +52,7 @@ extern "C" void cke_flash_rescale16(float* st) {
 // rowsum: S = fl(S + double sum of the four 16-cell groups, each by the reduce_add tree);
 // a skipped row's weights become 0 (its V products then add nothing).
 extern "C" void cke_flash_rowsum16(float* st, float* e) {
+  asm volatile("vzeroupper");
   for (int r = 0; r < 16; ++r) {
     if (st[80 + r] != 0.0f) {
       for (int u = 0; u < 64; ++u) e[16 * u + r] = 0.0f;
@@ -61,6 +69,7 @@ extern "C" void cke_flash_rowsum16(float* st, float* e) {
   }
 }
 extern "C" void cke_flash_inv16(float* st) {
+  asm volatile("vzeroupper");
   for (int r = 0; r < 16; ++r) st[64 + r] = st[48 + r] == 0.0f ? 0.0f : 1.0f / st[48 + r];
 }
 
