@@ -5,6 +5,7 @@
 #include "jit/gen_act_quant.h"
 #include "jit/gen_act_quant_k.h"
 #include "jit/gen_attention.h"
+#include "jit/gen_attention_flash.h"
 #include "jit/gen_elementwise.h"
 #include "jit/gen_embed.h"
 #include "jit/gen_glu.h"
@@ -56,6 +57,7 @@ constexpr std::string_view kAvx2[] = {"avx2", "fma", "f16c"};
 constexpr LinearFn kLinear = nullptr;
 
 constexpr gen::AttentionFn kAttention = nullptr;
+constexpr gen::AttentionF16Fn kAttentionF16 = nullptr;
 constexpr gen::GluFn kGlu = nullptr;
 constexpr gen::RmsNormFn kRmsNorm = nullptr;
 constexpr gen::AddFn kAdd = nullptr;
@@ -66,7 +68,7 @@ constexpr gen::ActQuantFn kActQuant = nullptr;
 constexpr gen::EmbedFn kEmbed = nullptr;
 constexpr gen::RopeFn kRope = nullptr;
 
-const std::array<Generator, 90> kGenerators = {
+const std::array<Generator, 92> kGenerators = {
     make_generator("linear_q8_0__avx512vnni",
                    "q8_0 linear, ggml vec_dot lanes, 2 rows per zmm, vpdpbusd", kAvx512Vnni,
                    kLinear, &gen::build_linear_q8_0_avx512vnni),
@@ -163,6 +165,13 @@ const std::array<Generator, 90> kGenerators = {
         "attention_f32__avx2",
         "attention over the F32 KV cache, ggml non-flash arithmetic, 16 lanes as ymm pairs", kAvx2,
         kAttention, &gen::build_attention_f32_avx2),
+    make_generator("attention_f16_flash__avx512",
+                   "flash attention over the F16 KV cache, ggml's one-chunk loop (decode), zmm",
+                   kAvx512, kAttentionF16, &gen::build_attention_f16_flash_avx512),
+    make_generator("attention_f16_flash__avx2",
+                   "flash attention over the F16 KV cache, ggml's one-chunk loop (decode), ymm "
+                   "pairs",
+                   kAvx2, kAttentionF16, &gen::build_attention_f16_flash_avx2),
     make_generator("add_f32__avx512", "elementwise add, 16 lanes per zmm", kAvx512, kAdd,
                    &gen::build_add_f32_avx512),
     make_generator("add_f32__avx2", "elementwise add, 16 lanes as ymm pairs", kAvx2, kAdd,

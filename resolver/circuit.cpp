@@ -75,9 +75,11 @@ class CircuitParser {
   Circuit* c_;
 
   bool reserved(const std::string& name, const std::string& path) {
-    if (name == "T" || name == "L" || name == "n_ctx") {
+    if (name == "T" || name == "L" || name == "n_ctx" || name == "flash_attn" ||
+        name == "cache_type") {
       sink_->error(path, fmt::format("'{}' is reserved (T: tokens in the chunk, L: layer index, "
-                                     "n_ctx: context size)",
+                                     "n_ctx: context size, cache_type / flash_attn: the KV "
+                                     "cache type and whether it pairs with flash attention)",
                                      name));
       return true;
     }
@@ -201,7 +203,9 @@ class CircuitParser {
           if (auto sh = detail::to_shape(s, f.sub("shape"), sink_)) b.shape = *sh;
         if (auto s = f.str("dtype", kind == BufferKind::Input)) {
           std::optional<DType> d = dtype_from_name(*s);
-          if (!d || dtype_name(*d) != *s)
+          if (*s == "cache_type" && kind == BufferKind::State)
+            b.dtype_is_cache_type = true;
+          else if (!d || dtype_name(*d) != *s)
             sink_->error(f.sub("dtype"), fmt::format("unknown dtype '{}'", *s));
           else
             b.dtype = *d;
@@ -296,7 +300,7 @@ class CircuitParser {
 
   // Every name an expression uses must be declared where it is used.
   void check_names() {
-    std::set<std::string> values = {"n_ctx"};
+    std::set<std::string> values = {"n_ctx", "flash_attn"};
     for (const HparamSpec& h : c_->hparams) values.insert(h.name);
     for (const auto& d : c_->derived) {
       if (values.count(d.first)) sink_->error("derived." + d.first, "name already declared");

@@ -46,7 +46,9 @@ struct BufferSpec {
   std::string name;
   BufferKind kind;
   DType dtype = DType::F32;
-  std::vector<Expr> shape;  // may use T (tokens in the chunk) and n_ctx
+  // State only, `dtype: cache_type`: the KV cache type the build chose (InstanceOptions).
+  bool dtype_is_cache_type = false;
+  std::vector<Expr> shape;  // may use T (tokens in the chunk), n_ctx and flash_attn
   std::string layout = "row_major";
   bool per_layer = false;  // state only: one buffer per layer
 };

@@ -115,6 +115,9 @@ class Instantiator {
     if (opt_.n_ctx < 1) error("", fmt::format("n_ctx must be >= 1 (got {})", opt_.n_ctx));
     if (opt_.max_tokens < 1 || opt_.max_tokens > opt_.n_ctx)
       error("", fmt::format("max_tokens must be in 1..n_ctx (got {})", opt_.max_tokens));
+    if (opt_.cache_type != DType::F32 && opt_.cache_type != DType::F16)
+      error("", fmt::format("the KV cache type must be f32 or f16 (got {})",
+                            dtype_name(opt_.cache_type)));
     if (failed_) return std::nullopt;
 
     for (const HparamSpec& h : c_.hparams) value(h.name, "hparams." + h.name);
@@ -168,6 +171,7 @@ class Instantiator {
   Expr::Lookup values_only() {
     return [this](std::string_view n) -> std::optional<Value> {
       if (n == "n_ctx") return Value::integer(opt_.n_ctx);
+      if (n == "flash_attn") return Value::integer(opt_.cache_type == DType::F16 ? 1 : 0);
       if (n.rfind("has_", 0) == 0) {
         auto it = present_.find(std::string(n.substr(4)));
         if (it != present_.end()) return Value::integer(it->second ? 1 : 0);
@@ -363,7 +367,8 @@ class Instantiator {
                                                             : "at most one dim may depend on T"));
         continue;
       }
-      const DTypeInfo& info = dtype_info(s.dtype);
+      const DType dtype = s.dtype_is_cache_type ? opt_.cache_type : s.dtype;
+      const DTypeInfo& info = dtype_info(dtype);
       if (info.block_size != 1) {
         error(path, fmt::format("buffers hold plain types, not {}", info.name));
         continue;
@@ -383,7 +388,7 @@ class Instantiator {
         b.name = s.name;
         b.layer = l;
         b.kind = s.kind;
-        b.dtype = s.dtype;
+        b.dtype = dtype;
         b.shape = shape;
         b.layout = s.layout;
         b.bytes = bytes;

@@ -99,6 +99,10 @@ struct Graph {
 struct InstanceOptions {
   int64_t n_ctx = 0;       // context size (KV cache cells), >= 1
   int64_t max_tokens = 0;  // prefill chunk size, 1..n_ctx
+  // The KV cache type: state buffers declared `dtype: cache_type`. F32 (llama.cpp's `exact`:
+  // no flash attention) or F16 (llama.cpp's default: flash attention); circuits see the
+  // pairing as `flash_attn` (1 with F16).
+  DType cache_type = DType::F32;
 };
 
 // nullopt + errors naming the circuit and the key, tensor, weight or node at fault.

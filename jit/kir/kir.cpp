@@ -513,9 +513,8 @@ void Builder::vcvt_f32_i32_rn(V d, V a) {
   emit(Op::VCvtF32I32R, d, a);
 }
 void Builder::vcvt_f32_f16(V d, V a) {
-  need_vec(d, 128, "vcvt_f32_f16");
   need_vec(a, 0, "vcvt_f32_f16");
-  if (type(a).bits > 256) throw std::logic_error("kir: vcvt_f32_f16 needs a of 128 or 256 bits");
+  need_vec(d, type(a).bits == 512 ? 256 : 128, "vcvt_f32_f16");
   emit(Op::VCvtF32F16, d, a);
 }
 void Builder::vpackss_dw(V d, V a, V b) {

@@ -162,8 +162,8 @@ enum class Op : uint8_t {
   VStoreMk,    // mem f32 lanes where mask c is set = a
   // activation quantization (act_quant)
   VCvtF32I32R,  // d = int32(round-to-nearest-even(a)) (0x80000000 for NaN and out of range)
-  VCvtF32F16,   // d (128, integer) = fp16 of a's f32 lanes (RNE; a 128/256 -> 4/8 halves,
-                // the upper halves of a 128-bit a's result are 0)
+  VCvtF32F16,   // d (integer) = fp16 of a's f32 lanes (RNE; a 128/256/512 -> 4/8/16 halves
+                // in d of 128/128/256 bits; the upper halves of a 128-bit a's result are 0)
   VPackSsDw,    // d = vpackssdw(a, b): per 128-bit block, int32 -> int16 saturated, a then b
   VPackSsWb,    // d = vpacksswb(a, b): per 128-bit block, int16 -> int8 saturated, a then b
   VStoreU16,    // mem (16 bits) = 16-bit lane imm of a (128 bits)

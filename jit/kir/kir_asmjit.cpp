@@ -590,7 +590,7 @@ class FuncLowering {
         cc_.vcvtps2dq(x(d), x(a));
         break;
       case Op::VCvtF32F16:
-        cc_.vcvtps2ph(x(d).xmm(), x(a), 0);
+        cc_.vcvtps2ph(bits(a) == 512 ? Vec(x(d).ymm()) : Vec(x(d).xmm()), x(a), 0);
         break;
       case Op::VPackSsDw:
         cc_.vpackssdw(x(d), x(a), x(b));

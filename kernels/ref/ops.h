@@ -57,6 +57,19 @@ void attention_f32__ref(const float* q, const float* k_cache, const float* v_cac
                         int64_t pos0, int64_t T, float scale, int64_t window, int64_t h0,
                         int64_t h1);
 
+// §6b KV store into an F16 cache (fp16 round to nearest even), K and V both cell-major:
+// element (channel c, cell j) at cache[j*kv_dim + c] (flash attention reads V rows).
+void kv_store_f16__ref(const float* k, const float* v, uint16_t* k_cache, uint16_t* v_cache,
+                       int64_t kv_dim, int64_t n_ctx, int64_t pos0, int64_t T);
+
+// §6b Flash attention over the F16 cache as ggml's FLASH_ATTN_EXT computes it (the one-chunk
+// loop with an fp16 value accumulator for T < 64, the 64x64-tiled loop for T >= 64; see
+// ops_attention_flash.cpp). Arguments and visibility as attention_f32__ref.
+void attention_f16_flash__ref(const float* q, const uint16_t* k_cache, const uint16_t* v_cache,
+                              float* out, int64_t head_dim, int64_t n_head, int64_t n_head_kv,
+                              int64_t n_ctx, int64_t pos0, int64_t T, float scale,
+                              int64_t window, int64_t h0, int64_t h1);
+
 // §8 Elementwise: y = a + b over n elements (may alias a or b).
 void add_f32__ref(const float* a, const float* b, float* y, int64_t n);
 // §4 Bias add broadcast over tokens: y[t][i] = x[t][i] + b[i]; x, y: [n, T] (may alias).

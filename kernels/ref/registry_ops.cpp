@@ -26,6 +26,8 @@ std::span<const KernelSymbol> ref_op_symbols() {
       CKE_KERNEL_SYMBOL(rope_neox_f32__ref),
       CKE_KERNEL_SYMBOL(kv_store_f32__ref),
       CKE_KERNEL_SYMBOL(attention_f32__ref),
+      CKE_KERNEL_SYMBOL(kv_store_f16__ref),
+      CKE_KERNEL_SYMBOL(attention_f16_flash__ref),
       CKE_KERNEL_SYMBOL(add_f32__ref),
       CKE_KERNEL_SYMBOL(add_bias_f32__ref),
       CKE_KERNEL_SYMBOL(scale_f32__ref),

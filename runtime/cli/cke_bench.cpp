@@ -19,6 +19,7 @@
 #include <random>
 #include <sstream>
 
+#include "runtime/cli/llama_flags.h"
 #include "runtime/cli/machine_probe.h"
 #include "runtime/core/engine.h"
 
@@ -69,6 +70,11 @@ int main(int argc, char** argv) {
   app.add_option("-n,--n-gen", n_gen, "generated tokens for the tg test (0: skip)")
       ->check(CLI::Range(0, 1 << 20));
   app.add_option("-b,--batch-size", n_batch, "prefill chunk")->check(CLI::Range(1, 1 << 16));
+  std::string type_k = "f32", type_v = "f32", flash_attn = "auto", cache_type;
+  app.add_option("--cache-type-k", type_k, "KV cache type of K: f32 or f16 (also -ctk)");
+  app.add_option("--cache-type-v", type_v, "KV cache type of V: f32 or f16 (also -ctv)");
+  app.add_option("--flash-attn", flash_attn,
+                 "on|off|auto: flash attention (auto: with an f16 cache, as llama.cpp; also -fa)");
   app.add_option("-t,--threads", threads_list, "comma-separated thread counts (0: physical cores)");
   app.add_option("--isa", isas, "comma-separated ISA caps to compare (empty: as probed)");
   app.add_option("-r,--repetitions", reps, "repetitions")->check(CLI::Range(1, 1000));
@@ -76,9 +82,14 @@ int main(int argc, char** argv) {
   app.add_flag("--probe", probe,
                "measure read bandwidth and FMA/int8 peaks first; report each test's fraction");
   try {
-    app.parse(argc, argv);
+    cke::cli::LlamaArgs args(argc, argv);
+    app.parse(args.argc(), args.argv());
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
+  }
+  if (std::string err; !cke::kv_cache_from_flags(type_k, type_v, flash_attn, &cache_type, &err)) {
+    fmt::print(stderr, "cke-bench: {}\n", err);
+    return 2;
   }
   std::vector<std::string> caps = isas.empty() ? std::vector<std::string>{""} : split(isas);
   std::vector<int> threads;
@@ -106,6 +117,7 @@ int main(int argc, char** argv) {
         o.isa = isa;
         o.n_threads = t;
         o.n_batch = n_batch;
+        o.cache_type = cache_type;
         o.n_ctx = std::max(n_prompt, n_gen + 1);
         std::string err;
         auto e = cke::Engine::load(o, &err);
@@ -155,11 +167,19 @@ int main(int argc, char** argv) {
           const double gbps = st.mean * double(es.decode_weight_bytes) / 1e9;
           const double gops = st.mean * 2.0 * double(es.decode_weight_elements) / 1e9;
           std::string frac;
-          nlohmann::json row = {
-              {"model", model},  {"size_bytes", es.file_bytes},  {"params", es.n_params},
-              {"isa", isa_name}, {"threads", e->n_threads()},    {"test", test},
-              {"n", n},          {"tokens_per_second", st.mean}, {"stddev", st.sd},
-              {"samples", tps},  {"load_ms", es.load_ms},        {"compile_ms", es.compile_ms}};
+          nlohmann::json row = {{"model", model},
+                                {"size_bytes", es.file_bytes},
+                                {"params", es.n_params},
+                                {"isa", isa_name},
+                                {"cache_type", cache_type},
+                                {"threads", e->n_threads()},
+                                {"test", test},
+                                {"n", n},
+                                {"tokens_per_second", st.mean},
+                                {"stddev", st.sd},
+                                {"samples", tps},
+                                {"load_ms", es.load_ms},
+                                {"compile_ms", es.compile_ms}};
           if (probe) {
             const cke::MachineLimits& m = limits[e->n_threads()];
             if (prefill) {

@@ -22,6 +22,7 @@
 
 #include "runtime/chat/chat_template.h"
 #include "runtime/chat/session.h"
+#include "runtime/cli/llama_flags.h"
 #include "runtime/core/engine.h"
 #include "runtime/core/sampler.h"
 #include "runtime/gguf/gguf.h"
@@ -161,6 +162,11 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 1 << 24));
   app.add_option("-b,--batch-size", eo.n_batch, "prefill chunk size")
       ->check(CLI::Range(1, 1 << 16));
+  std::string type_k = "f32", type_v = "f32", flash_attn = "auto";
+  app.add_option("--cache-type-k", type_k, "KV cache type of K: f32 or f16 (also -ctk)");
+  app.add_option("--cache-type-v", type_v, "KV cache type of V: f32 or f16 (also -ctv)");
+  app.add_option("--flash-attn", flash_attn,
+                 "on|off|auto: flash attention (auto: with an f16 cache, as llama.cpp; also -fa)");
   app.add_option("--temp", sp.temp, "temperature (0: greedy)")->check(CLI::Range(0.0f, 100.0f));
   app.add_option("--top-k", sp.top_k, "top-k (0: off)")->check(CLI::Range(0, 1 << 30));
   app.add_option("--top-p", sp.top_p, "top-p (1: off)")->check(CLI::Range(0.0f, 1.0f));
@@ -196,13 +202,18 @@ int main(int argc, char** argv) {
   for (const char* f : {"--prompt-tokens", "--force-tokens", "--logits-out"})
     chat_opt->excludes(app.get_option(f));
   try {
-    app.parse(argc, argv);
+    cke::cli::LlamaArgs args(argc, argv);
+    app.parse(args.argc(), args.argv());
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
 
   std::vector<int32_t> prompt_ids, forced;
   std::string err;
+  if (!cke::kv_cache_from_flags(type_k, type_v, flash_attn, &eo.cache_type, &err)) {
+    fmt::print(stderr, "cke-run: {}\n", err);
+    return 2;
+  }
   if (!prompt_tokens.empty() && !parse_ids(prompt_tokens, &prompt_ids, &err)) {
     fmt::print(stderr, "cke-run: --prompt-tokens: {}\n", err);
     return 2;

@@ -198,7 +198,8 @@ bool Engine::Impl::build_graph(GgufFacts& facts, std::string* err) {
   n_ctx = int32_t(n);
   const int64_t max_tokens = std::max<int64_t>(1, std::min<int64_t>(opt.n_batch, n_ctx));
   std::vector<LoadError> errors;
-  graph = instantiate(*circuit, facts, {n_ctx, max_tokens}, &errors);
+  const DType cache_type = opt.cache_type == "f16" ? DType::F16 : DType::F32;
+  graph = instantiate(*circuit, facts, {n_ctx, max_tokens, cache_type}, &errors);
   if (!graph || !insert_conversions(&*graph, *registry, &errors)) {
     *err = opt.model_path + ": " + format_errors(errors);
     return false;
@@ -360,6 +361,35 @@ bool Engine::Impl::run(const PhasePlan& p, jit::GlueFn fn, std::span<const int32
   return true;
 }
 
+bool kv_cache_from_flags(const std::string& type_k, const std::string& type_v,
+                         const std::string& flash_attn, std::string* cache_type, std::string* err) {
+  for (const auto& [flag, v] : {std::pair{"--cache-type-k", &type_k}, {"--cache-type-v", &type_v}})
+    if (*v != "f32" && *v != "f16") {
+      *err = fmt::format("{} {}: CKE's KV cache is f32 or f16", flag, *v);
+      return false;
+    }
+  if (type_k != type_v) {
+    *err = fmt::format("--cache-type-k {} with --cache-type-v {}: K and V must have one type",
+                       type_k, type_v);
+    return false;
+  }
+  const bool on = flash_attn == "on" || flash_attn == "1";
+  const bool off = flash_attn == "off" || flash_attn == "0";
+  if (!on && !off && flash_attn != "auto") {
+    *err = fmt::format("--flash-attn {}: expected on, off or auto", flash_attn);
+    return false;
+  }
+  if ((on && type_k == "f32") || (off && type_k == "f16")) {
+    *err = fmt::format(
+        "--flash-attn {} with a {} cache: CKE pairs the f32 cache with plain attention and the "
+        "f16 cache with flash attention (llama.cpp's `exact` and default configurations)",
+        flash_attn, type_k);
+    return false;
+  }
+  *cache_type = type_k;
+  return true;
+}
+
 Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Engine::~Engine() = default;
 
@@ -367,6 +397,10 @@ std::unique_ptr<Engine> Engine::load(const EngineOptions& options, std::string* 
   auto t0 = std::chrono::steady_clock::now();
   auto impl = std::make_unique<Impl>();
   impl->opt = options;
+  if (options.cache_type != "f32" && options.cache_type != "f16") {
+    *err = fmt::format("cache type '{}' is not supported (f32 or f16)", options.cache_type);
+    return nullptr;
+  }
   if (options.n_batch < 1) {
     *err = "n_batch must be >= 1";
     return nullptr;

@@ -20,6 +20,9 @@ struct EngineOptions {
   std::string model_path;
   int32_t n_ctx = 0;      // KV cache cells; 0: the model's context_length, at most 4096
   int32_t n_batch = 256;  // prefill chunk (tokens per prefill call)
+  // KV cache type: "f32" (llama.cpp's `exact` configuration: no flash attention) or "f16"
+  // (llama.cpp's default: F16 cache with flash attention; half the cache bytes).
+  std::string cache_type = "f32";
   int32_t n_threads = 0;  // 0: physical cores
   std::string isa;        // HostCaps cap ("avx2", "avx512", "scalar", feature list); "" = probed
   bool allow_candidate = false;
@@ -43,6 +46,14 @@ struct EngineStats {
   int64_t decode_weight_bytes = 0;
   int64_t decode_weight_elements = 0;  // their elements: the multiply-adds of one token
 };
+
+// llama.cpp's KV cache flags (-ctk, -ctv, -fa on|off|auto, also 1|0) to
+// EngineOptions::cache_type. CKE runs the two pairings llama.cpp's references cover: an F32
+// cache without flash attention and an F16 cache with it (`auto` follows the cache type).
+// false and *err naming the flag for any other combination.
+bool kv_cache_from_flags(const std::string& type_k, const std::string& type_v,
+                         const std::string& flash_attn, std::string* cache_type,
+                         std::string* err);
 
 class Engine {
  public:

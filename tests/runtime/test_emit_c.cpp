@@ -34,8 +34,9 @@ std::string temp_dir(const std::string& name) {
 }
 
 std::unique_ptr<Engine> load(const std::string& model, int threads, const std::string& emitted = "",
-                             const std::string& isa = "") {
+                             const std::string& isa = "", const std::string& cache_type = "f32") {
   EngineOptions o;
+  o.cache_type = cache_type;
   o.model_path = model;
   o.n_ctx = 256;
   o.n_threads = threads;
@@ -135,6 +136,33 @@ std::vector<std::string> stems() {
 }
 
 INSTANTIATE_TEST_SUITE_P(Reference, EmitC, ::testing::ValuesIn(stems()), param_name);
+
+// The F16 cache with flash attention: the generated decode kernel calls C helpers
+// (cke_flash_step), which the emitted C resolves against the executable.
+TEST(EmitCCacheF16, FlashPlanEmittedCIsBitIdenticalToTheJit) {
+  CKE_REQUIRE_SHARED(json, "reference/synth-llama-Q4_K_M.json");
+  std::string err;
+  auto ref = test::load_reference("synth-llama-Q4_K_M", &err);
+  ASSERT_TRUE(ref) << err;
+  const std::string dir = temp_dir("f16cache");
+  auto jit = load(ref->model_path, 1, "", "", "f16");
+  ASSERT_TRUE(jit);
+  ASSERT_TRUE(jit->emit_c(dir, &err)) << err;
+  const std::string plan = jit->plan_text();
+  EXPECT_NE(plan.find("attention_f16_flash"), std::string::npos) << plan;
+  check_generated_kernels_are_emitted(plan, dir);
+  const std::vector<float> want = all_logits(*jit, *ref);
+  for (int threads : {1, 2}) {
+    auto c = load(ref->model_path, threads, dir, "", "f16");
+    ASSERT_TRUE(c);
+    ASSERT_TRUE(c->runs_emitted_c());
+    const std::vector<float> got = all_logits(*c, *ref);
+    ASSERT_EQ(got.size(), want.size());
+    EXPECT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
+        << threads << " threads";
+  }
+  fs::remove_all(dir);
+}
 
 TEST(EmitCDeterminism, SameModelCapsAndFlagsGiveIdenticalBytes) {
   CKE_REQUIRE_SHARED(model, "models/synthetic/synth-llama-Q8_0.gguf");

@@ -1,5 +1,6 @@
-// Model-level parity with llama.cpp (../shared/reference, `exact` variant: F32 KV cache, no
-// flash attention). Per row NMSE = Σ(x−ref)²/Σref² of
+// Model-level parity with llama.cpp (../shared/reference), in both of its configurations:
+// `exact` (F32 KV cache, no flash attention) and `default` (F16 KV cache, flash attention;
+// CKE's --cache-type-k/-v f16). Per row NMSE = Σ(x−ref)²/Σref² of
 //   - the prefill logits of every sequence (one batch, every position), and
 //   - teacher-forced decode logits: the reference greedy tokens fed one decode step at a
 //     time, compared with gen_logits;
@@ -39,7 +40,7 @@ struct SeqRun {
   std::vector<int32_t> greedy;  // our own greedy continuation (32 tokens)
 };
 
-SeqRun run_sequence(Engine& e, const test::RefSequence& s) {
+SeqRun run_sequence(Engine& e, const test::RefSequence& s, const test::RefVariant& v) {
   SeqRun r;
   std::string err;
   const size_t nv = size_t(e.n_vocab());
@@ -54,27 +55,38 @@ SeqRun run_sequence(Engine& e, const test::RefSequence& s) {
   // Teacher forcing through the decode path.
   r.forced.assign(r.prefill.end() - nv, r.prefill.end());
   std::vector<float> row;
-  for (size_t k = 1; k < s.exact.greedy.size(); ++k) {
-    EXPECT_TRUE(e.eval({&s.exact.greedy[k - 1], 1}, &row, true, &err)) << err;
+  for (size_t k = 1; k < v.greedy.size(); ++k) {
+    EXPECT_TRUE(e.eval({&v.greedy[k - 1], 1}, &row, true, &err)) << err;
     r.forced.insert(r.forced.end(), row.begin(), row.end());
   }
   // Free greedy run.
   e.rewind(int32_t(s.eval_ids.size()));
   row.assign(r.prefill.end() - nv, r.prefill.end());
-  for (size_t k = 0; k < s.exact.greedy.size(); ++k) {
+  for (size_t k = 0; k < v.greedy.size(); ++k) {
     const int32_t t = argmax(row.data(), int32_t(nv));
     r.greedy.push_back(t);
-    if (k + 1 < s.exact.greedy.size()) {
+    if (k + 1 < v.greedy.size()) {
       EXPECT_TRUE(e.eval({&t, 1}, &row, true, &err)) << err;
     }
   }
   return r;
 }
 
-class Parity : public ::testing::TestWithParam<std::string> {};
+// A reference model in one of llama.cpp's two configurations.
+struct Case {
+  std::string stem;
+  bool dflt = false;  // `default`: F16 KV cache + flash attention; else `exact`
+};
+
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.stem << (c.dflt ? " default" : " exact");
+}
+
+class Parity : public ::testing::TestWithParam<Case> {};
 
 TEST_P(Parity, LogitsAndGreedyMatchLlamaCpp) {
-  const std::string stem = GetParam();
+  const std::string stem = GetParam().stem;
+  const bool dflt = GetParam().dflt;
   CKE_REQUIRE_SHARED(json, "reference/" + stem + ".json");
   std::string err;
   auto ref = test::load_reference(stem, &err);
@@ -89,14 +101,17 @@ TEST_P(Parity, LogitsAndGreedyMatchLlamaCpp) {
     o.n_ctx = 256;  // as the reference (n_ctx = n_batch = 256)
     o.n_batch = 256;
     o.n_threads = threads;
+    o.cache_type = dflt ? "f16" : "f32";
     auto e = Engine::load(o, &err);
     ASSERT_TRUE(e) << err;
     ASSERT_EQ(size_t(e->n_vocab()), nv);
-    for (const auto& s : ref->sequences) runs.push_back(run_sequence(*e, s));
+    for (const auto& s : ref->sequences)
+      runs.push_back(run_sequence(*e, s, dflt ? s.dflt : s.exact));
   }
 
   for (size_t i = 0; i < ref->sequences.size(); ++i) {
     const auto& s = ref->sequences[i];
+    const test::RefVariant& v = dflt ? s.dflt : s.exact;
     const SeqRun& r = runs[i];
     const SeqRun& r2 = runs[i + ref->sequences.size()];
     SCOPED_TRACE(stem + "/" + s.name);
@@ -116,7 +131,7 @@ TEST_P(Parity, LogitsAndGreedyMatchLlamaCpp) {
         << "last-row logits differ from the batch's last row";
     // A prefill of one token less, last row alone: llama.cpp's row of the full batch within
     // the bound (it differs from our batch row only in which repacked path ran).
-    EXPECT_LE(test::nmse(r.prefix.data(), &s.exact.prefill[(s.exact.rows - 2) * nv], nv), bound)
+    EXPECT_LE(test::nmse(r.prefix.data(), &v.prefill[(v.rows - 2) * nv], nv), bound)
         << "last row of a prefix";
     EXPECT_EQ(0, std::memcmp(r.last.data(), r2.last.data(), nv * 4));
 
@@ -132,34 +147,40 @@ TEST_P(Parity, LogitsAndGreedyMatchLlamaCpp) {
       identical += same;
       EXPECT_TRUE(same) << what << " row " << row << " differs from llama.cpp's (NMSE " << e << ")";
     };
-    for (int row = 0; row < s.exact.rows; ++row)
-      check_row(&r.prefill[row * nv], &s.exact.prefill[row * nv], "prefill", size_t(row));
-    for (size_t k = 0; k < s.exact.greedy.size(); ++k)
-      check_row(&r.forced[k * nv], &s.exact.gen[k * nv], "teacher-forced decode", k);
-    EXPECT_EQ(r.greedy, s.exact.greedy);
+    for (int row = 0; row < v.rows; ++row)
+      check_row(&r.prefill[row * nv], &v.prefill[row * nv], "prefill", size_t(row));
+    for (size_t k = 0; k < v.greedy.size(); ++k)
+      check_row(&r.forced[k * nv], &v.gen[k * nv], "teacher-forced decode", k);
+    EXPECT_EQ(r.greedy, v.greedy);
     RecordProperty(s.name + "_worst_nmse", std::to_string(worst));
     std::printf(
-        "[parity] %-22s %-10s bit-identical rows %zu/%zu, worst NMSE %.3e, max|dlogit| %.2e, "
-        "greedy %s\n",
-        stem.c_str(), s.name.c_str(), identical, size_t(s.exact.rows) + s.exact.greedy.size(),
-        worst, max_abs, r.greedy == s.exact.greedy ? "identical" : "differs");
+        "[parity] %-22s %-7s %-10s bit-identical rows %zu/%zu, worst NMSE %.3e, "
+        "max|dlogit| %.2e, greedy %s\n",
+        stem.c_str(), dflt ? "default" : "exact", s.name.c_str(), identical,
+        size_t(v.rows) + v.greedy.size(), worst, max_abs,
+        r.greedy == v.greedy ? "identical" : "differs");
   }
 }
 
-std::string param_name(const ::testing::TestParamInfo<std::string>& info) {
-  std::string n = info.param;
+std::string param_name(const ::testing::TestParamInfo<Case>& info) {
+  std::string n = info.param.stem + (info.param.dflt ? "_default" : "");
   for (char& c : n)
     if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
   return n;
 }
 
-std::vector<std::string> stems() {
+std::vector<Case> cases() {
   auto s = test::reference_stems();
   if (s.empty()) s.push_back("stories260K");  // reported as skipped when ../shared is absent
-  return s;
+  std::vector<Case> c;
+  for (const std::string& stem : s) {
+    c.push_back({stem, false});
+    c.push_back({stem, true});
+  }
+  return c;
 }
 
-INSTANTIATE_TEST_SUITE_P(Reference, Parity, ::testing::ValuesIn(stems()), param_name);
+INSTANTIATE_TEST_SUITE_P(Reference, Parity, ::testing::ValuesIn(cases()), param_name);
 
 // stories260K.reference.json: text prompts through the tokenizer, BOS first, 32 greedy tokens.
 TEST(Stories260K, GreedyTextMatchesLlamaCpp) {

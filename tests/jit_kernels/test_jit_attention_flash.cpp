@@ -1,0 +1,279 @@
+// Each generated flash-attention provider of kernel_maps/ (contract attention.f16_flash.ggml)
+// against attention_f16_flash__ref, its contract's oracle, and its emitted C against its
+// machine code (memcmp): every output bit-identical (a NaN matches any NaN). Cases: head
+// dims 64/128/256, GQA groups, decode (T = 1) at positions 0..n_ctx-1 with and without a
+// sliding window, batches of T < 64 (the one-chunk loop) and T >= 64 (the tiled loop: 16
+// rows per pass, tiles of 64 cells, partial tiles and row groups), head ranges, caches whose
+// unwritten cells hold NaN (a kernel that reads past the visible cells turns them into NaN
+// outputs), K and V at the very end of a guard page, huge scores (most weights underflow), fp16
+// overflow of the value accumulator, NaN and Inf queries, and calls outside the contract or the map
+// (nothing written).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <random>
+
+#include "generated_kernel.h"
+#include "jit/gen_attention_flash.h"
+#include "jit_test_util.h"
+#include "kernels/formats/quant.h"
+#include "tests/common/generated_linear.h"
+
+namespace cke::test {
+namespace {
+
+using Fn = jit::gen::AttentionF16Fn;
+using Loaded = GeneratedKernel<Fn>;
+
+struct Shape {
+  int64_t hd, nh, nhkv, nctx;
+};
+
+// One layer's cache, K and V cell-major fp16 [n_ctx][kv_dim]; cells at or after `written`
+// hold NaN.
+struct Cache {
+  std::vector<uint16_t> k, v;
+};
+Cache make_cache(const Shape& s, int64_t written, std::mt19937& rng, float vmag = 1.0f) {
+  const int64_t kv = s.hd * s.nhkv;
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  const uint16_t nan = 0x7e00;
+  Cache c;
+  c.k.resize(size_t(kv * s.nctx));
+  c.v.resize(size_t(kv * s.nctx));
+  for (int64_t i = 0; i < kv * s.nctx; ++i) {
+    const bool w = i / kv < written;
+    c.k[size_t(i)] = w ? fp32_to_fp16(nd(rng)) : nan;
+    c.v[size_t(i)] = w ? fp32_to_fp16(vmag * nd(rng)) : nan;
+  }
+  return c;
+}
+
+std::vector<float> make_q(const Shape& s, int64_t T, float mag, std::mt19937& rng) {
+  std::normal_distribution<float> nd(0.0f, mag);
+  std::vector<float> q(size_t(s.hd * s.nh * T));
+  for (float& x : q) x = nd(rng);
+  return q;
+}
+
+std::string show(float x) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.9g (%a)", double(x), double(x));
+  return buf;
+}
+
+bool same_bits(float a, float b) {
+  if (std::isnan(a) && std::isnan(b)) return true;
+  return std::memcmp(&a, &b, 4) == 0;
+}
+
+struct Call {
+  int64_t pos0, T, window, h0, h1;
+  float scale;
+};
+
+std::string compare(const Loaded& l, const Shape& s, const uint16_t* k, const uint16_t* v,
+                    const std::vector<float>& q, const Call& c) {
+  const size_t n = size_t(s.hd * s.nh * c.T);
+  const float sentinel = -12345.678f;
+  std::vector<float> yr(n, sentinel), yj(n, sentinel), yc(n, sentinel);
+  l.ref(q.data(), k, v, yr.data(), s.hd, s.nh, s.nhkv, s.nctx, c.pos0, c.T, c.scale, c.window, c.h0,
+        c.h1);
+  l.fn(q.data(), k, v, yj.data(), s.hd, s.nh, s.nhkv, s.nctx, c.pos0, c.T, c.scale, c.window, c.h0,
+       c.h1);
+  l.cfn(q.data(), k, v, yc.data(), s.hd, s.nh, s.nhkv, s.nctx, c.pos0, c.T, c.scale, c.window, c.h0,
+        c.h1);
+  const std::string where = "hd=" + std::to_string(s.hd) + " nh=" + std::to_string(s.nh) +
+                            " nhkv=" + std::to_string(s.nhkv) + " nctx=" + std::to_string(s.nctx) +
+                            " pos0=" + std::to_string(c.pos0) + " T=" + std::to_string(c.T) +
+                            " window=" + std::to_string(c.window) + " heads [" +
+                            std::to_string(c.h0) + "," + std::to_string(c.h1) + ")";
+  for (size_t i = 0; i < n; ++i) {
+    if (!same_bits(yj[i], yr[i]))
+      return where + ": out[" + std::to_string(i) + "] jit " + show(yj[i]) + " reference " +
+             show(yr[i]);
+    if (!same_bits(yj[i], yc[i]))
+      return where + ": out[" + std::to_string(i) + "] jit " + show(yj[i]) + " emitted C " +
+             show(yc[i]);
+  }
+  return "";
+}
+
+const Shape kShapes[] = {
+    {64, 32, 4, 150},  // TinyLlama: head_dim 64, GQA 8
+    {128, 4, 4, 70},   // two chunks, no GQA
+    {256, 2, 1, 140},  // four chunks
+};
+
+void sweep(const Loaded& l) {
+  std::mt19937 rng(7);
+  for (const Shape& s : kShapes) {
+    for (int64_t window : {int64_t(0), int64_t(5), int64_t(16)}) {
+      for (int64_t pos : {0, 1, 2, 15, 16, 63, 64, 65, 100, 128, 149}) {
+        if (pos >= s.nctx) continue;
+        const Cache c = make_cache(s, pos + 1, rng);
+        const std::vector<float> q = make_q(s, 1, 1.0f, rng);
+        const Call call{pos, 1, window, 0, s.nh, 1.0f / std::sqrt(float(s.hd))};
+        EXPECT_EQ(compare(l, s, c.k.data(), c.v.data(), q, call), "");
+      }
+      for (auto [pos0, T] : {std::pair<int64_t, int64_t>{0, 2},
+                             {0, 17},
+                             {3, 5},
+                             {7, 33},
+                             {0, 63},
+                             {0, 64},
+                             {0, 65},
+                             {5, 64},
+                             {1, 100},
+                             {60, 70},
+                             {0, 128},
+                             {70, 77}}) {
+        if (pos0 + T > s.nctx) continue;
+        const Cache c = make_cache(s, pos0 + T, rng);
+        const std::vector<float> q = make_q(s, T, 1.0f, rng);
+        const Call call{pos0, T, window, 0, s.nh, 1.0f / std::sqrt(float(s.hd))};
+        EXPECT_EQ(compare(l, s, c.k.data(), c.v.data(), q, call), "");
+      }
+    }
+  }
+}
+
+void head_ranges(const Loaded& l) {
+  std::mt19937 rng(11);
+  const Shape s = kShapes[0];
+  const Cache c = make_cache(s, 40, rng);
+  const std::vector<float> q = make_q(s, 8, 1.0f, rng);
+  for (auto [h0, h1] : {std::pair<int64_t, int64_t>{0, 1}, {1, 3}, {7, 9}, {31, 32}, {5, 32}})
+    EXPECT_EQ(compare(l, s, c.k.data(), c.v.data(), q, Call{32, 8, 0, h0, h1, 0.125f}), "");
+}
+
+// Huge scores (weights underflow, the max moves often), a zero scale, values near fp16's
+// limit (the accumulator overflows to inf), NaN and Inf queries.
+void edge_data(const Loaded& l) {
+  std::mt19937 rng(13);
+  const Shape s = kShapes[0];
+  const Cache c = make_cache(s, 100, rng);
+  for (float mag : {0.0f, 3.0f, 8.0f, 20.0f, 60.0f}) {
+    const std::vector<float> q = make_q(s, 4, mag, rng);
+    EXPECT_EQ(compare(l, s, c.k.data(), c.v.data(), q, Call{96, 4, 0, 0, s.nh, 0.125f}), "")
+        << "query magnitude " << mag;
+    EXPECT_EQ(compare(l, s, c.k.data(), c.v.data(), q, Call{99, 1, 0, 0, s.nh, 0.125f}), "")
+        << "query magnitude " << mag;
+    const std::vector<float> q70 = make_q(s, 70, mag, rng);
+    EXPECT_EQ(compare(l, s, c.k.data(), c.v.data(), q70, Call{30, 70, 0, 0, s.nh, 0.125f}), "")
+        << "query magnitude " << mag << ", tiled";
+  }
+  const Cache big = make_cache(s, 100, rng, 20000.0f);
+  const std::vector<float> q0 = make_q(s, 1, 0.01f, rng);
+  EXPECT_EQ(compare(l, s, big.k.data(), big.v.data(), q0, Call{99, 1, 0, 0, s.nh, 0.125f}), "")
+      << "fp16 accumulator overflow";
+  std::vector<float> q = make_q(s, 2, 1.0f, rng);
+  q[3] = std::numeric_limits<float>::quiet_NaN();
+  q[size_t(s.hd * 5 + 1)] = std::numeric_limits<float>::infinity();
+  q[size_t(s.hd * (s.nh + 9))] = -std::numeric_limits<float>::infinity();
+  EXPECT_EQ(compare(l, s, c.k.data(), c.v.data(), q, Call{90, 2, 0, 0, s.nh, 0.125f}), "");
+  EXPECT_EQ(compare(l, s, c.k.data(), c.v.data(), q, Call{90, 2, 0, 0, s.nh, 0.0f}), "");
+  std::vector<float> q64 = make_q(s, 64, 1.0f, rng);
+  q64[3] = std::numeric_limits<float>::quiet_NaN();
+  q64[size_t(s.hd * (s.nh * 20 + 5) + 1)] = std::numeric_limits<float>::infinity();
+  EXPECT_EQ(compare(l, s, c.k.data(), c.v.data(), q64, Call{30, 64, 0, 0, s.nh, 0.125f}), "")
+      << "NaN / Inf queries, tiled";
+  EXPECT_EQ(compare(l, s, c.k.data(), c.v.data(), q64, Call{30, 64, 7, 0, s.nh, 0.0f}), "")
+      << "scale 0, window 7, tiled";
+}
+
+// K and V end exactly at an inaccessible page with the visible cells at the end.
+void guard_pages(const Loaded& l) {
+  std::mt19937 rng(17);
+  for (const Shape& s0 : kShapes) {
+    const Shape s{s0.hd, s0.nh, s0.nhkv, 37};
+    const Cache c = make_cache(s, s.nctx, rng);
+    GuardedBuffer gk(c.k.data(), c.k.size() * 2), gv(c.v.data(), c.v.size() * 2);
+    const auto* k = static_cast<const uint16_t*>(gk.data());
+    const auto* v = static_cast<const uint16_t*>(gv.data());
+    const std::vector<float> q1 = make_q(s, 1, 1.0f, rng), q5 = make_q(s, 5, 1.0f, rng);
+    EXPECT_EQ(compare(l, s, k, v, q1, Call{36, 1, 0, 0, s.nh, 0.3f}), "");
+    EXPECT_EQ(compare(l, s, k, v, q5, Call{32, 5, 0, 0, s.nh, 0.3f}), "");
+  }
+}
+
+// Calls the contract or the map excludes write nothing.
+void bad_calls(const Loaded& l) {
+  std::mt19937 rng(19);
+  const Shape s = kShapes[0];
+  const Cache c = make_cache(s, s.nctx, rng);
+  const std::vector<float> q = make_q(s, 64, 1.0f, rng);
+  const float sentinel = 7.0f;
+  auto untouched = [&](Shape sh, Call cl) {
+    std::vector<float> y(size_t(s.hd * s.nh * 64), sentinel);
+    l.fn(q.data(), c.k.data(), c.v.data(), y.data(), sh.hd, sh.nh, sh.nhkv, sh.nctx, cl.pos0, cl.T,
+         cl.scale, cl.window, cl.h0, cl.h1);
+    return std::all_of(y.begin(), y.end(), [&](float x) { return x == sentinel; });
+  };
+  EXPECT_TRUE(untouched(s, Call{s.nctx - 2, 4, 0, 0, s.nh, 1.0f})) << "pos0 + T > n_ctx";
+  EXPECT_TRUE(untouched(s, Call{-1, 1, 0, 0, s.nh, 1.0f})) << "pos0 < 0";
+  EXPECT_TRUE(untouched(s, Call{0, 0, 0, 0, s.nh, 1.0f})) << "T = 0";
+  EXPECT_TRUE(untouched(s, Call{0, 1, 0, 3, 3, 1.0f})) << "empty head range";
+  EXPECT_TRUE(untouched(s, Call{0, 1, 0, 0, s.nh + 1, 1.0f})) << "h1 > n_head";
+  EXPECT_TRUE(untouched({64, 32, 5, 150}, Call{0, 1, 0, 0, 30, 1.0f})) << "n_head % n_head_kv";
+  EXPECT_TRUE(untouched({32, 32, 4, 150}, Call{0, 1, 0, 0, 32, 1.0f})) << "head_dim 32";
+  EXPECT_TRUE(untouched({0, 32, 4, 150}, Call{0, 1, 0, 0, 32, 1.0f})) << "head_dim 0";
+  // The map keeps those shapes away from the kernel.
+  EXPECT_FALSE(l.map->admits({{"n_head", 32}, {"n_head_kv", 4}, {"window", 0}, {"head_dim", 96}}));
+  EXPECT_FALSE(l.map->admits({{"n_head", 1}, {"n_head_kv", 1}, {"window", 0}, {"head_dim", 320}}));
+  EXPECT_TRUE(l.map->admits({{"n_head", 32}, {"n_head_kv", 4}, {"window", 0}, {"head_dim", 128}}));
+}
+
+void run_all(const std::string& id) {
+  std::string skip;
+  const Loaded l = load_generated<Fn>(id, "attention", &skip);
+  if (!skip.empty()) GTEST_SKIP() << skip;
+  ASSERT_NE(l.fn, nullptr);
+  ASSERT_NE(l.cfn, nullptr);
+  {
+    SCOPED_TRACE("sweep");
+    sweep(l);
+  }
+  {
+    SCOPED_TRACE("head ranges");
+    head_ranges(l);
+  }
+  {
+    SCOPED_TRACE("edge data");
+    edge_data(l);
+  }
+  {
+    SCOPED_TRACE("guard pages");
+    guard_pages(l);
+  }
+  {
+    SCOPED_TRACE("bad calls");
+    bad_calls(l);
+  }
+}
+
+}  // namespace
+
+// One TEST per provider id (the name cke-audit looks for).
+TEST(JitAttentionFlash, attention_f16_flash_f32_16l__avx512) {
+  run_all("attention_f16_flash_f32_16l__avx512");
+}
+TEST(JitAttentionFlash, attention_f16_flash_f32_16l__avx2) {
+  run_all("attention_f16_flash_f32_16l__avx2");
+}
+
+TEST(JitAttentionFlash, EveryGeneratedProviderHasATest) {
+  std::vector<std::string> tested = {"attention_f16_flash_f32_16l__avx2",
+                                     "attention_f16_flash_f32_16l__avx512"};
+  std::vector<std::string> maps;
+  for (const KernelMap& m : real_registry().maps())
+    if (m.contract == "attention.f16_flash.ggml" && !m.impl.generator.empty()) maps.push_back(m.id);
+  std::sort(maps.begin(), maps.end());
+  EXPECT_EQ(maps, tested);
+}
+
+}  // namespace cke::test
