@@ -2,8 +2,11 @@
 // exact cases by construction, and bit-identity with llama.cpp's KQ, soft_max, KQV nodes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <random>
 
+#include "kernels/formats/quant.h"
 #include "kernels/ref/ops.h"
 #include "kernels/ref/ops_ggml_math.h"
 #include "tests/kernels_ops/ops_test_util.h"
@@ -272,6 +275,120 @@ TEST(RefOpsCheckpoint, attention_f32__ref_bit_exact) {
     attention_f32__ref(q.data(), kc.data(), vc.data(), out.data(), c.hd, c.nh, c.nkv, 256, 0, 5,
                        c.scale, c.window, 0, c.nh);
     EXPECT_EQ(bit_diffs(out, want), 0) << "nmse " << nmse(out, want);
+  }
+}
+
+}  // namespace
+}  // namespace cke::test
+
+// --- F16 cache, flash attention (contract attention.f16_flash.ggml) ----------------------
+namespace cke::test {
+namespace {
+
+TEST(RefOps, kv_store_f16__ref) {
+  // kv_dim 2, n_ctx 4; 2 tokens at cells 1, 2; both caches cell-major. 1/3 rounds to fp16.
+  const float k[4] = {1, 2, 3, 1.0f / 3.0f}, v[4] = {5, 6, 7, -8};
+  std::vector<uint16_t> kc(8, 0xFFFF), vc(8, 0xFFFF);
+  kv_store_f16__ref(k, v, kc.data(), vc.data(), 2, 4, 1, 2);
+  const std::vector<uint16_t> kwant = {0xFFFF, 0xFFFF, 0x3C00, 0x4000,
+                                       0x4200, 0x3555, 0xFFFF, 0xFFFF};
+  const std::vector<uint16_t> vwant = {0xFFFF, 0xFFFF, 0x4500, 0x4600,
+                                       0x4700, 0xC800, 0xFFFF, 0xFFFF};
+  EXPECT_EQ(kc, kwant);
+  EXPECT_EQ(vc, vwant);
+  kv_store_f16__ref(k, v, kc.data(), vc.data(), 2, 4, 3, 2);  // out of range: nothing written
+  EXPECT_EQ(kc, kwant);
+}
+
+struct FlashCase {
+  int64_t hd, nh, nkv, pos0, T, window;
+};
+
+// Against softmax attention in double on the same fp16 K/V (and, for T < 64, fp16 Q): the
+// value accumulator is rounded to fp16 after every cell, so the bound grows with the visible
+// cells: (cells + 2) * 2^-11 * max|V| (plus the f32 score error, far smaller).
+void check_flash(const FlashCase& c, uint32_t seed) {
+  const int64_t kvd = c.nkv * c.hd, n_ctx = c.pos0 + c.T + 3;
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<float> q(size_t(c.hd * c.nh * c.T)), out(q.size(), -7.0f);
+  std::vector<uint16_t> kc(size_t(kvd * n_ctx)), vc(kc.size());
+  for (float& x : q) x = nd(rng);
+  for (size_t i = 0; i < kc.size(); ++i) {
+    kc[i] = fp32_to_fp16(nd(rng));
+    vc[i] = fp32_to_fp16(nd(rng));
+  }
+  const float scale = 1.0f / std::sqrt(float(c.hd));
+  attention_f16_flash__ref(q.data(), kc.data(), vc.data(), out.data(), c.hd, c.nh, c.nkv, n_ctx,
+                           c.pos0, c.T, scale, c.window, 0, c.nh);
+  const bool q16 = c.T < 64;
+  for (int64_t t = 0; t < c.T; ++t)
+    for (int64_t h = 0; h < c.nh; ++h) {
+      const int64_t p = c.pos0 + t, hk = h / (c.nh / c.nkv);
+      const int64_t first = c.window > 0 ? std::max<int64_t>(0, p - c.window + 1) : 0;
+      const float* qh = &q[size_t((t * c.nh + h) * c.hd)];
+      std::vector<double> s;
+      double mx = -INFINITY, vmax = 0;
+      for (int64_t j = first; j <= p; ++j) {
+        double dot = 0;
+        for (int64_t d = 0; d < c.hd; ++d) {
+          const double qd = q16 ? fp16_to_fp32(fp32_to_fp16(qh[d])) : qh[d];
+          dot += qd * fp16_to_fp32(kc[size_t(j * kvd + hk * c.hd + d)]);
+        }
+        s.push_back(dot * scale);
+        mx = std::max(mx, s.back());
+      }
+      double sum = 0;
+      for (double& x : s) sum += (x = std::exp(x - mx));
+      for (int64_t d = 0; d < c.hd; ++d) {
+        double want = 0;
+        for (int64_t j = first; j <= p; ++j) {
+          const double vd = fp16_to_fp32(vc[size_t(j * kvd + hk * c.hd + d)]);
+          vmax = std::max(vmax, std::fabs(vd));
+          want += s[size_t(j - first)] / sum * vd;
+        }
+        const double bound = double(p - first + 3) * std::ldexp(1.0, -11) * vmax + 1e-5;
+        EXPECT_NEAR(out[size_t((t * c.nh + h) * c.hd + d)], want, bound)
+            << "t " << t << " h " << h << " d " << d;
+      }
+    }
+}
+
+TEST(RefOps, attention_f16_flash__ref) {
+  const FlashCase cases[] = {
+      {8, 8, 4, 0, 5, 0},       // stories shape, one-chunk loop
+      {64, 4, 2, 17, 1, 0},     // decode
+      {64, 4, 2, 40, 9, 8},     // window
+      {64, 4, 2, 0, 70, 0},     // tiled loop (T >= 64), two row groups past 64 cells
+      {32, 2, 1, 30, 100, 20},  // tiled with a window
+  };
+  for (const FlashCase& c : cases) {
+    SCOPED_TRACE(testing::Message() << "hd " << c.hd << " T " << c.T << " win " << c.window);
+    check_flash(c, uint32_t(c.hd * 5 + c.T));
+  }
+}
+
+// Window 1: every query sees only its own cell, so both loops give that cell's V exactly
+// (weight 1, the rest 0, S = 1).
+TEST(RefOps, attention_f16_flash__ref_window_one_is_exact) {
+  for (int64_t T : {3, 64, 80}) {
+    const int64_t hd = 64, nh = 2, nkv = 1, n_ctx = T;
+    std::mt19937 rng{uint32_t(T)};
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    std::vector<float> q(size_t(hd * nh * T)), out(q.size());
+    std::vector<uint16_t> kc(size_t(hd * n_ctx)), vc(kc.size());
+    for (float& x : q) x = nd(rng);
+    for (size_t i = 0; i < kc.size(); ++i) {
+      kc[i] = fp32_to_fp16(nd(rng));
+      vc[i] = fp32_to_fp16(nd(rng));
+    }
+    attention_f16_flash__ref(q.data(), kc.data(), vc.data(), out.data(), hd, nh, nkv, n_ctx, 0, T,
+                             0.125f, 1, 0, nh);
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t h = 0; h < nh; ++h)
+        for (int64_t d = 0; d < hd; ++d)
+          ASSERT_EQ(out[size_t((t * nh + h) * hd + d)], fp16_to_fp32(vc[size_t(t * hd + d)]))
+              << "T " << T << " t " << t << " d " << d;
   }
 }
 
