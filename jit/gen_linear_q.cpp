@@ -27,7 +27,7 @@ bool build_q(const QSpec& s, const GeneratorParams& params, kir::Module* m, std:
   // Defaults: the tiles of the decode providers.
   int rows = s.repacked ? (avx512 ? 8 : 4) : 4, tokens = 1;
   if (!int_params(params, s.generator, {{"rows", &rows}, {"tokens", &tokens}}, err)) return false;
-  // The 16-row repacked gemm (one lane per row) at AVX-512: tokens 4 or 8.
+  // The 16-row repacked prefill kernel (one lane per row, packed activations) at AVX-512.
   const bool rows16 = s.repacked && avx512 && rows == 16;
   const int max_tokens = s.repacked ? 4 : avx512 ? 4 : 2;
   // Plain AVX-512 tiles hold two rows per zmm; 6 and 8 rows take the offset form (q8_0,
@@ -37,13 +37,13 @@ bool build_q(const QSpec& s, const GeneratorParams& params, kir::Module* m, std:
       s.repacked ? rows == (avx512 ? 8 : 4)
                  : (avx512 ? (rows == 2 || rows == 4 || offset_rows) : (rows >= 1 && rows <= 4));
   const bool tokens_ok =
-      rows16 ? (tokens == 4 || tokens == 8)
+      rows16 ? tokens == 8
              : tokens >= 1 && tokens <= max_tokens && (!s.repacked || tokens == 1 || tokens == 4);
   if (!(rows16 || rows_ok) || !tokens_ok) {
     *err =
         fmt::format("generator '{}': tile {}x{} is not one it can emit (rows {}, tokens 1..{}{})",
                     s.generator, rows, tokens,
-                    s.repacked ? (avx512 ? "8 (tokens 1 or 4) or 16 (tokens 4 or 8)" : "4")
+                    s.repacked ? (avx512 ? "8 (tokens 1 or 4) or 16 (tokens 8)" : "4")
                                : (avx512 ? "2 or 4, not q4_0 also 6 or 8" : "1..4"),
                     max_tokens, s.repacked ? ", repacked: 1 or 4" : "");
     return false;
@@ -61,26 +61,12 @@ bool build_q(const QSpec& s, const GeneratorParams& params, kir::Module* m, std:
       *m, name,
       {Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::I64, Kind::I64, Kind::I64, Kind::I64, Kind::I64});
   auto tile = avx512 ? &build_q_tile_avx512 : &build_q_tile_avx2;
-  Grid g;
   if (rows16) {
-    // Open the tiles of a group's last tokens first: a caller has a lower index than its
-    // callees. Tokens past the last whole 4 go through the gemv (the contract's split).
-    g.R = 16;
-    g.G = tokens;
-    std::vector<std::pair<int, Builder>> rest;
-    for (int r = 1; r < tokens; ++r)
-      rest.emplace_back(r, open_tile(*m, fmt::format("{}_rest{}", name, r)));
-    g.full_fn = build_q4_0x8_gemm16_avx512(*m, name + "_gemm16x" + std::to_string(tokens), tokens);
-    const int gemm4 =
-        tokens == 4 ? g.full_fn : build_q4_0x8_gemm16_avx512(*m, name + "_gemm16x4", 4);
-    int gemv[4] = {-1, -1, -1, -1};
-    for (int r = 1; r < 4; ++r)
-      gemv[r] = tile(*m, fmt::format("{}_gemv{}", name, r), s.format, QArith::Gemv, 8, r);
-    for (auto& [r, b] : rest) {
-      g.rem_fn[r] = b.index();
-      fill_rows16_rest(b, r >= 4 ? gemm4 : -1, r % 4 ? gemv[r % 4] : -1);
-    }
-  } else if (s.repacked) {
+    build_q4_0x8_rows16_avx512(e, *m, name);
+    return true;
+  }
+  Grid g;
+  if (s.repacked) {
     g.R = rows;
     // Groups of 4 through the gemm, the rest through the gemv; tokens = 1 (decode) has
     // only the gemv of one token.

@@ -77,14 +77,12 @@ int build_q_tile_avx512(kir::Module& m, const std::string& name, QFormat f, QAri
 int build_q_tile_avx2(kir::Module& m, const std::string& name, QFormat f, QArith a, int rows,
                       int tokens);
 
-// The 16-row gemm tile of linear.q4_0x8.ggml at AVX-512 VNNI (gen_linear_q_rows16.cpp): one
-// int32 lane per row, `tokens` (1..8) tokens, all with the gemm's arithmetic.
-int build_q4_0x8_gemm16_avx512(kir::Module& m, const std::string& name, int tokens);
-// The body of an opened 16-row tile for a group's last tokens: 4 through gemm_fn (a 4-token
-// gemm16, or -1 for none), then the rest through gemv_fn (an 8-row gemv tile of that many
-// tokens, called for rows 0-7 and 8-15; -1 for none). Callees must have higher indices
-// than b's function (open b first).
-int fill_rows16_rest(kir::Builder& b, int gemm_fn, int gemv_fn);
+// The 16-row prefill kernel of linear.q4_0x8.ggml at AVX-512 VNNI (gen_linear_q_rows16.cpp):
+// one int32 lane per row, activations packed once per group of 8 tokens into a frame
+// buffer. Writes the entry's body into e (function 0 of m) and its tiles into m. K is at
+// most 32 * kQ4_0Rows16MaxBlocks (the map's shape predicate; a larger K returns unwritten).
+constexpr int kQ4_0Rows16MaxBlocks = 512;
+void build_q4_0x8_rows16_avx512(kir::Builder& e, kir::Module& m, const std::string& name);
 
 // Generators (jit/generators.cpp table): impl.params rows, tokens.
 bool build_linear_q8_0_avx512vnni(const GeneratorParams& p, kir::Module* m, std::string* err);

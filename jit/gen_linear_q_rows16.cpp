@@ -1,16 +1,30 @@
-// The 16-row gemm tile of the repacked q4_0 arithmetic (contract linear.q4_0x8.ggml) at
-// AVX-512 VNNI: one int32 lane per weight row, so a block's 32-element dot needs no
-// horizontal sum.
+// The 16-row prefill kernel of the repacked q4_0 arithmetic (contract linear.q4_0x8.ggml)
+// at AVX-512 VNNI: one int32 lane per weight row, so a block's 32-element dot needs no
+// horizontal sum, and activations packed once per group of tokens.
 //
-// Why: the 8-row tile (gen_linear_q_avx512.cpp) puts a row's 32 elements across 8 lanes
-// and spends ~13 shuffles per token and block folding them back into one sum per row. Here
-// the block is transposed once for all tokens of the tile: W_j (j = 0..7) holds, in lane
-// L, the 4 elements 4j..4j+3 of row(L) as unsigned nibbles n (0..15). A token's block is
-// then 8 vpdpbusd of W_j by the activation dword j broadcast to every lane:
-//   isum = sum_j dpbusd(W_j, a_j) - 8 * sum(a) = sum (n - 8) * a,
-// the exact int32 block sum of the gemm (exact products: ggml's gemm has no vpsignb wrap),
-// with 8 * sum(a) from the same broadcasts against bytes of 8. Then, as the contract says,
-// acc = fma(float(isum), fl(d_w * d_a), acc), one float lane per row.
+// Tiles. The block is transposed once for all tokens of the tile: W_j (j = 0..7) holds, in
+// lane L, the 4 elements 4j..4j+3 of row(L) as unsigned nibbles n (0..15). A token's block
+// is then 8 vpdpbusd of W_j by the activation dword j broadcast to every lane, into an
+// accumulator that starts at -8 * sum(a):
+//   isum = -8 * sum(a) + sum_j dpbusd(W_j, a_j) = sum (n - 8) * a,
+// the exact int32 block sum of the gemm (exact products: ggml's gemm has no vpsignb wrap).
+// Then, as the contract says, acc = fma(float(isum), fl(d_w * d_a), acc), one float lane
+// per row.
+//
+// The activation pack. Before the tiles of a group of tokens run, the entry copies the
+// group's blocks into a frame buffer, block-major (kPackBlock bytes a block): the tokens'
+// 32 quants (token t at 32 t), their scales as f32 (exact) at kPackScale + 4 t and
+// -8 * sum(a) at kPackCorr + 4 t. A tile then reads every per-token value by a broadcast
+// load (no ALU work), and the sums are made once per group instead of once per tile
+// (ggml's gemm packs its activations too: block_q8_0x4). K is at most kMaxBlocks blocks
+// (the map's shape predicate; the frame holds one group).
+//
+// Groups: tokens 0 .. 4 floor(T / 4) - 1 in groups of 8 (the last may be 4) with the gemm's
+// exact products; the last T % 4 tokens are the gemv's (the contract's split), whose
+// products move the weight's sign onto the activation (vpsignb): they differ from the exact
+// product only for an activation of -128 (an inf or NaN in the row) against a negative
+// weight, where vpsignb wraps. The pack keeps the bytewise minimum of those tokens; if it is
+// -128 the group runs through the sign-move tiles, whose bits are ggml's gemv's.
 //
 // The transpose: rows 4g..4g+3's 16 quant bytes (4 dwords) fill the 128-bit blocks of A_g;
 // unpacking dwords then qwords of A_0..A_3 gives Q_d (d = 0..3, dword d of every row) with
@@ -36,16 +50,22 @@ using kir::Mem;
 using kir::V;
 
 constexpr int kRows = 16;
+constexpr int kGroup = 8;                           // tokens a pack holds
+constexpr int kPackScale = 32 * kGroup;             // f32 d_a of token t at + 4 t
+constexpr int kPackCorr = kPackScale + 4 * kGroup;  // i32 -8 * sum(a) of token t at + 4 t
+constexpr int kPackBlock = kPackCorr + 4 * kGroup;  // bytes of one block of the pack
 
 // Row of lane L (lane 4k + m holds row k + 4m).
 int lane_row(int lane) {
   return lane / 4 + 4 * (lane % 4);
 }
 
-}  // namespace
+// Tile arithmetic: the gemm's exact products, or the gemv's vpsignb products.
+enum class Products : uint8_t { Exact, SignMove };
 
-int build_q4_0x8_gemm16_avx512(kir::Module& m, const std::string& name, int tokens) {
-  if (tokens < 1 || tokens > 8) throw std::logic_error("kir: gemm16 takes 1..8 tokens");
+// One tile: rows16 x `tokens` of a pack (tile ABI of gen_tile.h with a = the pack, n = nb;
+// the pack's stride is fixed, `as` is unused).
+int emit_tile(kir::Module& m, const std::string& name, int tokens, Products products) {
   const QFormatTraits& qt = q_traits(QFormat::Q4_0);
   Builder b = open_tile(m, name);
   const TileArgs a = begin_tile(b);
@@ -62,31 +82,24 @@ int build_q4_0x8_gemm16_avx512(kir::Module& m, const std::string& name, int toke
       b.mul(roff[size_t(r)], i, a.rb);
     }
   }
-  V zero = b.vec(512, Cls::I, "zero"), nib = b.vec(512, Cls::I, "nib"),
-    eights = b.vec(512, Cls::I, "eights");
+  V zero = b.vec(512, Cls::I, "zero"), nib = b.vec(512, Cls::I, "nib"), eights;
   b.vzero(zero);
   b.vsplat32(nib, 0x0F0F0F0Fu);
-  b.vsplat32(eights, 0x08080808u);
+  if (products == Products::SignMove) {
+    eights = b.vec(512, Cls::I, "eights");
+    b.vsplat32(eights, 0x08080808u);
+  }
   V zero256 = b.vec(256, Cls::I, "zero256");
   b.vzero(zero256);
 
-  // Two token groups of up to 4 (TokenRows addresses 4 tokens from one moving pointer).
-  TokenRows tr[2] = {token_rows(b, a.a, a.as, std::min(tokens, 4)), {}};
-  if (tokens > 4) {
-    V a4 = b.ptr("act4"), s4 = b.i64("s4");
-    b.muli(s4, a.as, 4);
-    b.ptr_add(a4, a.a, s4, 1);
-    tr[1] = token_rows(b, a4, a.as, tokens - 4);
-  }
-  auto act = [&](int t, int32_t disp) { return tr[t / 4].at(t % 4, disp); };
-
-  V acc[8];
+  V acc[kGroup];
   for (int t = 0; t < tokens; ++t) {
     acc[t] = b.vec(512, Cls::F, "acc");
     b.vzero(acc[t]);
   }
 
-  V wb = b.ptr("wb"), off = b.i64("off"), end = b.i64("end");
+  V wb = b.ptr("wb"), pk = b.ptr("pk"), off = b.i64("off"), end = b.i64("end");
+  b.mov(pk, a.a);
   b.muli(end, a.n, qt.block_bytes);
   b.for_(off, b.imm(0, "zero_i"), end, b.imm(qt.block_bytes, "block_bytes"));
   b.ptr_add(wb, a.w, off, 1);  // this block of row 0; row r at wb + roff[r]
@@ -135,23 +148,33 @@ int build_q4_0x8_gemm16_avx512(kir::Module& m, const std::string& name, int toke
   b.vcvt_f16_f32(dw, hy);
 
   for (int t = 0; t < tokens; ++t) {
-    V isum = b.vec(512, Cls::I, "isum"), corr = b.vec(512, Cls::I, "corr");
-    b.vzero(isum);
-    b.vzero(corr);
+    V isum = b.vec(512, Cls::I, "isum");
+    if (products == Products::Exact) {
+      b.vbcast_f32(isum, Mem{pk, {}, 1, kPackCorr + 4 * t});  // -8 * sum(a)
+    } else {
+      b.vzero(isum);
+    }
     for (int j = 0; j < 8; ++j) {
       V aj = b.vec(512, Cls::I, "aj");
-      b.vbcast_f32(aj, act(t, 2 + 4 * j));  // activation dword j (bits, not a float)
-      b.vdpbusd(isum, W[j], aj);
-      b.vdpbusd(corr, eights, aj);
+      b.vbcast_f32(aj, Mem{pk, {}, 1, 32 * t + 4 * j});  // activation dword j (bits)
+      if (products == Products::Exact) {
+        b.vdpbusd(isum, W[j], aj);
+      } else {  // |w| times a with w's sign moved onto it (vpsignb, wrapping at -128)
+        V w = b.vec(512, Cls::I, "w"), aw = b.vec(512, Cls::I, "aw"), sy = b.vec(512, Cls::I, "sy");
+        V neg = b.mask("neg");
+        b.vsub_i8(w, W[j], eights);
+        b.vabs_i8(aw, w);
+        b.kfrom_bytes(neg, w);
+        b.vcopy(sy, aj);
+        b.vsub_i8_mk(sy, neg, zero, aj);
+        b.vdpbusd(isum, aw, sy);
+      }
     }
-    b.vsub_i32(isum, isum, corr);
-    V da = b.vec(512, Cls::F, "da"), dah = b.vec(256, Cls::I, "dah");
-    b.vbcast_i16(dah, act(t, 0));
-    b.vcvt_f16_f32(da, dah);
+    V da = b.vec(512, Cls::F, "da");
+    b.vbcast_f32(da, Mem{pk, {}, 1, kPackScale + 4 * t});
     fma_block(b, acc[t], isum, dw, da);
   }
-  b.addi(tr[0].base, tr[0].base, int64_t(sizeof(block_q8_0)));
-  if (tokens > 4) b.addi(tr[1].base, tr[1].base, int64_t(sizeof(block_q8_0)));
+  b.addi(pk, pk, kPackBlock);
   b.end_for();
 
   // Rows back in order, store rows [0, nrows).
@@ -170,31 +193,154 @@ int build_q4_0x8_gemm16_avx512(kir::Module& m, const std::string& name, int toke
   return b.index();
 }
 
-int fill_rows16_rest(Builder& b, int gemm_fn, int gemv_fn) {
-  const TileArgs a = begin_tile(b);
-  V at = b.ptr("at"), yt = b.ptr("yt"), tmp = b.i64("tmp");
-  b.mov(at, a.a);
-  b.mov(yt, a.y);
-  if (gemm_fn >= 0) {  // four tokens of gemm arithmetic first
-    b.call(gemm_fn, {a.w, a.rb, a.nrows, at, a.as, yt, a.ys, a.n});
-    b.muli(tmp, a.as, 4);
-    b.ptr_add(at, at, tmp, 1);
-    b.muli(tmp, a.ys, 4);
-    b.ptr_add(yt, yt, tmp, 1);
+// Packs `count` (1..8) token rows of block_q8_0 from x (as bytes apart) into pk (see the top
+// of the file). amin (a 256-bit vector, or none) keeps the bytewise minimum of the quants.
+void emit_pack(Builder& e, V x, V as, V nb, V count, V pk, V amin) {
+  const int qo = q_traits(QFormat::Q4_0).act_quants_offset;
+  V t = e.i64("pk_t"), blk = e.i64("pk_b"), tmp = e.i64("pk_tmp");
+  V src = e.ptr("pk_src"), dq = e.ptr("pk_dq"), ds = e.ptr("pk_ds");
+  V eights = e.vec(256, Cls::I, "pk_eights"), zero = e.vec(128, Cls::I, "pk_zero");
+  e.vsplat32(eights, 0x08080808u);
+  e.vzero(zero);
+  e.for_(t, e.imm(0, "pk_zero_i"), count, e.imm(1, "pk_one"));
+  {
+    e.mul(tmp, t, as);
+    e.ptr_add(src, x, tmp, 1);
+    e.muli(tmp, t, 32);
+    e.ptr_add(dq, pk, tmp, 1);
+    e.muli(tmp, t, 4);
+    e.ptr_add(ds, pk, tmp, 1);
+    e.for_(blk, e.imm(0, "pk_zero_b"), nb, e.imm(1, "pk_one_b"));
+    {
+      V q = e.vec(256, Cls::I, "pk_q"), s = e.vec(256, Cls::I, "pk_s"),
+        s4 = e.vec(128, Cls::I, "pk_s4");
+      e.vload(q, Mem{src, {}, 1, qo});
+      e.vstore(Mem{dq, {}, 1, 0}, q);
+      if (amin.valid()) e.vmin_i8(amin, amin, q);
+      e.vzero(s);
+      e.vdpbusd(s, eights, q);  // 8 * (sum of each lane's 4 quants)
+      e.vextract(s4, s, 1);
+      e.vadd_i32(s4, s4, e.view(s, 128, Cls::I));
+      e.vhadd_i32(s4, s4, s4);
+      e.vhadd_i32(s4, s4, s4);  // lane 0: 8 * sum(a)
+      e.vsub_i32(s4, zero, s4);
+      e.vstore_ss(Mem{ds, {}, 1, kPackCorr}, e.view(s4, 128, Cls::F));
+      V h = e.vec(128, Cls::I, "pk_h"), d = e.vec(128, Cls::F, "pk_d");
+      e.vbcast_i16(h, Mem{src, {}, 1, 0});
+      e.vcvt_f16_f32(d, h);
+      e.vstore_ss(Mem{ds, {}, 1, kPackScale}, d);
+      e.addi(src, src, int64_t(sizeof(block_q8_0)));
+      e.addi(dq, dq, kPackBlock);
+      e.addi(ds, ds, kPackBlock);
+    }
+    e.end_for();
   }
-  if (gemv_fn >= 0) {  // the rest through the 8-row gemv, twice
-    V rows = b.i64("rows"), eight = b.imm(8, "eight"), w8 = b.ptr("w8"), y8 = b.ptr("y8");
-    b.min(rows, a.nrows, eight);
-    b.call(gemv_fn, {a.w, a.rb, rows, at, a.as, yt, a.ys, a.n});
-    b.if_(a.nrows, Cmp::GT, 8);
-    b.addi(rows, a.nrows, -8);
-    b.muli(tmp, a.rb, 8);
-    b.ptr_add(w8, a.w, tmp, 1);
-    b.addi(y8, yt, 32);
-    b.call(gemv_fn, {w8, a.rb, rows, at, a.as, y8, a.ys, a.n});
-    b.end_if();
+  e.end_for();
+}
+
+// for n in [n0, n1) by 16: tile(w_n, rb, min(16, n1 - n), pk, 0, y_n, ys, nb).
+void emit_rows(Builder& e, int tile, V w_n0, V rb, V n0, V n1, V pk, V y, V ys, V nb) {
+  V n = e.i64("n"), rows = e.i64("rows"), left = e.i64("left"), tmp = e.i64("tmp");
+  V wn = e.ptr("wn"), yn = e.ptr("yn"), step = e.imm(kRows, "R"), none = e.imm(0, "none");
+  e.mov(wn, w_n0);
+  e.mov(yn, y);
+  e.for_(n, n0, n1, step);
+  e.sub(left, n1, n);
+  e.min(rows, step, left);
+  e.call(tile, {wn, rb, rows, pk, none, yn, ys, nb});
+  e.muli(tmp, rb, kRows);
+  e.ptr_add(wn, wn, tmp, 1);
+  e.addi(yn, yn, 4 * kRows);
+  e.end_for();
+}
+
+}  // namespace
+
+void build_q4_0x8_rows16_avx512(Builder& e, kir::Module& m, const std::string& name) {
+  const QFormatTraits& qt = q_traits(QFormat::Q4_0);
+  // Tiles (callees after the entry): the gemm's 8 and 4 tokens, the gemv's 1..3 both ways.
+  const int gemm8 = emit_tile(m, name + "_gemm8", 8, Products::Exact);
+  const int gemm4 = emit_tile(m, name + "_gemm4", 4, Products::Exact);
+  int gemv[4] = {-1, -1, -1, -1}, gemv_sign[4] = {-1, -1, -1, -1};
+  for (int r = 1; r < 4; ++r) {
+    gemv[r] = emit_tile(m, name + "_gemv" + std::to_string(r), r, Products::Exact);
+    gemv_sign[r] =
+        emit_tile(m, name + "_gemv" + std::to_string(r) + "_sign", r, Products::SignMove);
   }
-  return b.index();
+
+  const V x = e.arg(0), w = e.arg(1), y = e.arg(2), K = e.arg(3), N = e.arg(4), T = e.arg(5),
+          n0 = e.arg(6), n1 = e.arg(7);
+  ret_if(e, T, Cmp::LE, 0);
+  ret_if(e, K, Cmp::LE, 0);
+  ret_if(e, n0, Cmp::LT, 0);
+  ret_if(e, n1, Cmp::LE, n0);
+  ret_if(e, n1, Cmp::GT, N);
+  V tail = e.i64("k_tail"), nb = e.i64("nb");
+  e.andi(tail, K, qt.block_elems - 1);
+  ret_if(e, tail, Cmp::NE, 0);
+  e.div(nb, K, e.imm(qt.block_elems, "block_elems"));
+  ret_if(e, nb, Cmp::GT, kQ4_0Rows16MaxBlocks);  // outside the map's shape predicate
+
+  V rb = e.i64("row_bytes"), as = e.i64("act_stride"), ys = e.i64("y_stride"), tmp = e.i64("tmp");
+  V w0 = e.ptr("w_n0"), y0 = e.ptr("y_n0"), pk = e.ptr("pack");
+  e.muli(rb, nb, qt.block_bytes);
+  e.muli(as, nb, int64_t(sizeof(block_q8_0)));
+  e.muli(ys, N, 4);
+  e.mul(tmp, n0, rb);
+  e.ptr_add(w0, w, tmp, 1);
+  e.ptr_add(y0, y, n0, 4);
+  e.ptr_align(pk, e.stack(int64_t(kQ4_0Rows16MaxBlocks) * kPackBlock + 64, "pack_raw"), 64);
+
+  // The gemm's tokens, in groups of 8 (the last of them may be 4).
+  V full = e.i64("full"), t0 = e.i64("t0"), cnt = e.i64("cnt"), xt = e.ptr("xt"), yt = e.ptr("yt");
+  V eight = e.imm(kGroup, "eight");
+  e.sari(full, T, 2);
+  e.muli(full, full, 4);
+  e.for_(t0, e.imm(0, "zero"), full, eight);
+  {
+    e.sub(cnt, full, t0);
+    e.min(cnt, cnt, eight);
+    e.mul(tmp, t0, as);
+    e.ptr_add(xt, x, tmp, 1);
+    e.mul(tmp, t0, ys);
+    e.ptr_add(yt, y0, tmp, 1);
+    emit_pack(e, xt, as, nb, cnt, pk, V{});
+    e.if_(cnt, Cmp::EQ, kGroup);
+    emit_rows(e, gemm8, w0, rb, n0, n1, pk, yt, ys, nb);
+    e.end_if();
+    e.if_(cnt, Cmp::EQ, 4);
+    emit_rows(e, gemm4, w0, rb, n0, n1, pk, yt, ys, nb);
+    e.end_if();
+  }
+  e.end_for();
+
+  // The gemv's last T % 4 tokens; sign-move tiles if an activation byte is -128.
+  V rem = e.i64("rem"), bits = e.i64("min8_bits");
+  e.sub(rem, T, full);
+  ret_if(e, rem, Cmp::EQ, 0);
+  e.mul(tmp, full, as);
+  e.ptr_add(xt, x, tmp, 1);
+  e.mul(tmp, full, ys);
+  e.ptr_add(yt, y0, tmp, 1);
+  V amin = e.vec(256, Cls::I, "amin"), amin512 = e.vec(512, Cls::I, "amin512"),
+    am = e.vec(512, Cls::I, "amin_abs"), zero512 = e.vec(512, Cls::I, "zero512");
+  V k = e.mask("has_min8");
+  e.vsplat32(amin, 0x7F7F7F7Fu);
+  emit_pack(e, xt, as, nb, rem, pk, amin);
+  e.vzero(zero512);
+  e.vinsert(amin512, zero512, amin, 0);
+  e.vabs_i8(am, amin512);  // |min| keeps its sign bit only for -128
+  e.kfrom_bytes(k, am);
+  e.kto_i64(bits, k);
+  for (int r = 1; r < 4; ++r) {
+    e.if_(rem, Cmp::EQ, r);
+    e.if_(bits, Cmp::NE, 0);
+    emit_rows(e, gemv_sign[r], w0, rb, n0, n1, pk, yt, ys, nb);
+    e.ret();
+    e.end_if();
+    emit_rows(e, gemv[r], w0, rb, n0, n1, pk, yt, ys, nb);
+    e.end_if();
+  }
 }
 
 }  // namespace cke::jit::gen
