@@ -52,8 +52,8 @@ std::map<std::string, double>& ref_seconds() {
 // in the plan it is its own step, shared by the linears reading the same input).
 void run(benchmark::State& st, const cke::test::GeneratedLinear& g, LinearFn fn, int64_t T,
          int64_t N, const std::string& ref_key, bool is_ref) {
-  const cke::DType t = g.wtype;
-  const std::vector<uint8_t>& w = weights(t);
+  const std::vector<uint8_t> w =
+      is_ref ? weights(g.wtype) : g.kernel_weights(weights(g.wtype), kK, N);
   std::vector<float> xf(kK * T);
   std::mt19937 rng(2);
   std::normal_distribution<float> d(0.0f, 1.0f);

@@ -62,7 +62,7 @@ bool build_q(const QSpec& s, const GeneratorParams& params, kir::Module* m, std:
       {Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::I64, Kind::I64, Kind::I64, Kind::I64, Kind::I64});
   auto tile = avx512 ? &build_q_tile_avx512 : &build_q_tile_avx2;
   if (rows16) {
-    build_q4_0x8_rows16_avx512(e, *m, name);
+    build_q4_0x8_rows16_avx512(e, *m, name, Rows16Weights::RowMajor);
     return true;
   }
   Grid g;
@@ -182,6 +182,29 @@ bool build_linear_q4_0_avx512vnni(const GeneratorParams& p, kir::Module* m, std:
 }
 bool build_linear_q4_0x8_avx512vnni(const GeneratorParams& p, kir::Module* m, std::string* err) {
   return build_q({"linear_q4_0x8__avx512vnni", QFormat::Q4_0, true, Isa::Avx512Vnni}, p, m, err);
+}
+bool build_linear_q4_0_r16_avx512vnni(const GeneratorParams& p, kir::Module* m, std::string* err) {
+  int rows = 16, tokens = 8;
+  if (!int_params(p, "linear_q4_0_r16__avx512vnni", {{"rows", &rows}, {"tokens", &tokens}}, err))
+    return false;
+  if (rows != 16 || (tokens != 1 && tokens != 8)) {
+    *err = fmt::format(
+        "generator 'linear_q4_0_r16__avx512vnni': tile {}x{} is not one it can emit (rows 16, "
+        "tokens 1 for decode or 8)",
+        rows, tokens);
+    return false;
+  }
+  m->isa = isa_features(Isa::Avx512Vnni);
+  m->comment = fmt::format(
+      "generator linear_q4_0_r16__avx512vnni, rows 16, tokens {}: repacked 8x8 gemm/gemv "
+      "arithmetic of contract linear.q4_0x8.ggml\n(weights: the q4_0_r16 copy made at load; "
+      "activations: q8_0 rows from the plan's act_quant step)",
+      tokens);
+  Builder e(
+      *m, m->name,
+      {Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::I64, Kind::I64, Kind::I64, Kind::I64, Kind::I64});
+  build_q4_0x8_rows16_avx512(e, *m, m->name, Rows16Weights::R16);
+  return true;
 }
 bool build_linear_q8_0_avx2(const GeneratorParams& p, kir::Module* m, std::string* err) {
   return build_q({"linear_q8_0__avx2", QFormat::Q8_0, false, Isa::Avx2}, p, m, err);

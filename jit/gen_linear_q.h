@@ -81,13 +81,19 @@ int build_q_tile_avx2(kir::Module& m, const std::string& name, QFormat f, QArith
 // one int32 lane per row, activations packed once per group of 8 tokens into a frame
 // buffer. Writes the entry's body into e (function 0 of m) and its tiles into m. K is at
 // most 32 * kQ4_0Rows16MaxBlocks (the map's shape predicate; a larger K returns unwritten).
+// Weights: the file's row-major blocks, or their load-time copy in layout q4_0_r16
+// (kernels/formats/layouts.h).
 constexpr int kQ4_0Rows16MaxBlocks = 512;
-void build_q4_0x8_rows16_avx512(kir::Builder& e, kir::Module& m, const std::string& name);
+enum class Rows16Weights : uint8_t { RowMajor, R16 };
+void build_q4_0x8_rows16_avx512(kir::Builder& e, kir::Module& m, const std::string& name,
+                                Rows16Weights layout);
 
 // Generators (jit/generators.cpp table): impl.params rows, tokens.
 bool build_linear_q8_0_avx512vnni(const GeneratorParams& p, kir::Module* m, std::string* err);
 bool build_linear_q4_0_avx512vnni(const GeneratorParams& p, kir::Module* m, std::string* err);
 bool build_linear_q4_0x8_avx512vnni(const GeneratorParams& p, kir::Module* m, std::string* err);
+// The same arithmetic on the q4_0_r16 copy of the weights (params rows 16, tokens 1 or 8).
+bool build_linear_q4_0_r16_avx512vnni(const GeneratorParams& p, kir::Module* m, std::string* err);
 bool build_linear_q8_0_avx2(const GeneratorParams& p, kir::Module* m, std::string* err);
 bool build_linear_q4_0_avx2(const GeneratorParams& p, kir::Module* m, std::string* err);
 bool build_linear_q4_0x8_avx2(const GeneratorParams& p, kir::Module* m, std::string* err);

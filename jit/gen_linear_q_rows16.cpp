@@ -26,6 +26,12 @@
 // weight, where vpsignb wraps. The pack keeps the bytewise minimum of those tokens; if it is
 // -128 the group runs through the sign-move tiles, whose bits are ggml's gemv's.
 //
+// Weights: the file's row-major blocks (the tile transposes each block, below), or the
+// repacked layout q4_0_r16 (kernels/formats/layouts.h, made once at load), which holds each
+// block already transposed with lane r = row r: four 512-bit loads and one 256-bit load of
+// scales. Its row groups start at multiples of 16: a range [n0, n1) that starts inside a
+// group computes that group into a frame buffer and copies the rows it wants.
+//
 // The transpose: rows 4g..4g+3's 16 quant bytes (4 dwords) fill the 128-bit blocks of A_g;
 // unpacking dwords then qwords of A_0..A_3 gives Q_d (d = 0..3, dword d of every row) with
 // lane 4k + m holding row k + 4m. Low nibbles of Q_d are elements 4d..4d+3 (W_d), high
@@ -39,6 +45,7 @@
 
 #include "jit/gen_linear_q.h"
 #include "kernels/formats/blocks.h"
+#include "kernels/formats/layouts.h"
 
 namespace cke::jit::gen {
 namespace {
@@ -63,48 +70,11 @@ int lane_row(int lane) {
 // Tile arithmetic: the gemm's exact products, or the gemv's vpsignb products.
 enum class Products : uint8_t { Exact, SignMove };
 
-// One tile: rows16 x `tokens` of a pack (tile ABI of gen_tile.h with a = the pack, n = nb;
-// the pack's stride is fixed, `as` is unused).
-int emit_tile(kir::Module& m, const std::string& name, int tokens, Products products) {
+// The row-major block at wb (row r at wb + roff[r]) transposed: Q[d] lane 4k + m = dword d
+// of row k + 4m; dw the 16 scales as f32 in the same lane order.
+void load_row_major(Builder& b, V wb, const std::vector<V>& roff, V zero, V Q[4], V dw) {
   const QFormatTraits& qt = q_traits(QFormat::Q4_0);
-  Builder b = open_tile(m, name);
-  const TileArgs a = begin_tile(b);
-
-  // Byte offsets of the 16 rows from w, clamped to nrows - 1 (asmjit spills what does not fit).
-  std::vector<V> roff(kRows);
-  {
-    V last = b.i64("last"), i = b.i64("i");
-    b.addi(last, a.nrows, -1);
-    for (int r = 0; r < kRows; ++r) {
-      roff[size_t(r)] = b.i64("roff");
-      b.movi(i, r);
-      b.min(i, i, last);
-      b.mul(roff[size_t(r)], i, a.rb);
-    }
-  }
-  V zero = b.vec(512, Cls::I, "zero"), nib = b.vec(512, Cls::I, "nib"), eights;
-  b.vzero(zero);
-  b.vsplat32(nib, 0x0F0F0F0Fu);
-  if (products == Products::SignMove) {
-    eights = b.vec(512, Cls::I, "eights");
-    b.vsplat32(eights, 0x08080808u);
-  }
-  V zero256 = b.vec(256, Cls::I, "zero256");
-  b.vzero(zero256);
-
-  V acc[kGroup];
-  for (int t = 0; t < tokens; ++t) {
-    acc[t] = b.vec(512, Cls::F, "acc");
-    b.vzero(acc[t]);
-  }
-
-  V wb = b.ptr("wb"), pk = b.ptr("pk"), off = b.i64("off"), end = b.i64("end");
-  b.mov(pk, a.a);
-  b.muli(end, a.n, qt.block_bytes);
-  b.for_(off, b.imm(0, "zero_i"), end, b.imm(qt.block_bytes, "block_bytes"));
-  b.ptr_add(wb, a.w, off, 1);  // this block of row 0; row r at wb + roff[r]
-
-  // Transpose the block's quants: A_g = rows 4g..4g+3, one per 128-bit block.
+  // A_g = rows 4g..4g+3, one per 128-bit block.
   V A[4];
   for (int g = 0; g < 4; ++g) {
     A[g] = b.vec(512, Cls::I, "A");
@@ -120,12 +90,80 @@ int emit_tile(kir::Module& m, const std::string& name, int tokens, Products prod
   b.vunpack_hi32(hi01, A[0], A[1]);  //          [r_k d2, r_4+k d2, r_k d3, r_4+k d3]
   b.vunpack_lo32(lo23, A[2], A[3]);
   b.vunpack_hi32(hi23, A[2], A[3]);
-  V Q[4];
-  for (int d = 0; d < 4; ++d) Q[d] = b.vec(512, Cls::I, "Q");
   b.vunpack_lo64(Q[0], lo01, lo23);  // lane 4k + m: dword 0 of row k + 4m
   b.vunpack_hi64(Q[1], lo01, lo23);
   b.vunpack_lo64(Q[2], hi01, hi23);
   b.vunpack_hi64(Q[3], hi01, hi23);
+  V h[2] = {b.vec(128, Cls::I, "h"), b.vec(128, Cls::I, "h")};
+  for (int half = 0; half < 2; ++half) {
+    b.vzero(h[half]);
+    for (int l = 0; l < 8; ++l)
+      b.vinsert_u16(h[half], h[half],
+                    Mem{wb, roff[size_t(lane_row(8 * half + l))], 1, qt.scale_offset}, l);
+  }
+  V hy = b.vec(256, Cls::I, "hy"), zero256 = b.view(zero, 256, Cls::I);
+  b.vinsert(hy, zero256, h[0], 0);
+  b.vinsert(hy, hy, h[1], 1);
+  b.vcvt_f16_f32(dw, hy);
+}
+
+// One tile: 16 rows x `tokens` of a pack (tile ABI of gen_tile.h with a = the pack, n = nb;
+// the pack's stride is fixed, `as` is unused). w: row 0 of the file's blocks (row r at
+// w + r * rb), or the group of the q4_0_r16 copy (rb unused).
+int emit_tile(kir::Module& m, const std::string& name, int tokens, Products products,
+              Rows16Weights layout) {
+  const QFormatTraits& qt = q_traits(QFormat::Q4_0);
+  const bool r16 = layout == Rows16Weights::R16;
+  Builder b = open_tile(m, name);
+  const TileArgs a = begin_tile(b);
+
+  // Byte offsets of the 16 rows from w, clamped to nrows - 1 (asmjit spills what does not fit).
+  std::vector<V> roff(kRows);
+  if (!r16) {
+    V last = b.i64("last"), i = b.i64("i");
+    b.addi(last, a.nrows, -1);
+    for (int r = 0; r < kRows; ++r) {
+      roff[size_t(r)] = b.i64("roff");
+      b.movi(i, r);
+      b.min(i, i, last);
+      b.mul(roff[size_t(r)], i, a.rb);
+    }
+  }
+  V zero, nib = b.vec(512, Cls::I, "nib"), eights;
+  if (!r16 || products == Products::SignMove) {
+    zero = b.vec(512, Cls::I, "zero");
+    b.vzero(zero);
+  }
+  b.vsplat32(nib, 0x0F0F0F0Fu);
+  if (products == Products::SignMove) {
+    eights = b.vec(512, Cls::I, "eights");
+    b.vsplat32(eights, 0x08080808u);
+  }
+
+  V acc[kGroup];
+  for (int t = 0; t < tokens; ++t) {
+    acc[t] = b.vec(512, Cls::F, "acc");
+    b.vzero(acc[t]);
+  }
+
+  V wb = b.ptr("wb"), pk = b.ptr("pk"), off = b.i64("off"), end = b.i64("end");
+  const int wblock = r16 ? kQ4_0R16Block : qt.block_bytes;  // weight bytes per block step
+  b.mov(pk, a.a);
+  b.muli(end, a.n, wblock);
+  b.for_(off, b.imm(0, "zero_i"), end, b.imm(wblock, "block_bytes"));
+  b.ptr_add(wb, a.w, off, 1);  // this block of row 0 (r16: of the group)
+  V Q[4], dw = b.vec(512, Cls::F, "dw");
+  for (int d = 0; d < 4; ++d) Q[d] = b.vec(512, Cls::I, "Q");
+  if (r16) {
+    for (int l = 0; l < kQ4_0R16Block; l += 64) b.vprefetch(Mem{wb, {}, 1, kPrefetchAhead + l});
+    for (int d = 0; d < 4; ++d) b.vload(Q[d], Mem{wb, {}, 1, 64 * d});  // lane r = row r
+    V hy = b.vec(256, Cls::I, "hy");
+    b.vload(hy, Mem{wb, {}, 1, 256});
+    b.vcvt_f16_f32(dw, hy);
+  } else {
+    load_row_major(b, wb, roff, zero, Q, dw);
+  }
+  // W_d: elements 4d..4d+3 (low nibbles), W_{4+d}: elements 16+4d.. (high nibbles).
   V W[8];
   for (int d = 0; d < 4; ++d) {
     W[d] = b.vec(512, Cls::I, "W");
@@ -134,18 +172,6 @@ int emit_tile(kir::Module& m, const std::string& name, int tokens, Products prod
     b.vsrl_i16(W[4 + d], Q[d], 4);
     b.vand(W[4 + d], W[4 + d], nib);
   }
-  // The 16 fp16 scales in lane order -> f32.
-  V h[2] = {b.vec(128, Cls::I, "h"), b.vec(128, Cls::I, "h")};
-  for (int half = 0; half < 2; ++half) {
-    b.vzero(h[half]);
-    for (int l = 0; l < 8; ++l)
-      b.vinsert_u16(h[half], h[half],
-                    Mem{wb, roff[size_t(lane_row(8 * half + l))], 1, qt.scale_offset}, l);
-  }
-  V hy = b.vec(256, Cls::I, "hy"), dw = b.vec(512, Cls::F, "dw");
-  b.vinsert(hy, zero256, h[0], 0);
-  b.vinsert(hy, hy, h[1], 1);
-  b.vcvt_f16_f32(dw, hy);
 
   for (int t = 0; t < tokens; ++t) {
     V isum = b.vec(512, Cls::I, "isum");
@@ -177,17 +203,23 @@ int emit_tile(kir::Module& m, const std::string& name, int tokens, Products prod
   b.addi(pk, pk, kPackBlock);
   b.end_for();
 
-  // Rows back in order, store rows [0, nrows).
-  std::vector<uint32_t> idx(16);
-  for (int r = 0; r < kRows; ++r) idx[size_t(r)] = uint32_t(4 * (r % 4) + r / 4);
-  V perm = b.vec(512, Cls::I, "perm"), store = b.mask("store"), yt = b.ptr("yt");
-  b.vconst32(perm, idx);
+  // Rows back in order (the transposed file blocks), store rows [0, nrows).
+  V perm, store = b.mask("store"), yt = b.ptr("yt");
+  if (!r16) {
+    std::vector<uint32_t> idx(16);
+    for (int r = 0; r < kRows; ++r) idx[size_t(r)] = uint32_t(4 * (r % 4) + r / 4);
+    perm = b.vec(512, Cls::I, "perm");
+    b.vconst32(perm, idx);
+  }
   b.kfirst_n(store, a.nrows);
   b.mov(yt, a.y);
   for (int t = 0; t < tokens; ++t) {
     if (t > 0) b.ptr_add(yt, yt, a.ys, 1);
-    V o = b.vec(512, Cls::F, "o");
-    b.vperm_d(o, acc[t], perm);
+    V o = acc[t];
+    if (!r16) {
+      o = b.vec(512, Cls::F, "o");
+      b.vperm_d(o, acc[t], perm);
+    }
     b.vstore_mk(Mem{yt, {}, 1, 0}, o, store);
   }
   return b.index();
@@ -238,34 +270,88 @@ void emit_pack(Builder& e, V x, V as, V nb, V count, V pk, V amin) {
   e.end_for();
 }
 
-// for n in [n0, n1) by 16: tile(w_n, rb, min(16, n1 - n), pk, 0, y_n, ys, nb).
-void emit_rows(Builder& e, int tile, V w_n0, V rb, V n0, V n1, V pk, V y, V ys, V nb) {
+// Where the rows of a call live: the file's blocks (row n at w + n * rb) or the q4_0_r16
+// copy (group g at w + g * gs, gs = nb * kQ4_0R16Block).
+struct RowsArgs {
+  Rows16Weights layout;
+  V w, rb, gs, n0, n1, pk, ys, nb, tmp;  // tmp: r16's frame buffer for a partial first group
+};
+
+// Every row tile of one token group (`tokens` tokens, outputs from y = row 0, token 0):
+// tile(w_n, rb, min(16, n1 - n), pk, 0, y_n, ys, nb) for n in [n0, n1) by 16. The r16 copy
+// runs whole groups: a first group that starts at n0 % 16 != 0 goes through tmp.
+void emit_rows(Builder& e, const RowsArgs& r, int tile, int tokens, V y) {
   V n = e.i64("n"), rows = e.i64("rows"), left = e.i64("left"), tmp = e.i64("tmp");
   V wn = e.ptr("wn"), yn = e.ptr("yn"), step = e.imm(kRows, "R"), none = e.imm(0, "none");
-  e.mov(wn, w_n0);
-  e.mov(yn, y);
-  e.for_(n, n0, n1, step);
-  e.sub(left, n1, n);
+  V start = e.i64("start");
+  e.mov(start, r.n0);
+  if (r.layout == Rows16Weights::RowMajor) {
+    e.mul(tmp, r.n0, r.rb);
+    e.ptr_add(wn, r.w, tmp, 1);
+    e.ptr_add(yn, y, r.n0, 4);
+  } else {
+    V g = e.i64("g"), r0 = e.i64("r0");
+    e.sari(g, r.n0, 4);
+    e.mul(tmp, g, r.gs);
+    e.ptr_add(wn, r.w, tmp, 1);
+    e.andi(r0, r.n0, kRows - 1);
+    e.sub(start, r.n0, r0);  // the group's first row
+    e.ptr_add(yn, y, start, 4);
+    e.if_(r0, Cmp::NE, 0);
+    {
+      // The whole group into tmp (64 bytes a token), then rows [r0, min(16, n1 - start)).
+      V sixteen = e.imm(kRows, "sixteen"), t64 = e.imm(4 * kRows, "t64"), rend = e.i64("rend");
+      V ri = e.i64("ri"), ys_t = e.ptr("ys_t"), tmp_t = e.ptr("tmp_t");
+      e.call(tile, {wn, r.gs, sixteen, r.pk, none, r.tmp, t64, r.nb});
+      e.sub(rend, r.n1, start);
+      e.min(rend, rend, sixteen);
+      e.mov(ys_t, yn);
+      e.mov(tmp_t, r.tmp);
+      for (int t = 0; t < tokens; ++t) {
+        e.for_(ri, r0, rend, e.imm(1, "one"));
+        V f = e.vec(128, Cls::F, "row_out");
+        e.vload_ss(f, Mem{tmp_t, ri, 4, 0});
+        e.vstore_ss(Mem{ys_t, ri, 4, 0}, f);
+        e.end_for();
+        e.ptr_add(ys_t, ys_t, r.ys, 1);
+        e.addi(tmp_t, tmp_t, 4 * kRows);
+      }
+      e.addi(start, start, kRows);
+      e.ptr_add(wn, wn, r.gs, 1);
+      e.addi(yn, yn, 4 * kRows);
+    }
+    e.end_if();
+  }
+  e.for_(n, start, r.n1, step);
+  e.sub(left, r.n1, n);
   e.min(rows, step, left);
-  e.call(tile, {wn, rb, rows, pk, none, yn, ys, nb});
-  e.muli(tmp, rb, kRows);
-  e.ptr_add(wn, wn, tmp, 1);
+  e.call(tile,
+         {wn, r.layout == Rows16Weights::R16 ? r.gs : r.rb, rows, r.pk, none, yn, r.ys, r.nb});
+  if (r.layout == Rows16Weights::R16) {
+    e.ptr_add(wn, wn, r.gs, 1);
+  } else {
+    e.muli(tmp, r.rb, kRows);
+    e.ptr_add(wn, wn, tmp, 1);
+  }
   e.addi(yn, yn, 4 * kRows);
   e.end_for();
 }
 
 }  // namespace
 
-void build_q4_0x8_rows16_avx512(Builder& e, kir::Module& m, const std::string& name) {
+void build_q4_0x8_rows16_avx512(Builder& e, kir::Module& m, const std::string& name,
+                                Rows16Weights layout) {
   const QFormatTraits& qt = q_traits(QFormat::Q4_0);
   // Tiles (callees after the entry): the gemm's 8 and 4 tokens, the gemv's 1..3 both ways.
-  const int gemm8 = emit_tile(m, name + "_gemm8", 8, Products::Exact);
-  const int gemm4 = emit_tile(m, name + "_gemm4", 4, Products::Exact);
+  auto tile = [&](const std::string& suffix, int tokens, Products p) {
+    return emit_tile(m, name + suffix, tokens, p, layout);
+  };
+  const int gemm8 = tile("_gemm8", 8, Products::Exact);
+  const int gemm4 = tile("_gemm4", 4, Products::Exact);
   int gemv[4] = {-1, -1, -1, -1}, gemv_sign[4] = {-1, -1, -1, -1};
   for (int r = 1; r < 4; ++r) {
-    gemv[r] = emit_tile(m, name + "_gemv" + std::to_string(r), r, Products::Exact);
-    gemv_sign[r] =
-        emit_tile(m, name + "_gemv" + std::to_string(r) + "_sign", r, Products::SignMove);
+    gemv[r] = tile("_gemv" + std::to_string(r), r, Products::Exact);
+    gemv_sign[r] = tile("_gemv" + std::to_string(r) + "_sign", r, Products::SignMove);
   }
 
   const V x = e.arg(0), w = e.arg(1), y = e.arg(2), K = e.arg(3), N = e.arg(4), T = e.arg(5),
@@ -281,15 +367,21 @@ void build_q4_0x8_rows16_avx512(Builder& e, kir::Module& m, const std::string& n
   e.div(nb, K, e.imm(qt.block_elems, "block_elems"));
   ret_if(e, nb, Cmp::GT, kQ4_0Rows16MaxBlocks);  // outside the map's shape predicate
 
-  V rb = e.i64("row_bytes"), as = e.i64("act_stride"), ys = e.i64("y_stride"), tmp = e.i64("tmp");
-  V w0 = e.ptr("w_n0"), y0 = e.ptr("y_n0"), pk = e.ptr("pack");
-  e.muli(rb, nb, qt.block_bytes);
+  const bool r16 = layout == Rows16Weights::R16;
+  RowsArgs ra{layout, w, {}, {}, n0, n1, e.ptr("pack"), e.i64("y_stride"), nb, {}};
+  V as = e.i64("act_stride"), tmp = e.i64("tmp");
+  if (r16) {
+    ra.gs = e.i64("group_bytes");
+    ra.tmp = e.ptr("group_tmp");
+    e.muli(ra.gs, nb, kQ4_0R16Block);
+    e.ptr_align(ra.tmp, e.stack(4 * kRows * kGroup + 64, "tmp_raw"), 64);
+  } else {
+    ra.rb = e.i64("row_bytes");
+    e.muli(ra.rb, nb, qt.block_bytes);
+  }
   e.muli(as, nb, int64_t(sizeof(block_q8_0)));
-  e.muli(ys, N, 4);
-  e.mul(tmp, n0, rb);
-  e.ptr_add(w0, w, tmp, 1);
-  e.ptr_add(y0, y, n0, 4);
-  e.ptr_align(pk, e.stack(int64_t(kQ4_0Rows16MaxBlocks) * kPackBlock + 64, "pack_raw"), 64);
+  e.muli(ra.ys, N, 4);
+  e.ptr_align(ra.pk, e.stack(int64_t(kQ4_0Rows16MaxBlocks) * kPackBlock + 64, "pack_raw"), 64);
 
   // The gemm's tokens, in groups of 8 (the last of them may be 4).
   V full = e.i64("full"), t0 = e.i64("t0"), cnt = e.i64("cnt"), xt = e.ptr("xt"), yt = e.ptr("yt");
@@ -302,14 +394,14 @@ void build_q4_0x8_rows16_avx512(Builder& e, kir::Module& m, const std::string& n
     e.min(cnt, cnt, eight);
     e.mul(tmp, t0, as);
     e.ptr_add(xt, x, tmp, 1);
-    e.mul(tmp, t0, ys);
-    e.ptr_add(yt, y0, tmp, 1);
-    emit_pack(e, xt, as, nb, cnt, pk, V{});
+    e.mul(tmp, t0, ra.ys);
+    e.ptr_add(yt, y, tmp, 1);
+    emit_pack(e, xt, as, nb, cnt, ra.pk, V{});
     e.if_(cnt, Cmp::EQ, kGroup);
-    emit_rows(e, gemm8, w0, rb, n0, n1, pk, yt, ys, nb);
+    emit_rows(e, ra, gemm8, 8, yt);
     e.end_if();
     e.if_(cnt, Cmp::EQ, 4);
-    emit_rows(e, gemm4, w0, rb, n0, n1, pk, yt, ys, nb);
+    emit_rows(e, ra, gemm4, 4, yt);
     e.end_if();
   }
   e.end_for();
@@ -320,13 +412,13 @@ void build_q4_0x8_rows16_avx512(Builder& e, kir::Module& m, const std::string& n
   ret_if(e, rem, Cmp::EQ, 0);
   e.mul(tmp, full, as);
   e.ptr_add(xt, x, tmp, 1);
-  e.mul(tmp, full, ys);
-  e.ptr_add(yt, y0, tmp, 1);
+  e.mul(tmp, full, ra.ys);
+  e.ptr_add(yt, y, tmp, 1);
   V amin = e.vec(256, Cls::I, "amin"), amin512 = e.vec(512, Cls::I, "amin512"),
     am = e.vec(512, Cls::I, "amin_abs"), zero512 = e.vec(512, Cls::I, "zero512");
   V k = e.mask("has_min8");
   e.vsplat32(amin, 0x7F7F7F7Fu);
-  emit_pack(e, xt, as, nb, rem, pk, amin);
+  emit_pack(e, xt, as, nb, rem, ra.pk, amin);
   e.vzero(zero512);
   e.vinsert(amin512, zero512, amin, 0);
   e.vabs_i8(am, amin512);  // |min| keeps its sign bit only for -128
@@ -335,10 +427,10 @@ void build_q4_0x8_rows16_avx512(Builder& e, kir::Module& m, const std::string& n
   for (int r = 1; r < 4; ++r) {
     e.if_(rem, Cmp::EQ, r);
     e.if_(bits, Cmp::NE, 0);
-    emit_rows(e, gemv_sign[r], w0, rb, n0, n1, pk, yt, ys, nb);
+    emit_rows(e, ra, gemv_sign[r], r, yt);
     e.ret();
     e.end_if();
-    emit_rows(e, gemv[r], w0, rb, n0, n1, pk, yt, ys, nb);
+    emit_rows(e, ra, gemv[r], r, yt);
     e.end_if();
   }
 }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "kernels/formats/layouts.h"
 #include "resolver/data_file.h"
 #include "resolver/sha256.h"
 #include "resolver/yaml_fields.h"
@@ -98,7 +99,13 @@ const std::vector<Category>& categories() {
   return k;
 }
 
-const std::vector<std::string_view> kLayouts = {"row_major"};
+// row_major (GGUF's blocks as stored) and, on weight ports, the repacked layouts a
+// load-time step makes (kernels/formats/layouts.h).
+std::vector<std::string_view> layout_names() {
+  std::vector<std::string_view> k = {"row_major"};
+  for (const WeightLayout& l : weight_layouts()) k.push_back(l.name);
+  return k;
+}
 
 Access access_from(const std::string& s) {
   return s == "read" ? Access::Read : s == "write" ? Access::Write : Access::ReadWrite;
@@ -124,7 +131,20 @@ void parse_port(const YAML::Node& node, const std::string& name, const Category&
   if (YAML::Node n = f.get("shape", true); n.IsDefined()) {
     if (auto sh = detail::to_shape(n, f.sub("shape"), sink)) p.shape = *sh;
   }
-  if (auto s = f.enumeration("layout", kLayouts, false)) p.layout = *s;
+  if (auto s = f.enumeration("layout", layout_names(), false)) {
+    p.layout = *s;
+    if (const WeightLayout* l = find_weight_layout(*s)) {
+      if (cat.role != PortRole::Weight)
+        sink->error(f.sub("layout"),
+                    fmt::format("layout '{}' is a repacked weight layout: only a weight port "
+                                "may take it",
+                                *s));
+      else if (p.dtype != l->dtype)
+        sink->error(f.sub("layout"), fmt::format("layout '{}' reorders {} weights, the port "
+                                                 "takes {}",
+                                                 *s, dtype_name(l->dtype), dtype_name(p.dtype)));
+    }
+  }
   if (auto s = f.enumeration("access", cat.accesses, false)) p.access = access_from(*s);
   if (auto s = f.enumeration("storage", {storage_name(cat.storage)}, false)) (void)s;
   if (auto s = f.ident("alias_of", false)) p.alias_of = *s;

@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <map>
 
+#include "kernels/formats/layouts.h"
+
 namespace cke {
 
 std::string_view stage_name(Stage s) {
@@ -193,6 +195,11 @@ Verdict filter(const KernelMap& m, const Query& q, const Env& params, const Host
   }
   for (const PortSpec& p : m.ports) {
     const QueryPort* qp = qport(q, p.name);
+    // A weight in the file's row-major blocks reaches a repacked layout of its dtype by the
+    // load-time repack step (kernels/formats/layouts.h; the step's argument names it).
+    if (opt.allow_repack && p.role == PortRole::Weight && qp->layout == "row_major" &&
+        find_weight_layout(p.layout))
+      continue;
     if (qp->layout != p.layout)
       return reject(
           Stage::Layout, "layout_mismatch:" + p.name,
@@ -378,6 +385,8 @@ Step bind_step(const KernelMap& m, const Contract& c, const Query& q, const Env&
       case AbiArg::Source::Port:
         b.kind = BoundArg::Kind::Buffer;
         b.buffer = qport(q, a.name)->buffer;
+        if (const PortSpec* p = m.port(a.name); p && p->layout != qport(q, a.name)->layout)
+          b.layout = p->layout;  // a repacked copy of the weight (filter() admitted it)
         break;
       case AbiArg::Source::Dim: {
         const Value& v = env.at(a.name);
@@ -574,6 +583,8 @@ Resolution resolve(const Graph& graph, const Registry& registry, const HostCaps&
           for (Candidate& c : d.candidates) c.winner = c.id == w->id;
           // 5. bind
           res.steps.push_back(bind_step(*w, *contract, q, survivors[0].second, params));
+          for (const PortSpec& p : w->ports)
+            if (p.layout != qport(q, p.name)->layout) d.repacks[p.name] = p.layout;
         }
       }
       if (!d.fault.empty()) {

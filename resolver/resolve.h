@@ -26,6 +26,7 @@
 // prefill leaves T to the run time (runtime:n_tokens, at most Graph::max_tokens).
 #pragma once
 
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -41,6 +42,9 @@ struct ResolveOptions {
   // Off by default: a plan for users runs production kernels only. For bring-up and
   // benchmarking new providers (cke-run --allow-candidate).
   bool allow_candidate = false;
+  // Let providers read weights in a repacked layout (a copy made at load,
+  // kernels/formats/layouts.h). Off: only the file's row-major blocks (cke-run --no-repack).
+  bool allow_repack = true;
   std::vector<Phase> phases = {Phase::Prefill, Phase::Decode};
 };
 
@@ -79,10 +83,11 @@ struct Candidate {
 
 struct Decision {
   Query query;
-  std::string contract;                       // the derived contract; empty if none
-  std::vector<std::string> contract_matches;  // every contract that matched (0, 1 or more)
-  std::vector<Candidate> candidates;          // all providers of the op: priority desc, id
-  std::string winner;                         // empty on a fault
+  std::string contract;                        // the derived contract; empty if none
+  std::vector<std::string> contract_matches;   // every contract that matched (0, 1 or more)
+  std::vector<Candidate> candidates;           // all providers of the op: priority desc, id
+  std::string winner;                          // empty on a fault
+  std::map<std::string, std::string> repacks;  // winner's ports read repacked: port -> layout
   std::string fault;  // "" | no_contract | ambiguous_contract | params_mismatch | no_provider | tie
   std::string message;  // the fault in readable form, with a hint
 };
@@ -92,6 +97,7 @@ struct BoundArg {
   Kind kind;
   std::string source;      // the call_abi entry, e.g. "dim:K"
   int buffer = -1;         // Buffer: index into Graph::buffers
+  std::string layout;      // Buffer: "" or the repacked layout the provider reads it in
   int64_t i64 = 0;         // I64: the value; Runtime: multiplier (arg = runtime value * i64)
   float f32 = 0;           // F32
   RuntimeValue runtime{};  // Runtime: pos0 | n_tokens | n_kv (= pos0 + n_tokens)

@@ -57,7 +57,8 @@ json xray_decision(const Decision& d, const Graph& graph, const HostCaps& caps) 
               {"contract", d.contract.empty() ? json(nullptr) : json(d.contract)},
               {"contract_matches", d.contract_matches},
               {"candidates", cands},
-              {"winner", d.winner.empty() ? json(nullptr) : json(d.winner)}};
+              {"winner", d.winner.empty() ? json(nullptr) : json(d.winner)},
+              {"repacks", d.repacks}};
   if (!d.fault.empty())
     out["fault"] = {{"code", d.fault}, {"message", d.message}};
   else
@@ -83,7 +84,10 @@ json xray_trace(const Resolution& res, const Graph& graph, const Registry& regis
           {"model",
            {{"n_layer", graph.n_layer}, {"n_ctx", graph.n_ctx}, {"max_tokens", graph.max_tokens}}},
           {"host", {{"origin", caps.origin}, {"features", caps.features.names()}}},
-          {"options", {{"allow_candidate", options.allow_candidate}, {"phases", phases}}},
+          {"options",
+           {{"allow_candidate", options.allow_candidate},
+            {"allow_repack", options.allow_repack},
+            {"phases", phases}}},
           {"provenance", prov},
           {"decisions", decisions},
           {"ok", res.ok()},

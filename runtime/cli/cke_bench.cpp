@@ -79,6 +79,9 @@ int main(int argc, char** argv) {
   app.add_option("--isa", isas, "comma-separated ISA caps to compare (empty: as probed)");
   app.add_option("-r,--repetitions", reps, "repetitions")->check(CLI::Range(1, 1000));
   app.add_option("-o,--output", out_format, "md or json")->check(CLI::IsMember({"md", "json"}));
+  bool no_repack = false;
+  app.add_flag("--no-repack", no_repack,
+               "no repacked weight copies: providers that read the file's blocks only");
   app.add_flag("--probe", probe,
                "measure read bandwidth and FMA/int8 peaks first; report each test's fraction");
   try {
@@ -106,8 +109,9 @@ int main(int argc, char** argv) {
   std::map<int, cke::MachineLimits> limits;  // by thread count
   if (out_format == "md")
     fmt::print(
-        "| model | size | params | isa | threads | test | t/s | load ms | compile ms |{}\n"
-        "|---|---:|---:|---|---:|---|---:|---:|---:|{}\n",
+        "| model | size | params | isa | threads | test | t/s | load ms | compile ms | repack ms "
+        "|{}\n"
+        "|---|---:|---:|---|---:|---|---:|---:|---:|---:|{}\n",
         probe ? " of limit |" : "", probe ? "---|" : "");
   for (const std::string& model : models)
     for (const std::string& isa : caps)
@@ -118,6 +122,7 @@ int main(int argc, char** argv) {
         o.n_threads = t;
         o.n_batch = n_batch;
         o.cache_type = cache_type;
+        o.no_repack = no_repack;
         o.n_ctx = std::max(n_prompt, n_gen + 1);
         std::string err;
         auto e = cke::Engine::load(o, &err);
@@ -179,7 +184,9 @@ int main(int argc, char** argv) {
                                 {"stddev", st.sd},
                                 {"samples", tps},
                                 {"load_ms", es.load_ms},
-                                {"compile_ms", es.compile_ms}};
+                                {"compile_ms", es.compile_ms},
+                                {"repack_ms", es.repack_ms},
+                                {"repack_bytes", es.repack_bytes}};
           if (probe) {
             const cke::MachineLimits& m = limits[e->n_threads()];
             if (prefill) {
@@ -195,10 +202,11 @@ int main(int argc, char** argv) {
             }
           }
           if (out_format == "md")
-            fmt::print("| {} | {} | {} | {} | {} | {} | {:.2f} ± {:.2f} | {:.1f} | {:.1f} |{}\n",
-                       model.substr(model.find_last_of('/') + 1), human_size(es.file_bytes),
-                       human_params(es.n_params), isa_name, e->n_threads(), test, st.mean, st.sd,
-                       es.load_ms, es.compile_ms, probe ? " " + frac + " |" : "");
+            fmt::print(
+                "| {} | {} | {} | {} | {} | {} | {:.2f} ± {:.2f} | {:.1f} | {:.1f} | {:.1f} |{}\n",
+                model.substr(model.find_last_of('/') + 1), human_size(es.file_bytes),
+                human_params(es.n_params), isa_name, e->n_threads(), test, st.mean, st.sd,
+                es.load_ms, es.compile_ms, es.repack_ms, probe ? " " + frac + " |" : "");
           rows.push_back(row);
           return true;
         };

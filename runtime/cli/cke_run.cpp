@@ -191,6 +191,8 @@ int main(int argc, char** argv) {
   app.add_option("--run-emitted", eo.run_emitted_dir,
                  "run through the C emitted into DIR (compiled with $CC/cc)");
   app.add_flag("--allow-candidate", eo.allow_candidate, "let candidate providers compete");
+  app.add_flag("--no-repack", eo.no_repack,
+               "no repacked weight copies at load: providers that read the file's blocks only");
   app.add_flag("--no-display-prompt", no_display_prompt, "do not echo the prompt");
   auto* chat_opt = app.add_flag(
       "--chat", chat,
@@ -340,10 +342,15 @@ int main(int argc, char** argv) {
   const auto& st = engine->stats();
   const double tp = secs(t0, t1), tg = secs(t1, t2);
   const int64_t decode_steps = int64_t(forced.size()) + std::max(0, generated - 1);
+  const std::string repack = st.repack_bytes > 0
+                                 ? fmt::format(", repack {:.1f} ms ({:.1f} MiB)", st.repack_ms,
+                                               double(st.repack_bytes) / (1 << 20))
+                                 : "";
   fmt::print(stderr,
-             "\ncke-run: load {:.1f} ms, compile {:.1f} ms | prompt {} tokens, {:.1f} tok/s | "
+             "\ncke-run: load {:.1f} ms, compile {:.1f} ms{} | prompt {} tokens, {:.1f} tok/s | "
              "generation {} tokens, {:.1f} tok/s | {} threads\n",
-             st.load_ms, st.compile_ms, prompt_ids.size(), tp > 0 ? prompt_ids.size() / tp : 0.0,
-             generated, tg > 0 && decode_steps > 0 ? decode_steps / tg : 0.0, engine->n_threads());
+             st.load_ms, st.compile_ms, repack, prompt_ids.size(),
+             tp > 0 ? prompt_ids.size() / tp : 0.0, generated,
+             tg > 0 && decode_steps > 0 ? decode_steps / tg : 0.0, engine->n_threads());
   return 0;
 }

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -23,7 +24,13 @@ struct PlanMemory {
   const uint8_t* weights = nullptr;    // the GGUF file image
   std::vector<int64_t> weight_offset;  // per graph buffer: byte offset in `weights`, or -1
   uint8_t* arena = nullptr;
-  std::vector<uint8_t*> state;  // per graph buffer: the state buffer, or null
+  std::vector<uint8_t*> state;             // per graph buffer: the state buffer, or null
+  const uint8_t* repacked = nullptr;       // the repacked weights (plan_repacks), or null
+  std::map<Repack, size_t> repack_offset;  // where each copy starts in `repacked`
+  const uint8_t* weight(const PlanArg& a) const {
+    return a.layout.empty() ? weights + weight_offset[size_t(a.buffer)]
+                            : repacked + repack_offset.at({a.buffer, a.layout});
+  }
 };
 
 class Backend {

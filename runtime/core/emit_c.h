@@ -12,6 +12,7 @@
 // The output depends only on the plan (model, host caps, flags): no addresses, no time.
 #pragma once
 
+#include <map>
 #include <string>
 
 #include "resolver/graph.h"
@@ -30,6 +31,8 @@ struct EmitInput {
   std::vector<int64_t> weight_offset;
   // State slot of each state buffer (Graph::buffers index; -1 if not state).
   std::vector<int> state_slot;
+  // Byte offset of each repacked weight in the repacked blob (R).
+  std::map<Repack, size_t> repack_offset;
   int n_state = 0;
   std::string plan_sha256;
   std::string model_name;  // for the header comment

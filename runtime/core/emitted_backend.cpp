@@ -44,7 +44,7 @@ std::unique_ptr<Backend> load_emitted_c_backend(const std::string& dir, const Em
     return nullptr;
   }
   auto sha = static_cast<const char*>(dlsym(b->handle_, "cke_plan_sha256"));
-  auto bind = reinterpret_cast<void (*)(const uint8_t*, uint8_t*, uint8_t* const*)>(
+  auto bind = reinterpret_cast<void (*)(const uint8_t*, uint8_t*, uint8_t* const*, const uint8_t*)>(
       dlsym(b->handle_, "cke_plan_bind"));
   b->prefill_ = reinterpret_cast<jit::GlueFn>(dlsym(b->handle_, "cke_plan_prefill"));
   b->decode_ = reinterpret_cast<jit::GlueFn>(dlsym(b->handle_, "cke_plan_decode"));
@@ -60,7 +60,7 @@ std::unique_ptr<Backend> load_emitted_c_backend(const std::string& dir, const Em
   std::vector<uint8_t*> slots;
   for (size_t i = 0; i < graph.buffers.size(); ++i)
     if (graph.buffers[i].kind == BufferKind::State) slots.push_back(memory.state[i]);
-  bind(memory.weights, memory.arena, slots.data());
+  bind(memory.weights, memory.arena, slots.data(), memory.repacked);
   return b;
 }
 

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 #include <sys/mman.h>
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,6 +16,7 @@
 
 #include "jit/generators.h"
 #include "jit/glue.h"
+#include "kernels/formats/layouts.h"
 #include "resolver/circuit.h"
 #include "resolver/conversions.h"
 #include "resolver/data_dirs.h"
@@ -89,6 +92,11 @@ struct Engine::Impl {
   PhasePlan prefill, decode;
   std::vector<std::unique_ptr<AlignedBuf>> state;  // per graph buffer (null if not state)
   std::unique_ptr<AlignedBuf> arena;
+  // The repacked weights (plan_repacks): one buffer, each copy at its offset.
+  std::vector<Repack> repacks;
+  std::vector<size_t> repack_offset;  // per repacks entry
+  size_t repack_bytes = 0;
+  std::unique_ptr<AlignedBuf> repacked;
   std::unique_ptr<Backend> backend;  // the plan as code: JIT glue or the emitted C
   std::unique_ptr<ThreadPool> pool;
   std::map<std::string, std::unique_ptr<jit::KernelModule>>
@@ -102,6 +110,7 @@ struct Engine::Impl {
   bool build_graph(GgufFacts& facts, std::string* err);  // instantiate + conversion steps
   bool resolve_kernels(std::string* err);                // HostCaps, resolution, X-Ray
   bool build_plans(std::string* err);                    // phase plans, memory, the hash
+  bool repack_weights(std::string* err);                 // the layouts the plans read
   bool make_backend(std::string* err);                   // JIT glue or emitted C
   PlanMemory memory() const;
   void count_weights();  // EngineStats n_params, file_bytes, decode_weight_bytes
@@ -124,6 +133,7 @@ EmitInput Engine::Impl::emit_input() const {
       in.weight_offset[i] = file->tensor(b.tensor)->data - file->bytes().data();
     if (b.kind == BufferKind::State) in.state_slot[i] = in.n_state++;
   }
+  for (size_t i = 0; i < repacks.size(); ++i) in.repack_offset[repacks[i]] = repack_offset[i];
   in.plan_sha256 = plan_sha256;
   in.model_name = std::filesystem::path(opt.model_path).filename().string();
   return in;
@@ -151,7 +161,7 @@ std::optional<KernelSymbol> Engine::Impl::kernel_for(const KernelMap& m, std::st
 bool Engine::Impl::compile(std::string* err) {
   GgufFacts facts(*file);
   return load_data(facts, err) && build_graph(facts, err) && resolve_kernels(err) &&
-         build_plans(err) && make_backend(err);
+         build_plans(err) && repack_weights(err) && make_backend(err);
 }
 
 bool Engine::Impl::load_data(GgufFacts&, std::string* err) {
@@ -239,6 +249,7 @@ bool Engine::Impl::resolve_kernels(std::string* err) {
     caps = *capped;
   }
   resolve_options.allow_candidate = opt.allow_candidate;
+  resolve_options.allow_repack = !opt.no_repack;
   res = resolve(*graph, *registry, caps, resolve_options);
   if (!res.ok()) {
     *err = fmt::format("{}: the model does not compile for this host:\n{}", opt.model_path,
@@ -260,17 +271,29 @@ bool Engine::Impl::build_plans(std::string* err) {
   for (const GraphBuffer& b : graph->buffers)
     if (b.kind == BufferKind::State) state_bytes += buffer_bytes(b, graph->max_tokens);
   const uint64_t arena_bytes = std::max(prefill.arena_bytes, decode.arena_bytes);
-  const uint64_t need = state_bytes + arena_bytes + uint64_t(file->bytes().size());
+  repacks = plan_repacks(prefill, decode);
+  repack_offset.clear();
+  repack_bytes = 0;
+  for (const Repack& r : repacks) {
+    const gguf::TensorInfo* t = file->tensor(graph->buffers[r.buffer].tensor);
+    repack_offset.push_back(repack_bytes);
+    const size_t n = find_weight_layout(r.layout)->bytes(t->ne[0], t->ne[1]);
+    repack_bytes += (n + 63) / 64 * 64;
+  }
+  const uint64_t need =
+      state_bytes + arena_bytes + uint64_t(file->bytes().size()) + uint64_t(repack_bytes);
   const uint64_t have = opt.memory_limit_bytes > 0
                             ? uint64_t(opt.memory_limit_bytes)
                             : uint64_t(sysconf(_SC_PHYS_PAGES)) * uint64_t(sysconf(_SC_PAGESIZE));
   if (need > have) {
     constexpr double kGiB = 1024.0 * 1024 * 1024;
     *err = fmt::format(
-        "{}: needs {:.2f} GiB (weights {:.2f}, KV cache and state {:.2f} for a context of {} "
-        "tokens, activations {:.2f}) but {} {:.2f} GiB; use a smaller -c",
+        "{}: needs {:.2f} GiB (weights {:.2f}, repacked weights {:.2f}, KV cache and state "
+        "{:.2f} for a context of {} tokens, activations {:.2f}) but {} {:.2f} GiB; use a "
+        "smaller -c",
         opt.model_path, double(need) / kGiB, double(file->bytes().size()) / kGiB,
-        double(state_bytes) / kGiB, graph->n_ctx, double(arena_bytes) / kGiB,
+        double(repack_bytes) / kGiB, double(state_bytes) / kGiB, graph->n_ctx,
+        double(arena_bytes) / kGiB,
         opt.memory_limit_bytes > 0 ? "the memory limit is" : "this machine has",
         double(have) / kGiB);
     return false;
@@ -294,6 +317,39 @@ bool Engine::Impl::build_plans(std::string* err) {
   return true;
 }
 
+// The repack step: each (weight, layout) the plans read is made once, row groups in
+// parallel. A permutation of the file's bytes (kernels/formats/layouts.h): no arithmetic.
+bool Engine::Impl::repack_weights(std::string* err) {
+  if (repacks.empty()) return true;
+  const auto t0 = std::chrono::steady_clock::now();
+  repacked = std::make_unique<AlignedBuf>(repack_bytes);
+  if (!repacked->p) {
+    *err = fmt::format(
+        "out of memory for the repacked weights ({} bytes; --no-repack reads "
+        "the file's blocks instead)",
+        repack_bytes);
+    return false;
+  }
+  uint8_t* base = static_cast<uint8_t*>(repacked->p);
+  const int threads =
+      opt.n_threads > 0 ? opt.n_threads : int(std::max<uint32_t>(1, caps.physical_cores));
+  tbb::task_arena workers(threads);
+  workers.execute([&] {
+    tbb::parallel_for(size_t(0), repacks.size(), [&](size_t i) {
+      const Repack& r = repacks[i];
+      const WeightLayout& l = *find_weight_layout(r.layout);
+      const gguf::TensorInfo* t = file->tensor(graph->buffers[r.buffer].tensor);
+      const int64_t K = t->ne[0], N = t->ne[1], groups = (N + l.row_group - 1) / l.row_group;
+      tbb::parallel_for(int64_t(0), groups, int64_t(16), [&](int64_t g0) {
+        l.repack(t->data, base + repack_offset[i], K, N, g0, std::min(groups, g0 + 16));
+      });
+    });
+  });
+  stats.repack_ms = ms_since(t0);
+  stats.repack_bytes = int64_t(repack_bytes);
+  return true;
+}
+
 PlanMemory Engine::Impl::memory() const {
   PlanMemory m;
   m.weights = file->bytes().data();
@@ -306,6 +362,8 @@ PlanMemory Engine::Impl::memory() const {
     if (b.kind == BufferKind::State) m.state[i] = static_cast<uint8_t*>(state[i]->p);
   }
   m.arena = static_cast<uint8_t*>(arena->p);
+  if (repacked) m.repacked = static_cast<uint8_t*>(repacked->p);
+  for (size_t i = 0; i < repacks.size(); ++i) m.repack_offset[repacks[i]] = repack_offset[i];
   return m;
 }
 
@@ -421,7 +479,7 @@ std::unique_ptr<Engine> Engine::load(const EngineOptions& options, std::string* 
   impl->stats.load_ms = ms_since(t0);
   auto t1 = std::chrono::steady_clock::now();
   if (!impl->compile(err)) return nullptr;
-  impl->stats.compile_ms = ms_since(t1);
+  impl->stats.compile_ms = ms_since(t1) - impl->stats.repack_ms;
   impl->count_weights();
   return std::unique_ptr<Engine>(new Engine(std::move(impl)));
 }

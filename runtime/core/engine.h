@@ -26,6 +26,8 @@ struct EngineOptions {
   int32_t n_threads = 0;  // 0: physical cores
   std::string isa;        // HostCaps cap ("avx2", "avx512", "scalar", feature list); "" = probed
   bool allow_candidate = false;
+  // Only providers that read the file's own weight blocks (no repacked copies at load).
+  bool no_repack = false;
   std::vector<std::string> kernel_map_dirs;  // empty: CKE_KERNEL_MAPS or the build's
   std::vector<std::string> circuit_dirs;     // empty: CKE_CIRCUITS or the build's
   // Run the plan through C emitted (by emit_c) into this directory instead of the JIT glue:
@@ -37,9 +39,11 @@ struct EngineOptions {
 };
 
 struct EngineStats {
-  double load_ms = 0;     // open + validate + tokenizer
-  double compile_ms = 0;  // circuit, resolve, plan, JIT
-  int64_t n_params = 0;   // elements of every tensor in the file (llama-bench's "params")
+  double load_ms = 0;        // open + validate + tokenizer
+  double compile_ms = 0;     // circuit, resolve, plan, JIT
+  double repack_ms = 0;      // the repack step: weights copied into the layouts the plan reads
+  int64_t repack_bytes = 0;  // memory of those copies
+  int64_t n_params = 0;      // elements of every tensor in the file (llama-bench's "params")
   int64_t file_bytes = 0;
   // Weight bytes one decode step reads: every weight a decode step takes whole (an embed
   // step reads one row, so its table is not counted unless a matmul also reads it).
@@ -52,8 +56,7 @@ struct EngineStats {
 // cache without flash attention and an F16 cache with it (`auto` follows the cache type).
 // false and *err naming the flag for any other combination.
 bool kv_cache_from_flags(const std::string& type_k, const std::string& type_v,
-                         const std::string& flash_attn, std::string* cache_type,
-                         std::string* err);
+                         const std::string& flash_attn, std::string* cache_type, std::string* err);
 
 class Engine {
  public:

@@ -9,7 +9,7 @@ const void* address(const PlanArg& a, const PlanMemory& m) {
     case PlanArg::Kind::Arena:
       return m.arena + a.offset;
     case PlanArg::Kind::Weight:
-      return m.weights + m.weight_offset[size_t(a.buffer)];
+      return m.weight(a);
     case PlanArg::Kind::State:
       return m.state[size_t(a.buffer)];
     default:
@@ -21,8 +21,7 @@ jit::GlueArg lower(const PlanArg& a, const PlanMemory& m) {
   switch (a.kind) {
     case PlanArg::Kind::Arena:
       if (a.row_bytes)
-        return jit::GlueArg::ptr_plus(address(a, m), RuntimeValue::OutFirst,
-                                      int64_t(a.row_bytes));
+        return jit::GlueArg::ptr_plus(address(a, m), RuntimeValue::OutFirst, int64_t(a.row_bytes));
       return jit::GlueArg::ptr(address(a, m));
     case PlanArg::Kind::Weight:
     case PlanArg::Kind::State:

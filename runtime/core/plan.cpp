@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <map>
+#include <set>
 
 #include "runtime/core/memory_plan.h"
 
@@ -126,6 +127,7 @@ bool build_phase_plan(const Graph& graph, const Resolution& res, Phase phase, in
         case BoundArg::Kind::Buffer: {
           const GraphBuffer& gb = graph.buffers[b.buffer];
           pa.buffer = b.buffer;
+          pa.layout = b.layout;
           pa.kind = in_arena(gb.kind)               ? PlanArg::Kind::Arena
                     : gb.kind == BufferKind::Weight ? PlanArg::Kind::Weight
                                                     : PlanArg::Kind::State;
@@ -217,6 +219,7 @@ std::string plan_text(const Graph& graph, const PhasePlan& p) {
           break;
         case PlanArg::Kind::Weight:
           s += graph.buffers[x.buffer].tensor;
+          if (!x.layout.empty()) s += "@" + x.layout;  // its repacked copy
           break;
         case PlanArg::Kind::State:
           s += graph.buffers[x.buffer].label();
@@ -249,6 +252,15 @@ std::string plan_text(const Graph& graph, const PhasePlan& p) {
     s += "\n";
   }
   return s;
+}
+
+std::vector<Repack> plan_repacks(const PhasePlan& a, const PhasePlan& b) {
+  std::set<Repack> all;
+  for (const PhasePlan* p : {&a, &b})
+    for (const PlanStep& s : p->steps)
+      for (const PlanArg& x : s.args)
+        if (x.kind == PlanArg::Kind::Weight && !x.layout.empty()) all.insert({x.buffer, x.layout});
+  return {all.begin(), all.end()};
 }
 
 }  // namespace cke

@@ -20,9 +20,10 @@ struct PlanArg {
   enum class Kind : uint8_t { Arena, Weight, State, I64, F32, Runtime, RangeBegin, RangeEnd };
   Kind kind;
   int buffer = -1;       // Arena/Weight/State: Graph::buffers index
+  std::string layout;    // Weight: "" (the file's blocks) or the repacked copy's layout
   size_t offset = 0;     // Arena: byte offset
   size_t row_bytes = 0;  // Arena in the output tail: + ctx->out_first * row_bytes
-  int64_t i64 = 0;    // I64: value; Runtime: multiplier
+  int64_t i64 = 0;       // I64: value; Runtime: multiplier
   float f32 = 0;
   RuntimeValue runtime{};
 };
@@ -70,6 +71,17 @@ bool build_phase_plan(const Graph& graph, const Resolution& res, Phase phase, in
 
 // Bytes of a graph buffer with T = n_tokens.
 size_t buffer_bytes(const GraphBuffer& b, int64_t n_tokens);
+
+// A weight the plans read in a repacked layout: made once at load (the engine's repack step).
+struct Repack {
+  int buffer;          // Graph::buffers index of the weight
+  std::string layout;  // kernels/formats/layouts.h
+  bool operator<(const Repack& o) const {
+    return buffer != o.buffer ? buffer < o.buffer : layout < o.layout;
+  }
+};
+// Every (weight, layout) the plans' steps read repacked, in graph buffer order.
+std::vector<Repack> plan_repacks(const PhasePlan& a, const PhasePlan& b);
 
 // Human-readable plan (cke-run --plan).
 std::string plan_text(const Graph& graph, const PhasePlan& p);

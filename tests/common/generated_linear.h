@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "jit/generators.h"
+#include "kernels/formats/layouts.h"
 #include "kernels/registry.h"
 #include "resolver/data_dirs.h"
 #include "resolver/registry.h"
@@ -28,6 +29,16 @@ struct GeneratedLinear {
   DType act_type = DType::F32;
   std::vector<uint8_t> convert(const std::vector<float>& x, int64_t K, int64_t T) const {
     return convert_activations(act_step, act_type, x.data(), K, T);
+  }
+  // The weights as the provider reads them: the file's blocks `w` (N rows of K, what the
+  // reference reads), or the copy the engine's repack step makes when the map's weight port
+  // declares a layout (kernels/formats/layouts.h).
+  std::vector<uint8_t> kernel_weights(const std::vector<uint8_t>& w, int64_t K, int64_t N) const {
+    const WeightLayout* l = find_weight_layout(map->port("w")->layout);
+    if (!l) return w;
+    std::vector<uint8_t> r(l->bytes(K, N));
+    l->repack(w.data(), r.data(), K, N, 0, (N + l->row_group - 1) / l->row_group);
+    return r;
   }
 };
 

@@ -248,17 +248,19 @@ std::vector<float> make_acts(int64_t K, int64_t T, ActStyle s, std::mt19937& rng
 
 std::string compare_kernels(jit::LinearFn jit, jit::LinearFn ref, const std::vector<uint8_t>& w,
                             const std::vector<uint8_t>& x, int64_t K, int64_t N, int64_t T,
-                            int64_t n0, int64_t n1, jit::LinearFn c) {
+                            int64_t n0, int64_t n1, jit::LinearFn c,
+                            const std::vector<uint8_t>* w_kernel) {
   constexpr float kSentinel = -7777.25f;
+  const uint8_t* wk = w_kernel ? w_kernel->data() : w.data();  // the kernel's weight layout
   std::vector<float> yr(size_t(N * T), kSentinel), yj(size_t(N * T), kSentinel);
   ref(x.data(), w.data(), yr.data(), K, N, T, n0, n1);
-  jit(x.data(), w.data(), yj.data(), K, N, T, n0, n1);
+  jit(x.data(), wk, yj.data(), K, N, T, n0, n1);
   if (c) {
     // The emitted C against the machine code: the same description, so the same bits. A
     // NaN's sign and payload are the exception (jit/kir/kir_c.h: the C compiler may
     // commute the operands of an add, and x86 returns the first NaN operand).
     std::vector<float> yc(size_t(N * T), kSentinel);
-    c(x.data(), w.data(), yc.data(), K, N, T, n0, n1);
+    c(x.data(), wk, yc.data(), K, N, T, n0, n1);
     for (size_t i = 0; i < yc.size(); ++i)
       if (!(std::isnan(yc[i]) && std::isnan(yj[i])) &&
           std::memcmp(&yc[i], &yj[i], sizeof(float)) != 0) {

@@ -41,7 +41,8 @@ std::vector<float> make_acts(int64_t K, int64_t T, ActStyle s, std::mt19937& rng
 // `a` holds the activations as the kernels read them (converted as their contract says).
 std::string compare_kernels(jit::LinearFn jit, jit::LinearFn ref, const std::vector<uint8_t>& w,
                             const std::vector<uint8_t>& a, int64_t K, int64_t N, int64_t T,
-                            int64_t n0, int64_t n1, jit::LinearFn c = nullptr);
+                            int64_t n0, int64_t n1, jit::LinearFn c = nullptr,
+                            const std::vector<uint8_t>* w_kernel = nullptr);
 
 // A kernel's emitted C (jit::kernel_c_source) compiled by the system C compiler with the
 // flags --run-emitted uses, loaded; fn() is the function named `id`. Empty + error() on

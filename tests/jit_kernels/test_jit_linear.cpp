@@ -35,7 +35,18 @@ struct Loaded {
     return g->convert(x, K, T);
   }
   int64_t max_t(int64_t t) const { return decode_only ? 1 : t; }
+  // The weights as the provider reads them (a repacked copy where its map says so).
+  std::vector<uint8_t> kw(const std::vector<uint8_t>& w, int64_t K, int64_t N) const {
+    return g->kernel_weights(w, K, N);
+  }
 };
+
+// compare_kernels with the weights in the provider's layout.
+std::string compare(const Loaded& l, const std::vector<uint8_t>& w, const std::vector<uint8_t>& x,
+                    int64_t K, int64_t N, int64_t T, int64_t n0, int64_t n1) {
+  const std::vector<uint8_t> kw = l.kw(w, K, N);
+  return compare_kernels(l.fn, l.ref, w, x, K, N, T, n0, n1, l.cfn, &kw);
+}
 
 // Generates the kernel (machine code and C), or explains why the test cannot run here.
 Loaded load(const std::string& id, std::string* skip) {
@@ -113,7 +124,7 @@ void sweep(const Loaded& l) {
       const auto w = make_weights(l.wtype, K, N, WeightStyle::Random, rng);
       for (int64_t T = 1; T <= l.max_t(9); ++T) {
         const auto x = make_acts(K, T, ActStyle::Random, rng);
-        const std::string d = compare_kernels(l.fn, l.ref, w, l.act(x, K, T), K, N, T, 0, N, l.cfn);
+        const std::string d = compare(l, w, l.act(x, K, T), K, N, T, 0, N);
         ASSERT_EQ(d, "");
       }
     }
@@ -128,7 +139,7 @@ void big_shapes(const Loaded& l) {
     T = l.max_t(T);
     const auto w = make_weights(l.wtype, K, N, WeightStyle::Random, rng);
     const auto x = make_acts(K, T, ActStyle::Random, rng);
-    ASSERT_EQ(compare_kernels(l.fn, l.ref, w, l.act(x, K, T), K, N, T, 0, N, l.cfn), "");
+    ASSERT_EQ(compare(l, w, l.act(x, K, T), K, N, T, 0, N), "");
   }
   // A K past the 65536-element scratch limit the kernels once had: no size limit now.
   const int64_t big_k = float_w(l.wtype) ? fit_k(l, 70001) : k_quant(l.wtype) ? 70144 : 70016;
@@ -136,9 +147,7 @@ void big_shapes(const Loaded& l) {
   if (!l.admits(big_k, big_n)) return;  // a provider with a K limit (its frame buffer)
   const auto w = make_weights(l.wtype, big_k, big_n, WeightStyle::Random, rng);
   const auto x = make_acts(big_k, big_t, ActStyle::Random, rng);
-  ASSERT_EQ(
-      compare_kernels(l.fn, l.ref, w, l.act(x, big_k, big_t), big_k, big_n, big_t, 0, big_n, l.cfn),
-      "");
+  ASSERT_EQ(compare(l, w, l.act(x, big_k, big_t), big_k, big_n, big_t, 0, big_n), "");
 }
 
 // Row ranges [n0, n1): the same bits as the reference for that range (which equal the
@@ -161,7 +170,7 @@ void row_splits(const Loaded& l) {
                             {N - 1, N},
                             {0, N - 3},
                             {4, 4}})
-        ASSERT_EQ(compare_kernels(l.fn, l.ref, w, l.act(x, K, T), K, N, T, n0, n1, l.cfn), "");
+        ASSERT_EQ(compare(l, w, l.act(x, K, T), K, N, T, n0, n1), "");
     }
   }
 }
@@ -181,7 +190,7 @@ void edge_data(const Loaded& l) {
         for (int64_t T : {1, 5}) {
           if (T > l.max_t(T)) continue;
           const auto x = make_acts(K, T, as, rng);
-          ASSERT_EQ(compare_kernels(l.fn, l.ref, w, l.act(x, K, T), K, N, T, 0, N, l.cfn), "")
+          ASSERT_EQ(compare(l, w, l.act(x, K, T), K, N, T, 0, N), "")
               << "weights style " << int(ws) << ", activations style " << int(as);
         }
       }
@@ -215,8 +224,9 @@ void threads(const Loaded& l) {
   const auto x = l.act(make_acts(K, T, ActStyle::Random, rng), K, T);
   std::vector<float> yr(N * T), yj(N * T);
   l.ref(x.data(), w.data(), yr.data(), K, N, T, 0, N);
-  std::thread a([&] { l.fn(x.data(), w.data(), yj.data(), K, N, T, 0, 16); });
-  std::thread b([&] { l.fn(x.data(), w.data(), yj.data(), K, N, T, 16, N); });
+  const auto kw = l.kw(w, K, N);
+  std::thread a([&] { l.fn(x.data(), kw.data(), yj.data(), K, N, T, 0, 16); });
+  std::thread b([&] { l.fn(x.data(), kw.data(), yj.data(), K, N, T, 16, N); });
   a.join();
   b.join();
   EXPECT_EQ(std::memcmp(yr.data(), yj.data(), yr.size() * sizeof(float)), 0);
@@ -236,7 +246,8 @@ void guard_pages(const Loaded& l) {
       const auto x = l.act(make_acts(K, T, ActStyle::Random, rng), K, T);
       std::vector<float> yr(size_t(N * T));
       l.ref(x.data(), w.data(), yr.data(), K, N, T, 0, N);
-      GuardedBuffer gw(w.data(), w.size()), gx(x.data(), x.size());
+      const auto kw = l.kw(w, K, N);
+      GuardedBuffer gw(kw.data(), kw.size()), gx(x.data(), x.size());
       std::vector<float> zeros(size_t(N * T), 0.0f);
       GuardedBuffer gy(zeros.data(), zeros.size() * sizeof(float));
       l.fn(gx.data(), gw.data(), static_cast<float*>(gy.data()), K, N, T, 0, N);
@@ -485,6 +496,13 @@ TEST(JitLinear, linear_q2_Kx8_f32_8x1__avx2) {
   run_all("linear_q2_Kx8_f32_8x1__avx2");
 }
 
+TEST(JitLinear, linear_q4_0r16_f32_16x8__avx512vnni) {
+  run_all("linear_q4_0r16_f32_16x8__avx512vnni");
+}
+TEST(JitLinear, linear_q4_0r16_f32_16x1__avx512vnni) {
+  run_all("linear_q4_0r16_f32_16x1__avx512vnni");
+}
+
 TEST(JitLinear, EveryGeneratedProviderHasATest) {
   const std::vector<std::string> tested = {
       "linear_q8_0_f32_4x4__avx512vnni",     "linear_q8_0_f32_4x1__avx512vnni",
@@ -503,38 +521,23 @@ TEST(JitLinear, EveryGeneratedProviderHasATest) {
       "linear_f16_tinyblas_f32_4x6__avx512", "linear_f16_tinyblas_f32_3x2__avx2",
       "linear_f32_tinyblas_f32_4x6__avx512", "linear_f32_tinyblas_f32_3x2__avx2",
       "linear_bf16_f32_4x1__avx512bf16",     "linear_bf16_tinyblas_f32_4x6__avx512bf16",
-      "linear_q8_0_f32_8x4__avx512vnni",
-      "linear_q5_K_f32_1x4__avx512vnni",
-      "linear_q5_K_f32_1x1__avx512vnni",
-      "linear_q5_K_f32_1x1__avx2",
-      "linear_q3_K_f32_1x4__avx512vnni",
-      "linear_q3_K_f32_1x1__avx512vnni",
-      "linear_q3_K_f32_1x1__avx2",
-      "linear_q2_K_f32_1x4__avx512vnni",
-      "linear_q2_K_f32_1x1__avx512vnni",
-      "linear_q2_K_f32_1x1__avx2",
-      "linear_q4_K_f32_1x4__avx512vnni",
-      "linear_q4_K_f32_1x1__avx512vnni",
-      "linear_q4_K_f32_1x1__avx2",
-      "linear_q2_Kx8_f32_16x8__avx512vnni",
-      "linear_q2_Kx8_f32_16x1__avx512vnni",
-      "linear_q2_Kx8_f32_8x8__avx2",
-      "linear_q2_Kx8_f32_8x1__avx2",
-      "linear_q4_1_f32_8x4__avx512vnni",
-      "linear_q5_0_f32_8x4__avx512vnni",
-      "linear_q5_1_f32_8x4__avx512vnni",
-      "linear_q4_1_f32_4x4__avx512vnni",
-      "linear_q4_1_f32_4x1__avx512vnni",
-      "linear_q4_1_f32_4x2__avx2",
-      "linear_q4_1_f32_4x1__avx2",
-      "linear_q5_0_f32_4x4__avx512vnni",
-      "linear_q5_0_f32_4x1__avx512vnni",
-      "linear_q5_0_f32_4x2__avx2",
-      "linear_q5_0_f32_4x1__avx2",
-      "linear_q5_1_f32_4x4__avx512vnni",
-      "linear_q5_1_f32_4x1__avx512vnni",
-      "linear_q5_1_f32_4x2__avx2",
-      "linear_q5_1_f32_4x1__avx2",
+      "linear_q8_0_f32_8x4__avx512vnni",     "linear_q5_K_f32_1x4__avx512vnni",
+      "linear_q5_K_f32_1x1__avx512vnni",     "linear_q5_K_f32_1x1__avx2",
+      "linear_q3_K_f32_1x4__avx512vnni",     "linear_q3_K_f32_1x1__avx512vnni",
+      "linear_q3_K_f32_1x1__avx2",           "linear_q2_K_f32_1x4__avx512vnni",
+      "linear_q2_K_f32_1x1__avx512vnni",     "linear_q2_K_f32_1x1__avx2",
+      "linear_q4_K_f32_1x4__avx512vnni",     "linear_q4_K_f32_1x1__avx512vnni",
+      "linear_q4_K_f32_1x1__avx2",           "linear_q2_Kx8_f32_16x8__avx512vnni",
+      "linear_q2_Kx8_f32_16x1__avx512vnni",  "linear_q2_Kx8_f32_8x8__avx2",
+      "linear_q2_Kx8_f32_8x1__avx2",         "linear_q4_1_f32_8x4__avx512vnni",
+      "linear_q5_0_f32_8x4__avx512vnni",     "linear_q5_1_f32_8x4__avx512vnni",
+      "linear_q4_1_f32_4x4__avx512vnni",     "linear_q4_1_f32_4x1__avx512vnni",
+      "linear_q4_1_f32_4x2__avx2",           "linear_q4_1_f32_4x1__avx2",
+      "linear_q5_0_f32_4x4__avx512vnni",     "linear_q5_0_f32_4x1__avx512vnni",
+      "linear_q5_0_f32_4x2__avx2",           "linear_q5_0_f32_4x1__avx2",
+      "linear_q5_1_f32_4x4__avx512vnni",     "linear_q5_1_f32_4x1__avx512vnni",
+      "linear_q5_1_f32_4x2__avx2",           "linear_q5_1_f32_4x1__avx2",
+      "linear_q4_0r16_f32_16x8__avx512vnni", "linear_q4_0r16_f32_16x1__avx512vnni",
   };
   std::vector<std::string> maps;
   for (const GeneratedLinear& g : generated_linear_providers()) maps.push_back(g.map->id);

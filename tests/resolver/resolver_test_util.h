@@ -42,6 +42,8 @@ struct MapSpec {
   std::string isa = "[]";
   std::string shape = "[]";
   std::string y_extra = "";  // appended inside y's port mapping, e.g. ", may_alias: [x]"
+  std::string w_extra = "";  // appended inside w's port mapping, e.g. ", layout: q4_0_r16"
+  std::string interface = "linear.row_major_weight.v1";
 };
 
 inline std::string linear_map(const MapSpec& s) {
@@ -50,7 +52,9 @@ inline std::string linear_map(const MapSpec& s) {
          s.id +
          "\n"
          "op: linear\n"
-         "interface: linear.row_major_weight.v1\n"
+         "interface: " +
+         s.interface +
+         "\n"
          "contract: " +
          s.contract +
          "\n"
@@ -63,8 +67,8 @@ inline std::string linear_map(const MapSpec& s) {
          "ports:\n"
          "  inputs: {x: {dtype: f32, shape: [K, T]}}\n"
          "  weights: {w: {dtype: " +
-         s.wdtype +
-         ", shape: [K, N]}}\n"
+         s.wdtype + ", shape: [K, N]" + s.w_extra +
+         "}}\n"
          "  outputs: {y: {dtype: f32, shape: [N, T]" +
          s.y_extra +
          "}}\n"

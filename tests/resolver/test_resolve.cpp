@@ -17,8 +17,8 @@ using test::linear_contract;
 using test::linear_map;
 using test::MapSpec;
 
-const ResolveOptions kDecode{false, {Phase::Decode}};
-const ResolveOptions kPrefill{false, {Phase::Prefill}};
+const ResolveOptions kDecode{.allow_candidate = false, .phases = {Phase::Decode}};
+const ResolveOptions kPrefill{.allow_candidate = false, .phases = {Phase::Prefill}};
 
 // Paths and hashes differ between checkouts; the decisions must not.
 nlohmann::json normalised(nlohmann::json j) {
@@ -351,6 +351,55 @@ TEST(Resolve, LayoutAndDtypeMismatch) {
   const Candidate* c = find_candidate(r.decisions[0], "lin_q8");
   EXPECT_EQ(c->reason, "dtype_mismatch:w");
   EXPECT_EQ(c->detail, "port w takes q8_0, the query has q4_0");
+}
+
+// A weight port may take a repacked layout of its dtype (kernels/formats/layouts.h): the
+// file's row-major weight reaches it through the engine's load-time repack, which the step's
+// argument and the decision name. Without repacks (cke-run --no-repack) such a provider is
+// rejected at the layout stage and the next one wins.
+TEST(Resolve, RepackedWeightLayout) {
+  const std::string r16 = linear_map({.id = "lin_r16",
+                                      .priority = 900,
+                                      .w_extra = ", layout: q4_0_r16",
+                                      .interface = "linear.r16_weight.v1"});
+  World w = world({r16, linear_map({})}, {kQ4}, 64, 32);
+  Resolution r = resolve(w.graph, w.reg, HostCaps::synthetic({}), kDecode);
+  ASSERT_TRUE(r.ok()) << r.fault_report();
+  EXPECT_EQ(r.decisions[0].winner, "lin_r16");
+  ASSERT_EQ(r.steps.size(), 1u);
+  EXPECT_EQ(r.steps[0].args[1].layout, "q4_0_r16");  // weight:w, read repacked
+  EXPECT_EQ(r.steps[0].args[0].layout, "");
+  EXPECT_EQ(r.decisions[0].repacks, (std::map<std::string, std::string>{{"w", "q4_0_r16"}}));
+  const nlohmann::json t = xray_trace(r, w.graph, w.reg, HostCaps::synthetic({}), kDecode);
+  EXPECT_EQ(t["decisions"][0]["repacks"]["w"], "q4_0_r16");
+
+  ResolveOptions no_repack = kDecode;
+  no_repack.allow_repack = false;
+  r = resolve(w.graph, w.reg, HostCaps::synthetic({}), no_repack);
+  ASSERT_TRUE(r.ok()) << r.fault_report();
+  EXPECT_EQ(r.decisions[0].winner, "lin_a");
+  EXPECT_TRUE(r.decisions[0].repacks.empty());
+  const Candidate* c = find_candidate(r.decisions[0], "lin_r16");
+  EXPECT_EQ(c->reason, "layout_mismatch:w");
+  EXPECT_EQ(c->detail, "port w takes q4_0_r16, the query has row_major");
+}
+
+// A repacked layout names the dtype it reorders and belongs on weight ports only.
+TEST(Resolve, RepackedLayoutOnlyOnItsWeights) {
+  std::vector<LoadError> errors;
+  EXPECT_FALSE(parse_kernel_map(linear_map({.wdtype = "q8_0", .w_extra = ", layout: q4_0_r16"}),
+                                "m", &errors));
+  ASSERT_FALSE(errors.empty());
+  EXPECT_NE(errors[0].reason.find("reorders q4_0 weights, the port takes q8_0"), std::string::npos)
+      << format_errors(errors);
+  errors.clear();
+  EXPECT_FALSE(parse_kernel_map(linear_map({.y_extra = ", layout: q4_0_r16"}), "m", &errors));
+  ASSERT_FALSE(errors.empty());
+  EXPECT_NE(errors[0].reason.find("only a weight port may take it"), std::string::npos)
+      << format_errors(errors);
+  errors.clear();
+  EXPECT_FALSE(parse_kernel_map(linear_map({.w_extra = ", layout: q4_0_r32"}), "m", &errors));
+  EXPECT_FALSE(errors.empty());
 }
 
 TEST(Resolve, BindsArgumentsPerPhase) {

@@ -1,0 +1,48 @@
+// Weight layouts other than GGUF's row-major blocks: what a kernel map may declare on a
+// weight port (`layout:`), and the load-time repack that makes it from the file's tensor.
+//
+// A repacked copy is made once at load, only for the tensors whose chosen provider asks for
+// it (the engine's repack step; docs/kernel-maps.md). It holds the same bytes in another
+// order: the repack is a permutation (plus zero padding), so no rounding happens here.
+//
+//   q4_0_r16   q4_0 rows in groups of 16, block-interleaved and transposed for kernels that
+//              keep one int32 lane per row. Group g (rows 16g .. 16g+15; rows past N are
+//              zero), block b (elements 32b .. 32b+31) is kQ4_0R16Block bytes at
+//              (g * nb + b) * kQ4_0R16Block:
+//                bytes [64 j + 4 r, 64 j + 4 r + 4)  dword j (quant bytes 4j .. 4j+3) of
+//                                                    row 16g + r's block, j = 0..3
+//                bytes [256 + 2 r, 256 + 2 r + 2)    that block's fp16 scale d
+//              So a 512-bit load at 64 j holds dword j of all 16 rows, lane r = row r,
+//              and the scales of the 16 rows are one 256-bit load: 18 bytes per row and
+//              block, as in the file.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "kernels/formats/dtype.h"
+
+namespace cke {
+
+inline constexpr int kQ4_0R16Rows = 16;
+inline constexpr int kQ4_0R16Block = 16 * 18;  // bytes of one block of a 16-row group
+
+struct WeightLayout {
+  std::string_view name;
+  DType dtype;        // the tensor type it reorders
+  int64_t row_group;  // rows per group (N is padded to a multiple)
+  // Bytes of the repacked K x N tensor (K a multiple of the block size).
+  size_t (*bytes)(int64_t K, int64_t N);
+  // Repacks row groups [g0, g1) of the row-major tensor `src` (N rows of K) into `dst`
+  // (bytes(K, N) bytes): independent per group, so groups may run in parallel.
+  void (*repack)(const uint8_t* src, uint8_t* dst, int64_t K, int64_t N, int64_t g0, int64_t g1);
+};
+
+// The layouts (not row_major: the file's own, which needs no repack).
+const std::vector<WeightLayout>& weight_layouts();
+// nullptr if `name` is none of them.
+const WeightLayout* find_weight_layout(std::string_view name);
+
+}  // namespace cke

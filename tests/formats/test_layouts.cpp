@@ -1,0 +1,65 @@
+// The repacked weight layouts (kernels/formats/layouts.h) against their documented byte
+// positions: every byte of the file's tensor is found where the layout's comment says, the
+// padding is zero, and repacking by parts equals repacking at once.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "kernels/formats/blocks.h"
+#include "kernels/formats/layouts.h"
+
+namespace cke {
+namespace {
+
+std::vector<uint8_t> random_bytes(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<uint8_t> b(n);
+  for (uint8_t& x : b) x = uint8_t(rng());
+  return b;
+}
+
+TEST(WeightLayouts, EveryLayoutIsFoundByName) {
+  for (const WeightLayout& l : weight_layouts()) EXPECT_EQ(find_weight_layout(l.name), &l);
+  EXPECT_EQ(find_weight_layout("row_major"), nullptr);  // the file's own: no repack
+  EXPECT_EQ(find_weight_layout("q4_0_r8"), nullptr);
+}
+
+// q4_0_r16: group g, block b at (g * nb + b) * 288; dword j of row 16g + r at 64 j + 4 r;
+// the row's fp16 scale at 256 + 2 r; rows past N zero.
+TEST(WeightLayouts, q4_0_r16) {
+  const WeightLayout& l = *find_weight_layout("q4_0_r16");
+  EXPECT_EQ(l.dtype, DType::Q4_0);
+  for (auto [K, N] : {std::pair<int64_t, int64_t>{32, 16}, {96, 37}, {256, 8}, {64, 48}}) {
+    const int64_t nb = K / 32, groups = (N + 15) / 16;
+    const std::vector<uint8_t> src = random_bytes(size_t(N * nb) * sizeof(block_q4_0), 7);
+    ASSERT_EQ(l.bytes(K, N), size_t(groups * nb) * 288) << "K=" << K << " N=" << N;
+    std::vector<uint8_t> dst(l.bytes(K, N), 0xAB);
+    l.repack(src.data(), dst.data(), K, N, 0, groups);
+    for (int64_t g = 0; g < groups; ++g)
+      for (int64_t b = 0; b < nb; ++b) {
+        const uint8_t* blk = dst.data() + (g * nb + b) * 288;
+        for (int r = 0; r < 16; ++r) {
+          const int64_t n = 16 * g + r;
+          const uint8_t* row = src.data() + (n * nb + b) * sizeof(block_q4_0);
+          for (int j = 0; j < 4; ++j)
+            for (int i = 0; i < 4; ++i) {
+              const uint8_t want = n < N ? row[2 + 4 * j + i] : 0;  // qs after the fp16 d
+              ASSERT_EQ(blk[64 * j + 4 * r + i], want)
+                  << "K=" << K << " N=" << N << " row " << n << " block " << b << " dword " << j;
+            }
+          for (int i = 0; i < 2; ++i)
+            ASSERT_EQ(blk[256 + 2 * r + i], n < N ? row[i] : 0)
+                << "scale of row " << n << " block " << b;
+        }
+      }
+    // By parts (as the engine's parallel step runs it): the same bytes.
+    std::vector<uint8_t> parts(l.bytes(K, N), 0x11);
+    for (int64_t g = 0; g < groups; ++g) l.repack(src.data(), parts.data(), K, N, g, g + 1);
+    EXPECT_EQ(parts, dst);
+  }
+}
+
+}  // namespace
+}  // namespace cke
