@@ -65,6 +65,10 @@ bool build_q(const QSpec& s, const GeneratorParams& params, kir::Module* m, std:
     build_q4_0x8_rows16_avx512(e, *m, name, Rows16Weights::RowMajor);
     return true;
   }
+  if (offset_rows && rows == 8 && tokens == 4 && q_traits(s.format).is_signed()) {
+    build_q_offset_packed_avx512(e, *m, name, s.format);  // q8_0, q5_0 prefill
+    return true;
+  }
   Grid g;
   if (s.repacked) {
     g.R = rows;

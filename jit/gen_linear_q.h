@@ -81,6 +81,14 @@ int build_q_tile_avx2(kir::Module& m, const std::string& name, QFormat f, QArith
 // one int32 lane per row, activations packed once per group of 8 tokens into a frame
 // buffer. Writes the entry's body into e (function 0 of m) and its tiles into m. K is at
 // most 32 * kQ4_0Rows16MaxBlocks (the map's shape predicate; a larger K returns unwritten).
+// The 8-row, 4-token prefill kernel of q8_0 / q5_0 (the offset tiles, exact products) with
+// activations packed once per group of 4 tokens into a frame buffer
+// (gen_linear_q_avx512.cpp). Writes the entry's body into e and its tiles into m. K is at
+// most 32 * kOffsetPackedMaxBlocks (the map's shape predicate).
+constexpr int kOffsetPackedMaxBlocks = 512;
+void build_q_offset_packed_avx512(kir::Builder& e, kir::Module& m, const std::string& name,
+                                  QFormat f);
+
 // Weights: the file's row-major blocks, or their load-time copy in layout q4_0_r16
 // (kernels/formats/layouts.h).
 constexpr int kQ4_0Rows16MaxBlocks = 512;

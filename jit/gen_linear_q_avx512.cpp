@@ -38,6 +38,7 @@ namespace {
 
 using kir::Builder;
 using kir::Cls;
+using kir::Cmp;
 using kir::Mem;
 using kir::V;
 
@@ -48,17 +49,19 @@ struct Consts {
   V minus16;                // q5 high bits: -16 bytes (a masked subtract adds 16)
 };
 
-Consts make_consts(Builder& b, QFormat f) {
+// `packed`: for the packed offset tiles, which need neither the sign move's zero nor the
+// bias bytes (their weights stay biased, the pack holds the correction).
+Consts make_consts(Builder& b, QFormat f, bool packed = false) {
   const QFormatTraits& q = q_traits(f);
   Consts c;
-  if (q.is_signed()) {  // the sign move's 0 - b
+  if (q.is_signed() && !packed) {  // the sign move's 0 - b
     c.zero = b.vec(512, Cls::I, "zero");
     b.vzero(c.zero);
   }
   if (q.unpack == QUnpack::Nibbles) {
     c.nib_mask = b.vec(512, Cls::I, "nib_mask");
     b.vsplat32(c.nib_mask, 0x0F0F0F0Fu);
-    if (q.bias) {
+    if (q.bias && !packed) {
       c.bias = c.eight = b.vec(512, Cls::I, q.bias == 8 ? "eight" : "bias");
       b.vsplat32(c.bias, 0x01010101u * uint32_t(q.bias));
     }
@@ -293,6 +296,116 @@ int emit_plain_offset(kir::Module& m, const std::string& name, QFormat f, int ro
   return b.index();
 }
 
+// The offset tiles with activations packed once per group of 4 tokens (prefill of q8_0 and
+// q5_0; contract linear.<format>.ggml, the vec_dot lanes). Per 4-token group and block the
+// entry writes into a frame buffer (kOffPack bytes a block): token t's 32 quants at 32 t,
+// its scale as f32 at kOffPackScale + 4 t, and at kOffPackCorr + 32 t the 8 int32 lanes
+// -bias * (sum of each lane's 4 quants). A tile then reads every per-token value by a
+// broadcast load, and each pair-token block is vpdpbusd into the loaded correction, cvt,
+// the scale product and the FMA: the same integers and float operations as the offset tile
+// (exact products), without per-tile activation work. A group with an activation of -128
+// (the sign move's wrap, see emit_plain_offset) runs through the offset tile instead,
+// which reruns as the sign-move tile.
+constexpr int kOffGroup = 4;
+constexpr int kOffPackScale = 32 * kOffGroup;
+constexpr int kOffPackCorr = kOffPackScale + 4 * kOffGroup;
+constexpr int kOffPack = kOffPackCorr + 32 * kOffGroup;
+constexpr int kOffRowBlock = 128;  // rows per pass over a token group (their weights stay in L2)
+
+int emit_offset_packed_tile(kir::Module& m, const std::string& name, QFormat f, int tokens) {
+  constexpr int kPairs = 4;
+  const bool bytes = q_traits(f).unpack == QUnpack::Bytes;
+  Builder b = open_tile(m, name);
+  const TileArgs a = begin_tile(b);
+  const std::vector<V> r = tile_rows(b, a, 2 * kPairs);
+  const Consts c = make_consts(b, f, true);
+  V c80;
+  if (bytes) {
+    c80 = b.vec(512, Cls::I, "c80");
+    b.vsplat32(c80, 0x80808080u);
+  }
+  V acc[4][4];
+  for (int p = 0; p < kPairs; ++p)
+    for (int t = 0; t < tokens; ++t) {
+      acc[p][t] = b.vec(512, Cls::F, "acc");
+      b.vzero(acc[p][t]);
+    }
+  V pk = b.ptr("pk"), off = b.i64("off"), end = b.i64("end");
+  b.mov(pk, a.a);
+  b.muli(end, a.n, q_block_bytes(f));
+  b.for_(off, b.imm(0, "zero_i"), end, b.imm(q_block_bytes(f), "block_bytes"));
+  prefetch_rows(b, r, off, q_block_bytes(f));
+  V u[kPairs], dw[kPairs];
+  for (int p = 0; p < kPairs; ++p) {
+    if (bytes) {
+      V q = load_weights(b, f, c, r[2 * p], r[2 * p + 1], off);
+      u[p] = b.vec(512, Cls::I, "u");
+      b.vsub_i8(u[p], q, c80);  // w + 128 (mod 256): w biased to unsigned
+    } else {
+      u[p] = load_weights(b, f, c, r[2 * p], r[2 * p + 1], off, false);  // w + bias
+    }
+    dw[p] = load_scales_pair(b, f, r[2 * p], r[2 * p + 1], off);
+  }
+  for (int t = 0; t < tokens; ++t) {
+    V act = b.vec(512, Cls::I, "act"), da = b.vec(512, Cls::F, "da");
+    b.vbcast256(act, Mem{pk, {}, 1, 32 * t});
+    b.vbcast_f32(da, Mem{pk, {}, 1, kOffPackScale + 4 * t});
+    for (int p = 0; p < kPairs; ++p) {
+      V isum = b.vec(512, Cls::I, "isum");
+      b.vbcast256(isum, Mem{pk, {}, 1, kOffPackCorr + 32 * t});  // -bias * lane sums
+      b.vdpbusd(isum, u[p], act);
+      fma_block(b, acc[p][t], isum, dw[p], da);
+    }
+  }
+  b.addi(pk, pk, kOffPack);
+  b.end_for();
+  store_pairs(b, a, acc, kPairs, tokens);
+  return b.index();
+}
+
+// Packs `count` (1..4) token rows of block_q8_0 (x, as bytes apart) into pk; amin keeps
+// the bytewise minimum of their quants.
+void emit_offset_pack(Builder& e, QFormat f, V x, V as, V nb, V count, V pk, V amin) {
+  const int qo = q_traits(f).act_quants_offset;
+  V t = e.i64("pk_t"), blk = e.i64("pk_b"), tmp = e.i64("pk_tmp");
+  V src = e.ptr("pk_src"), dq = e.ptr("pk_dq"), ds = e.ptr("pk_ds"), dc = e.ptr("pk_dc");
+  V bias = e.vec(256, Cls::I, "pk_bias"), zero = e.vec(256, Cls::I, "pk_zero");
+  e.vsplat32(bias,
+             0x01010101u * uint32_t(q_traits(f).unpack == QUnpack::Bytes ? 128 : q_traits(f).bias));
+  e.vzero(zero);
+  e.for_(t, e.imm(0, "pk_zero_i"), count, e.imm(1, "pk_one"));
+  {
+    e.mul(tmp, t, as);
+    e.ptr_add(src, x, tmp, 1);
+    e.muli(tmp, t, 32);
+    e.ptr_add(dq, pk, tmp, 1);
+    e.ptr_add(dc, pk, tmp, 1);
+    e.muli(tmp, t, 4);
+    e.ptr_add(ds, pk, tmp, 1);
+    e.for_(blk, e.imm(0, "pk_zero_b"), nb, e.imm(1, "pk_one_b"));
+    {
+      V q = e.vec(256, Cls::I, "pk_q"), s = e.vec(256, Cls::I, "pk_s");
+      e.vload(q, Mem{src, {}, 1, qo});
+      e.vstore(Mem{dq, {}, 1, 0}, q);
+      e.vmin_i8(amin, amin, q);
+      e.vzero(s);
+      e.vdpbusd(s, bias, q);  // bias * (sum of each lane's 4 quants)
+      e.vsub_i32(s, zero, s);
+      e.vstore(Mem{dc, {}, 1, kOffPackCorr}, s);
+      V h = e.vec(128, Cls::I, "pk_h"), d = e.vec(128, Cls::F, "pk_d");
+      e.vbcast_i16(h, Mem{src, {}, 1, 0});
+      e.vcvt_f16_f32(d, h);
+      e.vstore_ss(Mem{ds, {}, 1, kOffPackScale}, d);
+      e.addi(src, src, q_traits(f).act_block_bytes);
+      e.addi(dq, dq, kOffPack);
+      e.addi(dc, dc, kOffPack);
+      e.addi(ds, ds, kOffPack);
+    }
+    e.end_for();
+  }
+  e.end_for();
+}
+
 // Four zmm of int32 lanes (zmm p: row p in lanes 0-7, row p+4 in lanes 8-15) -> one ymm of
 // the eight rows' lane sums, row i in lane i.
 V reduce_rows(Builder& b, const V in[4]) {
@@ -437,6 +550,87 @@ int build_q_tile_avx512(kir::Module& m, const std::string& name, QFormat f, QAri
   if (a != QArith::Plain) return emit_repacked(m, name, f, a, tokens);
   return rows >= 6 && q_traits(f).is_signed() ? emit_plain_offset(m, name, f, rows, tokens)
                                               : emit_plain(m, name, f, rows, tokens);
+}
+
+void build_q_offset_packed_avx512(Builder& e, kir::Module& m, const std::string& name, QFormat f) {
+  const QFormatTraits& qt = q_traits(f);
+  constexpr int kRows = 8;
+  // Tiles: packed for 1..4 tokens; the offset tiles (with their sign-move rerun) for groups
+  // holding a -128 activation.
+  int packed[kOffGroup + 1], plain[kOffGroup + 1];
+  for (int k = 1; k <= kOffGroup; ++k) {
+    packed[k] = emit_offset_packed_tile(m, name + "_packed" + std::to_string(k), f, k);
+    plain[k] = emit_plain_offset(m, name + "_t" + std::to_string(k), f, kRows, k);
+  }
+  const V x = e.arg(0), w = e.arg(1), y = e.arg(2), K = e.arg(3), N = e.arg(4), T = e.arg(5),
+          n0 = e.arg(6), n1 = e.arg(7);
+  ret_if(e, T, Cmp::LE, 0);
+  ret_if(e, K, Cmp::LE, 0);
+  ret_if(e, n0, Cmp::LT, 0);
+  ret_if(e, n1, Cmp::LE, n0);
+  ret_if(e, n1, Cmp::GT, N);
+  V tail = e.i64("k_tail"), nb = e.i64("nb");
+  e.andi(tail, K, qt.block_elems - 1);
+  ret_if(e, tail, Cmp::NE, 0);
+  e.div(nb, K, e.imm(qt.block_elems, "block_elems"));
+  ret_if(e, nb, Cmp::GT, kOffsetPackedMaxBlocks);  // outside the map's shape predicate
+  V rb = e.i64("row_bytes"), as = e.i64("act_stride"), ys = e.i64("y_stride"), tmp = e.i64("tmp");
+  V pk = e.ptr("pack");
+  e.muli(rb, nb, qt.block_bytes);
+  e.muli(as, nb, qt.act_block_bytes);
+  e.muli(ys, N, 4);
+  e.ptr_align(pk, e.stack(int64_t(kOffsetPackedMaxBlocks) * kOffPack + 64, "pack_raw"), 64);
+
+  // Row blocks of kOffRowBlock; per block every token group: pack, then its row tiles.
+  V r0 = e.i64("r0"), r1 = e.i64("r1"), t0 = e.i64("t0"), cnt = e.i64("cnt"), n = e.i64("n");
+  V rows = e.i64("rows"), xt = e.ptr("xt"), yt = e.ptr("yt"), wn = e.ptr("wn"), yn = e.ptr("yn");
+  V bits = e.i64("min8_bits"), four = e.imm(kOffGroup, "four"), rstep = e.imm(kRows, "R");
+  V amin = e.vec(256, Cls::I, "amin"), amin512 = e.vec(512, Cls::I, "amin512"),
+    am = e.vec(512, Cls::I, "amin_abs"), zero512 = e.vec(512, Cls::I, "zero512");
+  V k = e.mask("has_min8"), none = e.imm(0, "none");
+  e.vzero(zero512);
+  e.for_(r0, n0, n1, e.imm(kOffRowBlock, "row_block"));
+  e.addi(r1, r0, kOffRowBlock);
+  e.min(r1, r1, n1);
+  e.for_(t0, e.imm(0, "zero"), T, four);
+  {
+    e.sub(cnt, T, t0);
+    e.min(cnt, cnt, four);
+    e.mul(tmp, t0, as);
+    e.ptr_add(xt, x, tmp, 1);
+    e.mul(tmp, t0, ys);
+    e.ptr_add(yt, y, tmp, 1);
+    e.vsplat32(amin, 0x7F7F7F7Fu);
+    emit_offset_pack(e, f, xt, as, nb, cnt, pk, amin);
+    e.vinsert(amin512, zero512, amin, 0);
+    e.vabs_i8(am, amin512);  // |min| keeps its sign bit only for -128
+    e.kfrom_bytes(k, am);
+    e.kto_i64(bits, k);
+    for (int g = 1; g <= kOffGroup; ++g) {
+      e.if_(cnt, Cmp::EQ, g);
+      for (int exact = 0; exact < 2; ++exact) {
+        e.if_(bits, exact ? Cmp::NE : Cmp::EQ, 0);
+        e.mul(tmp, r0, rb);
+        e.ptr_add(wn, w, tmp, 1);
+        e.ptr_add(yn, yt, r0, 4);
+        e.for_(n, r0, r1, rstep);
+        e.sub(rows, r1, n);
+        e.min(rows, rows, rstep);
+        if (exact)
+          e.call(plain[g], {wn, rb, rows, xt, as, yn, ys, nb});
+        else
+          e.call(packed[g], {wn, rb, rows, pk, none, yn, ys, nb});
+        e.muli(tmp, rb, kRows);
+        e.ptr_add(wn, wn, tmp, 1);
+        e.addi(yn, yn, 4 * kRows);
+        e.end_for();
+        e.end_if();
+      }
+      e.end_if();
+    }
+  }
+  e.end_for();
+  e.end_for();
 }
 
 }  // namespace cke::jit::gen
