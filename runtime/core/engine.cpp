@@ -345,6 +345,21 @@ bool Engine::Impl::repack_weights(std::string* err) {
       });
     });
   });
+  // The file's pages of a tensor no step reads in its own layout any more leave this
+  // process (they stay in the page cache, clean): the copy replaces them, not adds to them.
+  std::set<int> row_major_reads;
+  for (const PhasePlan* p : {&prefill, &decode})
+    for (const PlanStep& s : p->steps)
+      for (const PlanArg& a : s.args)
+        if (a.kind == PlanArg::Kind::Weight && a.layout.empty()) row_major_reads.insert(a.buffer);
+  const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
+  for (const Repack& r : repacks) {
+    if (row_major_reads.count(r.buffer)) continue;
+    const gguf::TensorInfo* t = file->tensor(graph->buffers[r.buffer].tensor);
+    const uintptr_t b = (uintptr_t(t->data) + page - 1) & ~(page - 1),
+                    e = (uintptr_t(t->data) + t->n_bytes) & ~(page - 1);
+    if (e > b) madvise(reinterpret_cast<void*>(b), e - b, MADV_DONTNEED);
+  }
   stats.repack_ms = ms_since(t0);
   stats.repack_bytes = int64_t(repack_bytes);
   return true;

@@ -12,6 +12,7 @@
 
 #include "jit/generators.h"
 #include "jit_test_util.h"
+#include "kernels/formats/layouts.h"
 #include "kernels/registry.h"
 #include "resolver/features.h"
 
@@ -33,6 +34,14 @@ TEST(JitGenerators, TableIsConsistent) {
     // for linear (linear_q4_0x8__avx2 -> linear_q4_0_f32__ref), <op>_f32__ref otherwise.
     std::string fmt(g.name.substr(0, g.name.find("__")));  // linear_q4_0x8, attention_f32
     fmt = fmt.substr(0, fmt.find("x8"));
+    // A generator for a repacked layout (linear_q4_0_r16) has its dtype's reference.
+    for (const WeightLayout& l : weight_layouts()) {
+      const size_t at = fmt.rfind(l.name);
+      if (at != std::string::npos && at > 0 && at + l.name.size() == fmt.size()) {
+        fmt.resize(at);
+        fmt.append(dtype_name(l.dtype));
+      }
+    }
     const KernelSymbol* ref = find_kernel_symbol(fmt + "__ref");
     if (!ref) ref = find_kernel_symbol(fmt + "_f32__ref");
     ASSERT_NE(ref, nullptr);
