@@ -181,11 +181,25 @@ class Instantiator {
   }
 
   // "n_head = 8, n_head_kv = 3": the values an expression saw, for error messages.
+  // "n_rot = 9 (llama.rope.dimension_count), head_dim = 8 (n_embd / n_head)": each value
+  // with the metadata key or tensor dimension it came from, or its formula.
   std::string describe(const Expr& e) {
     std::string s;
-    for (const std::string& n : e.names())
-      if (auto v = values_only()(n))
-        s += fmt::format("{}{} = {}", s.empty() ? "" : ", ", n, v->str());
+    for (const std::string& n : e.names()) {
+      auto v = values_only()(n);
+      if (!v) continue;
+      std::string from;
+      for (const HparamSpec& h : c_.hparams)
+        if (h.name == n) {
+          from = !h.key.empty() ? h.key : fmt::format("{} dim {}", h.tensor, h.tensor_dim);
+          if (!h.key.empty() && !facts_.key(h.key) && h.default_value)
+            from += " absent: " + h.default_value->text();
+        }
+      for (const auto& [name, expr] : c_.derived)
+        if (name == n) from = expr.text();
+      s += fmt::format("{}{} = {}{}", s.empty() ? "" : ", ", n, v->str(),
+                       from.empty() ? "" : " (" + from + ")");
+    }
     return s;
   }
 

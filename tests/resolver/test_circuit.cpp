@@ -208,7 +208,7 @@ TEST(Instantiate, ChecksAndCycles) {
   MapModelFacts odd = toy_facts(false, false);
   odd.set_key("toy.n", int64_t{7});
   EXPECT_FALSE(instantiate(*c, odd, {32, 8}, &errors));
-  EXPECT_TRUE(has_error(errors, "toy.yaml", "checks[0]", "fails 'n % 2 == 0' (n = 7)"))
+  EXPECT_TRUE(has_error(errors, "toy.yaml", "checks[0]", "fails 'n % 2 == 0' (n = 7 (toy.n))"))
       << format_errors(errors);
 
   std::string cyc = kLayered;

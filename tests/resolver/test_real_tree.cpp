@@ -274,6 +274,28 @@ TEST(RealTree, ModelErrorsNameKeyAndTensor) {
   EXPECT_FALSE(instantiate(llama_circuit(), gqa, {64, 8}, &errors));
   EXPECT_TRUE(test::has_error(errors, "circuits/llama.yaml", "checks[0]", "n_head_kv = 3"))
       << format_errors(errors);
+  // Values out of range name the key they came from (a NaN fails every comparison).
+  const std::vector<std::pair<std::string, MetaValue>> hostile = {
+      {"llama.attention.layer_norm_rms_epsilon", double{NAN}},
+      {"llama.attention.layer_norm_rms_epsilon", double{-1}},
+      {"llama.attention.layer_norm_rms_epsilon", double{INFINITY}},
+      {"llama.rope.freq_base", double{0}},
+      {"llama.rope.freq_base", double{NAN}},
+      {"llama.rope.scaling.factor", double{-2}},
+      {"llama.rope.dimension_count", int64_t{7}},
+      {"llama.rope.dimension_count", int64_t{0}},
+      {"llama.rope.dimension_count", int64_t{10}}};
+  for (const auto& [key, value] : hostile) {
+    errors.clear();
+    MapModelFacts f = stories_facts();
+    f.set_key(key, value);
+    EXPECT_FALSE(instantiate(llama_circuit(), f, {64, 8}, &errors)) << key;
+    bool named = false;
+    for (const LoadError& e : errors)
+      named =
+          named || (e.path.starts_with("checks[") && e.reason.find("(" + key) != std::string::npos);
+    EXPECT_TRUE(named) << key << ": " << format_errors(errors);
+  }
 }
 
 TEST(RealTree, MissingContractIsAFaultNotAFallback) {
@@ -395,7 +417,7 @@ TEST(RealTree, Qwen3PerHeadNormsAndTiedOutput) {
   ASSERT_TRUE(r);
   const Step& qn = *r->decode["blk.0.q_norm"];
   EXPECT_EQ(qn.provider->contract, "rmsnorm.f32.ggml");  // reference or generated (host caps)
-  EXPECT_EQ(qn.args[0].buffer, qn.args[2].buffer);      // in place on q
+  EXPECT_EQ(qn.args[0].buffer, qn.args[2].buffer);       // in place on q
   EXPECT_EQ(r->graph.buffers[qn.args[1].buffer].tensor, "blk.0.attn_q_norm.weight");
   EXPECT_EQ(qn.args[3].i64, 64);  // n = head_dim
   EXPECT_EQ(qn.args[4].i64, 4);   // rows = n_head * T, T = 1
