@@ -11,6 +11,7 @@
 // Each instance expands to a cke.kernel_map/1 document, parsed and checked like a map file;
 // its `file` is "<path>:<line of the instance>", which errors and the X-Ray name.
 #include <fmt/format.h>
+#include <tbb/parallel_for.h>
 
 #include <set>
 
@@ -76,7 +77,7 @@ std::vector<KernelMap> load_kernel_maps(const std::filesystem::path& path,
   // together stay within this bound (the largest real family expands to 26 KB).
   constexpr size_t kMaxExpandedBytes = size_t{1} << 20;
   size_t expanded = 0;
-  std::vector<KernelMap> out;
+  std::vector<std::pair<std::string, std::string>> docs;  // (map text, file:line) per instance
   for (size_t i = 0; i < inst.size(); ++i) {
     const std::string ipath = fmt::format("instances[{}]", i);
     Fields vf(inst[i], ipath, &sink);
@@ -105,11 +106,22 @@ std::vector<KernelMap> load_kernel_maps(const std::filesystem::path& path,
     }
     expanded += doc_text.size();
     if (used.size() != names.size()) continue;
-    const std::string file = fmt::format("{}:{}", path.string(), inst[i].Mark().line + 1);
-    if (std::optional<KernelMap> m = parse_kernel_map(doc_text, file, errors))
-      out.push_back(std::move(*m));
+    docs.emplace_back(std::move(doc_text),
+                      fmt::format("{}:{}", path.string(), inst[i].Mark().line + 1));
   }
   if (sink.failed()) return {};
+  // The maps parse independently (yaml-cpp is most of a compile's data loading): in
+  // parallel, their results and errors gathered in instance order.
+  std::vector<std::optional<KernelMap>> maps(docs.size());
+  std::vector<std::vector<LoadError>> errs(docs.size());
+  tbb::parallel_for(size_t(0), docs.size(), [&](size_t i) {
+    maps[i] = parse_kernel_map(docs[i].first, docs[i].second, &errs[i]);
+  });
+  std::vector<KernelMap> out;
+  for (size_t i = 0; i < docs.size(); ++i) {
+    errors->insert(errors->end(), errs[i].begin(), errs[i].end());
+    if (maps[i]) out.push_back(std::move(*maps[i]));
+  }
   return out;
 }
 

@@ -260,6 +260,26 @@ bool Engine::Impl::resolve_kernels(std::string* err) {
 }
 
 bool Engine::Impl::build_plans(std::string* err) {
+  // Every generated kernel the plans call, generated in parallel (kernel_for then finds it).
+  std::vector<const KernelMap*> gen;
+  for (const Step& s : res.steps)
+    if (!s.provider->impl.generator.empty() && !modules.count(s.provider->id) &&
+        jit::find_generator(s.provider->impl.generator) &&
+        std::find(gen.begin(), gen.end(), s.provider) == gen.end())
+      gen.push_back(s.provider);
+  std::vector<std::unique_ptr<jit::KernelModule>> made(gen.size());
+  std::vector<std::string> errs(gen.size());
+  tbb::parallel_for(size_t(0), gen.size(), [&](size_t i) {
+    made[i] = jit::generate_kernel(gen[i]->impl.generator, gen[i]->impl.generator_params,
+                                   gen[i]->id, &errs[i]);
+  });
+  for (size_t i = 0; i < gen.size(); ++i) {
+    if (!made[i]) {
+      *err = errs[i];
+      return false;
+    }
+    modules[gen[i]->id] = std::move(made[i]);
+  }
   auto lookup = [this](const KernelMap& m, std::string* e) { return kernel_for(m, e); };
   if (!build_phase_plan(*graph, res, Phase::Prefill, graph->max_tokens, lookup, &prefill, err) ||
       !build_phase_plan(*graph, res, Phase::Decode, 1, lookup, &decode, err))
