@@ -269,8 +269,9 @@ TEST(Session, ChatRendersTheTemplateAndStopsAtItsMarkers) {
   std::vector<int32_t> ids;
   ASSERT_TRUE(s.chat_prompt(msgs, &ids, &err)) << err;
   // Independently: render, then tokenize with the vocab's BOS (chatml: bos: tokenizer).
-  const std::string text = "<|im_start|>system\nTell a story.<|im_end|>\n<|im_start|>user\nOnce "
-                           "upon<|im_end|>\n<|im_start|>assistant\n";
+  const std::string text =
+      "<|im_start|>system\nTell a story.<|im_end|>\n<|im_start|>user\nOnce "
+      "upon<|im_end|>\n<|im_start|>assistant\n";
   EXPECT_EQ(ids, engine->tokenizer().encode(text, true, true));
   GenerateResult chat, direct;
   ASSERT_TRUE(s.generate_chat(msgs, greedy(16), nullptr, &chat, &err)) << err;
