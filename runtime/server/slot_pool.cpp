@@ -5,7 +5,10 @@
 namespace cke::server {
 
 SlotPool::SlotPool(std::vector<std::unique_ptr<Slot>> slots, size_t max_queue)
-    : slots_(std::move(slots)), busy_(slots_.size(), false), max_queue_(max_queue) {}
+    : slots_(std::move(slots)),
+      busy_(slots_.size(), false),
+      last_used_(slots_.size(), 0),
+      max_queue_(max_queue) {}
 
 size_t SlotPool::busy() const {
   std::lock_guard lock(mu_);
@@ -26,13 +29,16 @@ std::unique_ptr<SlotPool::Lease> SlotPool::acquire(std::span<const int32_t> prom
   cv_.wait(lock, [&] { return queue_.front() == ticket && any_free(); });
   queue_.pop_front();
   // A free slot's session is not touched by anyone (busy flags change under mu_).
-  size_t best = slots_.size();
+  size_t best = slots_.size(), lru = slots_.size();
   size_t best_prefix = 0;
   for (size_t i = 0; i < slots_.size(); ++i) {
     if (busy_[i]) continue;
     const size_t p = slots_[i]->session->cached_prefix(prompt);
     if (best == slots_.size() || p > best_prefix) best = i, best_prefix = p;
+    if (lru == slots_.size() || last_used_[i] < last_used_[lru]) lru = i;
   }
+  if (best_prefix * 10 < prompt.size()) best = lru;
+  last_used_[best] = ++acquired_;
   busy_[best] = true;
   cv_.notify_all();  // the next in line may find another free slot
   return std::make_unique<Lease>(*this, *slots_[best]);

@@ -1,7 +1,9 @@
 // The server's slots: N engines, each with its own Session (so its own compiled plan and KV
 // cache), handed out one request at a time. Requests beyond the free slots wait in a bounded
 // FIFO queue; past its bound acquire() refuses at once (the server answers 503). A request
-// goes preferably to the free slot whose cache shares the longest prefix with its prompt.
+// goes to the free slot whose cache shares the longest prefix with its prompt; when no slot
+// holds at least a tenth of the prompt (say only BOS), to the least recently used free slot,
+// so that different conversations keep their caches in different slots.
 #pragma once
 
 #include <condition_variable>
@@ -54,11 +56,13 @@ class SlotPool {
 
   std::vector<std::unique_ptr<Slot>> slots_;
   std::vector<bool> busy_;
+  std::vector<uint64_t> last_used_;  // acquire count when each slot was last handed out
   size_t max_queue_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<uint64_t> queue_;  // tickets of waiting requests, oldest first
   uint64_t next_ticket_ = 0;
+  uint64_t acquired_ = 0;
 };
 
 }  // namespace cke::server

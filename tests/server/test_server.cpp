@@ -359,6 +359,26 @@ TEST_F(Server, DisconnectDuringStreamingFreesTheSlot) {
   EXPECT_EQ(h->status, 200);
 }
 
+// Two slots, two different prompts in turn: each comes back to the slot that holds it, so
+// its whole prompt is found in the cache (but the last token, evaluated again for logits).
+TEST_F(Server, RequestsGoToTheSlotHoldingTheirPrefix) {
+  const std::string a = "Once upon a time, there was a little dog named Max.";
+  const std::string b = "The big red ball rolled down the hill and into the pond.";
+  auto complete = [&](const std::string& p) {
+    auto r = post("/v1/completions", {{"prompt", p}, {"max_tokens", 4}, {"temperature", 0}});
+    EXPECT_TRUE(r && r->status == 200);
+    return r ? json::parse(r->body)["usage"] : json();
+  };
+  complete(a);
+  complete(b);
+  for (const std::string& p : {a, b}) {
+    const json u = complete(p);
+    EXPECT_EQ(u["prompt_tokens_details"]["cached_tokens"].get<int>(),
+              u["prompt_tokens"].get<int>() - 1)
+        << p;
+  }
+}
+
 TEST_F(Server, MetricsCountRequestsAndTokens) {
   auto c = client();
   const double prompt0 = metric(c, "cke_prompt_tokens_total");
