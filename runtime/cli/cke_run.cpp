@@ -149,7 +149,11 @@ int main(int argc, char** argv) {
   app.add_option("--min-p", sp.min_p, "min-p (0: off)")->check(CLI::Range(0.0f, 1.0f));
   app.add_option("--repeat-penalty", sp.repeat_penalty, "repeat penalty (1: off)")
       ->check(CLI::Range(0.0f, 100.0f));
-  app.add_option("--repeat-last-n", sp.repeat_last_n, "tokens the penalty looks back on")
+  app.add_option("--presence-penalty", sp.presence_penalty, "presence penalty (0: off)")
+      ->check(CLI::Range(-2.0f, 2.0f));
+  app.add_option("--frequency-penalty", sp.frequency_penalty, "frequency penalty (0: off)")
+      ->check(CLI::Range(-2.0f, 2.0f));
+  app.add_option("--repeat-last-n", sp.repeat_last_n, "tokens the penalties look back on")
       ->check(CLI::Range(0, 1 << 20));
   app.add_option("-s,--seed", sp.seed, "sampling seed");
   app.add_option("--isa", eo.isa,
