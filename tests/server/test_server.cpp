@@ -448,7 +448,7 @@ TEST(ServerQueue, BeyondTheQueueIs503) {
       httplib::Client c("127.0.0.1", s.port());
       c.set_read_timeout(120, 0);
       const json body = {{"prompt", "Once upon a time"},
-                         {"max_tokens", 600},
+                         {"max_tokens", 1500},
                          {"temperature", 0},
                          {"logit_bias", bias}};
       auto r = c.Post("/v1/completions", body.dump(), "application/json");
