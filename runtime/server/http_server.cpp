@@ -9,12 +9,19 @@
 
 #include "runtime/chat/chat_prompt.h"
 #include "runtime/server/openai_request.h"
+#include "runtime/server/utf8_holdback.h"
 
 namespace cke::server {
 
 using nlohmann::json;
 
 namespace {
+
+// Generated text may hold invalid UTF-8 (a token cut inside a character at max_tokens, or
+// bytes the model made up); JSON gets U+FFFD for those bytes instead of an exception.
+std::string dump(const json& j) {
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
 
 void send_error(httplib::Response& res, const HttpError& e) {
   res.status = e.status;
@@ -184,7 +191,7 @@ void HttpServer::routes() {
                           {"n_vocab", e.n_vocab()},
                           {"architecture", e.architecture()},
                           {"slots", pool_.size()}}}};
-    res.set_content(json{{"object", "list"}, {"data", json::array({model})}}.dump(),
+    res.set_content(dump(json{{"object", "list"}, {"data", json::array({model})}}),
                     "application/json");
   });
 
@@ -199,7 +206,7 @@ void HttpServer::routes() {
       return send_error(res, {400, "'add_special' and 'parse_special' must be true or false"});
     const std::vector<int32_t> ids = pool_.slot(0).engine->tokenizer().encode(
         j["content"].get<std::string>(), add.get<bool>(), parse.get<bool>());
-    res.set_content(json{{"tokens", ids}}.dump(), "application/json");
+    res.set_content(dump(json{{"tokens", ids}}), "application/json");
   });
   s.Post("/detokenize", [this](const httplib::Request& req, httplib::Response& res) {
     const json j = json::parse(req.body, nullptr, false);
@@ -213,7 +220,7 @@ void HttpServer::routes() {
             res, {400, fmt::format("'tokens' must hold token ids in [0, {})", tok.n_vocab())});
       ids.push_back(t.get<int32_t>());
     }
-    res.set_content(json{{"content", tok.decode(ids)}}.dump(), "application/json");
+    res.set_content(dump(json{{"content", tok.decode(ids)}}), "application/json");
   });
 
   auto completion = [this](bool chat) {
@@ -299,7 +306,7 @@ void HttpServer::routes() {
             {"choices", json::array({choice(g.text, openai_finish(g.finish), false)})},
             {"usage", usage_json(g)},
             {"timings", timings_json(g)}};
-        res.set_content(body.dump(), "application/json");
+        res.set_content(dump(body), "application/json");
         return;
       }
 
@@ -308,54 +315,68 @@ void HttpServer::routes() {
       auto held = std::make_shared<std::unique_ptr<SlotPool::Lease>>(std::move(lease));
       auto rq = std::make_shared<CompletionRequest>(std::move(*r));
       res.set_header("Cache-Control", "no-cache");
-      res.set_chunked_content_provider(
-          "text/event-stream",
-          [this, held, rq, prompt, id, created, chat, choice](size_t, httplib::DataSink& sink) {
-            if (!*held) return false;
-            const std::string chunk_object = chat ? "chat.completion.chunk" : "text_completion";
-            bool alive = true;
-            auto send = [&](const json& j) {
-              const std::string s = "data: " + j.dump() + "\n\n";
-              return alive = alive && sink.write(s.data(), s.size());
-            };
-            auto chunk = [&](const json& c) {
-              return json{{"id", id},
-                          {"object", chunk_object},
-                          {"created", created},
-                          {"model", cfg_.model_id},
-                          {"choices", json::array({c})}};
-            };
-            if (chat) {
-              json first = choice("", nullptr, true);
-              first["delta"] = {{"role", "assistant"}, {"content", ""}};
-              send(chunk(first));
-            }
-            GenerateResult g;
-            std::string err;
-            const bool ok = (*held)->slot().session->generate(
-                *prompt, rq->params,
-                [&](int32_t, std::string_view text) {
-                  if (cancel_ || !alive || !sink.is_writable()) return alive = false;
-                  return text.empty() || send(chunk(choice(std::string(text), nullptr, true)));
-                },
-                &g, &err);
-            held->reset();  // the slot is free from here on
-            metrics_.count_generation(g.prompt_tokens - g.cached_tokens, g.prompt_ms,
-                                      g.completion_tokens, g.generate_ms);
-            if (!alive && !cancel_) return false;  // the client is gone
-            if (!ok) {
-              send({{"error", {{"message", err}, {"type", "server_error"}, {"code", 500}}}});
-            } else {
-              json last = chunk(choice("", openai_finish(g.finish), true));
-              last["usage"] = usage_json(g);
-              last["timings"] = timings_json(g);
-              send(last);
-            }
-            const std::string done = "data: [DONE]\n\n";
-            sink.write(done.data(), done.size());
-            sink.done();
-            return true;
-          });
+      auto provide = [this, held, rq, prompt, id, created, chat, choice](size_t,
+                                                                         httplib::DataSink& sink) {
+        if (!*held) return false;
+        const std::string chunk_object = chat ? "chat.completion.chunk" : "text_completion";
+        bool alive = true;
+        auto send = [&](const json& j) {
+          const std::string s = "data: " + dump(j) + "\n\n";
+          return alive = alive && sink.write(s.data(), s.size());
+        };
+        auto chunk = [&](const json& c) {
+          return json{{"id", id},
+                      {"object", chunk_object},
+                      {"created", created},
+                      {"model", cfg_.model_id},
+                      {"choices", json::array({c})}};
+        };
+        if (chat) {
+          json first = choice("", nullptr, true);
+          first["delta"] = {{"role", "assistant"}, {"content", ""}};
+          send(chunk(first));
+        }
+        GenerateResult g;
+        std::string err;
+        Utf8Holdback whole;  // chunks carry whole characters
+        const bool ok = (*held)->slot().session->generate(
+            *prompt, rq->params,
+            [&](int32_t, std::string_view text) {
+              if (cancel_ || !alive || !sink.is_writable()) return alive = false;
+              const std::string out = whole.push(text);
+              return out.empty() || send(chunk(choice(out, nullptr, true)));
+            },
+            &g, &err);
+        if (const std::string rest = whole.flush(); !rest.empty() && alive)
+          send(chunk(choice(rest, nullptr, true)));
+        held->reset();  // the slot is free from here on
+        metrics_.count_generation(g.prompt_tokens - g.cached_tokens, g.prompt_ms,
+                                  g.completion_tokens, g.generate_ms);
+        if (!alive && !cancel_) return false;  // the client is gone
+        if (!ok) {
+          send({{"error", {{"message", err}, {"type", "server_error"}, {"code", 500}}}});
+        } else {
+          json last = chunk(choice("", openai_finish(g.finish), true));
+          last["usage"] = usage_json(g);
+          last["timings"] = timings_json(g);
+          send(last);
+        }
+        const std::string done = "data: [DONE]\n\n";
+        sink.write(done.data(), done.size());
+        sink.done();
+        return true;
+      };
+      // httplib runs the provider outside the handler's exception handling: nothing may
+      // escape it (that would end the process).
+      res.set_chunked_content_provider("text/event-stream",
+                                       [provide, held](size_t offset, httplib::DataSink& sink) {
+                                         try {
+                                           return provide(offset, sink);
+                                         } catch (...) {
+                                           held->reset();
+                                           return false;
+                                         }
+                                       });
     };
   };
   s.Post("/v1/chat/completions", completion(true));

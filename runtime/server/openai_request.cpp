@@ -10,7 +10,8 @@ namespace cke::server {
 using nlohmann::json;
 
 std::string error_body(const HttpError& e) {
-  return json{{"error", {{"message", e.message}, {"type", e.type}, {"code", e.status}}}}.dump();
+  return json{{"error", {{"message", e.message}, {"type", e.type}, {"code", e.status}}}}.dump(
+      -1, ' ', false, json::error_handler_t::replace);
 }
 
 namespace {

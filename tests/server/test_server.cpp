@@ -12,6 +12,7 @@
 
 #include "runtime/chat/chat_prompt.h"
 #include "runtime/chat/generate_session.h"
+#include "runtime/server/utf8_holdback.h"
 #include "tests/common/shared.h"
 #include "tests/server/server_process.h"
 
@@ -108,6 +109,23 @@ double metric(httplib::Client& c, const std::string& name) {
   while (std::getline(in, line))
     if (line.rfind(name + " ", 0) == 0) return std::stod(line.substr(name.size() + 1));
   return -1;
+}
+
+TEST(Utf8Holdback, HoldsAnIncompleteCharacterUntilItIsWhole) {
+  using server::utf8_complete_prefix;
+  EXPECT_EQ(utf8_complete_prefix("abc"), 3u);
+  EXPECT_EQ(utf8_complete_prefix("a\xE2\x80"), 1u);         // 3-byte lead, 1 of 2 more seen
+  EXPECT_EQ(utf8_complete_prefix("a\xE2\x80\x99"), 4u);     // complete
+  EXPECT_EQ(utf8_complete_prefix("\xF0\x9F\x98"), 0u);      // 4-byte lead, 2 of 3 more seen
+  EXPECT_EQ(utf8_complete_prefix("\xE2\xE2"), 1u);          // the first can never complete
+  EXPECT_EQ(utf8_complete_prefix("\x80\x80\x80\x80"), 4u);  // stray continuations: not held
+  server::Utf8Holdback h;
+  EXPECT_EQ(h.push("It"), "It");
+  EXPECT_EQ(h.push("\xE2"), "");
+  EXPECT_EQ(h.push("\x80"), "");
+  EXPECT_EQ(h.push("\x99s"), "\xE2\x80\x99s");
+  EXPECT_EQ(h.push("\xF0\x9F"), "");
+  EXPECT_EQ(h.flush(), "\xF0\x9F");
 }
 
 class Server : public ::testing::Test {
@@ -377,6 +395,39 @@ TEST_F(Server, RequestsGoToTheSlotHoldingTheirPrefix) {
               u["prompt_tokens"].get<int>() - 1)
         << p;
   }
+}
+
+// Byte tokens that never make a valid character (0xE2 0xE2 ...): the server answers valid
+// JSON with U+FFFD for them, streamed or not, the same text both ways, and lives on.
+TEST_F(Server, InvalidUtf8FromTheModelBecomesReplacementCharacters) {
+  EngineOptions o;
+  o.model_path = test::shared_path(kModel);
+  std::string err;
+  auto e = Engine::load(o, &err);
+  ASSERT_TRUE(e) << err;
+  const std::optional<int32_t> byte = e->tokenizer().find_token("<0xE2>");
+  ASSERT_TRUE(byte) << "stories260K has byte-fallback tokens";
+  const json body = {{"prompt", "Once"},
+                     {"max_tokens", 3},
+                     {"temperature", 0},
+                     {"logit_bias", {{std::to_string(*byte), 100}}}};
+  auto r = post("/v1/completions", body);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const std::string text = json::parse(r->body)["choices"][0]["text"];
+  EXPECT_EQ(text, "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");  // three U+FFFD
+  json sb = body;
+  sb["stream"] = true;
+  auto st = post("/v1/completions", sb);
+  ASSERT_TRUE(st);
+  const Sse s = parse_sse(st->body);
+  EXPECT_TRUE(s.done && s.well_formed) << st->body;
+  std::string streamed;
+  for (const json& c : s.chunks) streamed += c["choices"][0]["text"].get<std::string>();
+  EXPECT_EQ(streamed, text);
+  auto h = client().Get("/health");
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h->status, 200);
 }
 
 TEST_F(Server, MetricsCountRequestsAndTokens) {
