@@ -16,11 +16,16 @@
 #include "runtime/chat/chat_template.h"
 #include "runtime/chat/generate_session.h"
 #include "runtime/server/metrics.h"
+#include "runtime/server/openai_request.h"
+#include "runtime/server/openai_response.h"
 #include "runtime/server/slot_pool.h"
 
 namespace httplib {
 class Server;
-}
+struct Request;
+struct Response;
+class DataSink;
+}  // namespace httplib
 
 namespace cke::server {
 
@@ -53,6 +58,15 @@ class HttpServer {
  private:
   void routes();
   std::string render_metrics() const;
+  // POST /v1/completions (chat false) and /v1/chat/completions.
+  void complete(const httplib::Request& req, httplib::Response& res, bool chat);
+  // The request's prompt ids (chat: rendered; its template's stop strings join params.stop).
+  bool prompt_of(CompletionRequest& r, std::vector<int32_t>* prompt, HttpError* e);
+  // Writes one generation as Server-Sent Events, releasing the slot when it has generated;
+  // false when the client went away.
+  bool stream(std::unique_ptr<SlotPool::Lease>& lease, const std::vector<int32_t>& prompt,
+              const GenerateParams& params, const ResponseHead& head, httplib::DataSink& sink);
+  void count(const GenerateResult& g);
 
   ServerConfig cfg_;
   SlotPool& pool_;

@@ -444,14 +444,22 @@ TEST_F(Server, MetricsCountRequestsAndTokens) {
       u["prompt_tokens"].get<int>() - u["prompt_tokens_details"]["cached_tokens"].get<int>();
   EXPECT_EQ(metric(c, "cke_prompt_tokens_total") - prompt0, evaluated);
   EXPECT_EQ(metric(c, "cke_generated_tokens_total") - gen0, u["completion_tokens"].get<int>());
-  auto m = c.Get("/metrics");
-  ASSERT_TRUE(m);
-  EXPECT_NE(m->body.find("# TYPE cke_requests_total counter"), std::string::npos);
-  std::smatch sm;
+  // A request is counted once its response has been written, so the count may come a
+  // moment after the client has the response.
   const std::regex ok200(R"(cke_requests_total\{endpoint="/v1/completions",status="200"\} (\d+))");
-  ASSERT_TRUE(std::regex_search(m->body, sm, ok200)) << m->body;
+  std::string text;
+  std::smatch sm;
+  for (int i = 0; i < 100; ++i) {
+    auto m = c.Get("/metrics");
+    ASSERT_TRUE(m);
+    text = m->body;
+    if (std::regex_search(text, sm, ok200)) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(std::regex_search(text, sm, ok200)) << text;
   EXPECT_GE(std::stoi(sm[1]), 1);
-  EXPECT_NE(m->body.find("cke_queue_length 0"), std::string::npos);
+  EXPECT_NE(text.find("# TYPE cke_requests_total counter"), std::string::npos);
+  EXPECT_NE(text.find("cke_queue_length 0"), std::string::npos);
   EXPECT_GE(metric(c, "cke_generation_tokens_per_second"), 0);
 }
 
