@@ -132,6 +132,12 @@ int main(int argc, char** argv) {
              parallel, eo.model_path, e0.architecture(), e0.n_ctx(), e0.n_threads(),
              e0.stats().load_ms, e0.stats().compile_ms);
 
+  if (const unsigned cores = std::thread::hardware_concurrency();
+      cores > 0 && unsigned(parallel) * unsigned(e0.n_threads()) > cores)
+    fmt::print(stderr,
+               "cke-server: warning: {} slots x {} threads = {} threads on {} hardware threads; "
+               "give -t so that slots x threads fits\n",
+               parallel, e0.n_threads(), parallel * e0.n_threads(), cores);
   const std::filesystem::path model_file(eo.model_path);
   cfg.model_id = alias.empty() ? model_file.stem().string() : alias;
   cfg.model_names = {cfg.model_id, model_file.filename().string(), model_file.stem().string(),

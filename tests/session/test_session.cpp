@@ -4,6 +4,8 @@
 // session gives; seeded sampling repeats; bad input is an error value.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "runtime/chat/chat_prompt.h"
 #include "runtime/chat/generate_session.h"
 #include "tests/common/shared.h"
@@ -186,13 +188,14 @@ TEST(Session, FullContextEndsTheGeneration) {
   ASSERT_TRUE(engine);
   Session s(*engine);
   const std::vector<int32_t> prompt = encode(*engine, "Once upon a time");
-  const Generated got = run(s, prompt, greedy(-1));
+  GenerateParams p = greedy(-1);
+  p.sampling.logit_bias = {{engine->tokenizer().eos(), -INFINITY}};  // no early end
+  const Generated got = run(s, prompt, p);
   ASSERT_TRUE(got.ok) << got.err;
-  if (got.r.finish != FinishReason::kEos) {
-    EXPECT_EQ(got.r.finish, FinishReason::kContext);
-    EXPECT_EQ(engine->pos(), engine->n_ctx());
-    EXPECT_EQ(got.r.completion_tokens, 24 - int32_t(prompt.size()) + 1);
-  }
+  EXPECT_EQ(got.r.finish, FinishReason::kContext);
+  EXPECT_EQ(engine->pos(), engine->n_ctx());
+  // Every cell filled, and the token sampled from the last one.
+  EXPECT_EQ(got.r.completion_tokens, 24 - int32_t(prompt.size()) + 1);
 }
 
 TEST(Session, CallbackReturningFalseCancels) {
