@@ -62,7 +62,8 @@ void cke_rewind(cke_engine* e, int32_t pos);
  *   cke_session_free(s);
  *
  * A prompt is evaluated only from where it stops agreeing with what the KV cache holds from
- * the previous call. One session per engine at a time (the engine has one KV cache). */
+ * the previous call. One session per engine at a time (the engine has one KV cache); after a
+ * cke_eval or cke_rewind on the engine the session starts over from an empty cache. */
 typedef struct cke_session cke_session;
 
 typedef struct cke_generate_params {

@@ -104,6 +104,11 @@ bool Session::generate(std::span<const int32_t> prompt, const GenerateParams& pa
   // Evaluate what the cache does not hold. A prompt the cache holds whole is sampled from
   // the logits at hand, or else its last token is evaluated again for them.
   auto t0 = std::chrono::steady_clock::now();
+  if (size_t(engine_.pos()) != kv_tokens_.size()) {
+    // Someone evaluated or rewound the engine behind the session: its cache is unknown.
+    kv_tokens_.clear();
+    have_logits_ = false;
+  }
   size_t keep = cached_prefix(prompt);
   const bool logits_at_hand = keep == prompt.size() && keep == kv_tokens_.size() && have_logits_;
   if (!logits_at_hand) {

@@ -182,6 +182,26 @@ TEST(Session, PrefixReuseEvaluatesLessAndMatchesAFreshSession) {
   EXPECT_EQ(r4.r.tokens, r3.r.tokens);
 }
 
+// Evaluating or rewinding the engine behind the session's back: the next call does not
+// trust the cache and gives what a fresh session gives.
+TEST(Session, AnEngineChangedBehindItsBackIsNotTrusted) {
+  CKE_REQUIRE_SHARED(path, "models/stories260K.gguf");
+  auto engine = load(path);
+  ASSERT_TRUE(engine);
+  Session s(*engine);
+  const std::vector<int32_t> prompt = encode(*engine, "Once upon a time");
+  const Generated first = run(s, prompt, greedy(8));
+  engine->rewind(2);
+  std::vector<float> logits;
+  std::string err;
+  const int32_t junk[] = {100, 200, 300};
+  ASSERT_TRUE(engine->eval(junk, &logits, false, &err)) << err;
+  const Generated again = run(s, prompt, greedy(8));
+  ASSERT_TRUE(again.ok) << again.err;
+  EXPECT_EQ(again.r.cached_tokens, 0);
+  EXPECT_EQ(again.r.tokens, first.r.tokens);
+}
+
 TEST(Session, FullContextEndsTheGeneration) {
   CKE_REQUIRE_SHARED(path, "models/stories260K.gguf");
   auto engine = load(path, 24);
