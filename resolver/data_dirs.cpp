@@ -24,8 +24,25 @@ std::vector<std::filesystem::path> split_paths(const char* s) {
 }
 }  // namespace
 
+// The data root, decided once: an installed tool finds <prefix>/share/cke beside its
+// <prefix>/bin; a build uses its source tree (CKE_DATA_DIR); an application linking an
+// installed libcke (the source tree gone) uses the install's data dir (CKE_INSTALL_DATA_DIR).
 std::filesystem::path compiled_data_dir() {
-  return CKE_DATA_DIR;
+  static const std::filesystem::path root = [] {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+    if (!ec) {
+      const fs::path beside = exe.parent_path().parent_path() / "share" / "cke";
+      if (fs::is_directory(beside / "kernel_maps", ec)) return beside;
+    }
+    const fs::path build = CKE_DATA_DIR;
+#ifdef CKE_INSTALL_DATA_DIR
+    if (!fs::is_directory(build / "kernel_maps", ec)) return fs::path(CKE_INSTALL_DATA_DIR);
+#endif
+    return build;
+  }();
+  return root;
 }
 
 DataDirs data_dirs_at(const std::filesystem::path& root) {

@@ -22,10 +22,10 @@ extern "C" {
 typedef struct cke_engine cke_engine;
 
 typedef struct cke_options {
-  int32_t n_ctx;      /* 0: the model's context, at most 4096 */
-  int32_t n_batch;    /* 0: 256 */
-  int32_t n_threads;  /* 0: physical cores */
-  const char* isa;    /* NULL: as probed; else "scalar", "avx2", "avx512", ... */
+  int32_t n_ctx;     /* 0: the model's context, at most 4096 */
+  int32_t n_batch;   /* 0: 256 */
+  int32_t n_threads; /* 0: physical cores */
+  const char* isa;   /* NULL: as probed; else "scalar", "avx2", "avx512", ... */
 } cke_options;
 
 /* The message of the last failed call on this thread ("" if none). */
@@ -51,6 +51,68 @@ int cke_is_eog(const cke_engine* e, int32_t id);
 int cke_eval(cke_engine* e, const int32_t* ids, int32_t n, float* logits);
 /* Forgets cache cells at and after pos. */
 void cke_rewind(cke_engine* e, int32_t pos);
+
+/* ---- Sessions: generation with sampling, stop strings and KV prefix reuse ----
+ *
+ *   cke_session* s = cke_session_new(e);            // takes over e's KV cache
+ *   cke_generate_params p; cke_generate_params_default(&p);
+ *   p.temperature = 0; p.max_tokens = 32;
+ *   cke_generate_result r;
+ *   if (cke_session_generate(s, "Once upon a time", &p, on_text, NULL, &r) != 0) ...
+ *   cke_session_free(s);
+ *
+ * A prompt is evaluated only from where it stops agreeing with what the KV cache holds from
+ * the previous call. One session per engine at a time (the engine has one KV cache); after a
+ * cke_eval or cke_rewind on the engine the session starts over from an empty cache. */
+typedef struct cke_session cke_session;
+
+typedef struct cke_generate_params {
+  float temperature;       /* 0: greedy */
+  int32_t top_k;           /* <= 0: off */
+  float top_p;             /* >= 1: off */
+  float min_p;             /* <= 0: off */
+  float repeat_penalty;    /* 1: off */
+  float presence_penalty;  /* 0: off */
+  float frequency_penalty; /* 0: off */
+  int32_t repeat_last_n;   /* window of the penalties */
+  uint64_t seed;           /* 0xFFFFFFFF: random */
+  int32_t max_tokens;      /* -1: until end of generation or of the context */
+  const char* const* stop; /* n_stop stop strings (may be NULL when n_stop is 0) */
+  int32_t n_stop;
+} cke_generate_params;
+
+/* llama.cpp's defaults: temperature 0.8, top_k 40, top_p 0.95, min_p 0.05, no penalties. */
+void cke_generate_params_default(cke_generate_params* p);
+
+enum cke_finish_reason {
+  CKE_FINISH_STOP = 0,     /* a stop string */
+  CKE_FINISH_EOS = 1,      /* an end-of-generation token */
+  CKE_FINISH_LENGTH = 2,   /* max_tokens */
+  CKE_FINISH_CONTEXT = 3,  /* the context is full */
+  CKE_FINISH_CANCELLED = 4 /* the callback returned 0 */
+};
+
+typedef struct cke_generate_result {
+  int32_t finish_reason; /* enum cke_finish_reason */
+  int32_t prompt_tokens;
+  int32_t cached_tokens; /* prompt tokens the cache already held */
+  int32_t completion_tokens;
+  double prompt_ms;
+  double generate_ms;
+} cke_generate_result;
+
+/* Called with each piece of generated text (len bytes, NUL-terminated; token is -1 for text
+ * held back until the end). Return nonzero to go on, 0 to cancel. */
+typedef int (*cke_text_callback)(void* user, int32_t token, const char* text, int32_t len);
+
+/* NULL (and cke_last_error) when e is NULL. The engine must outlive the session. */
+cke_session* cke_session_new(cke_engine* e);
+void cke_session_free(cke_session* s);
+/* Generates after `prompt` (tokenized with BOS as the vocab says). 0 on success; -1 and
+ * cke_last_error() on bad arguments, an engine error or a prompt longer than the context.
+ * `callback` and `result` may be NULL. */
+int cke_session_generate(cke_session* s, const char* prompt, const cke_generate_params* params,
+                         cke_text_callback callback, void* user, cke_generate_result* result);
 
 #ifdef __cplusplus
 }

@@ -4,10 +4,14 @@
 #include <string>
 
 #include "runtime/capi/cke.h"
+#include "runtime/chat/generate_session.h"
 #include "runtime/core/engine.h"
 
 struct cke_engine {
   std::unique_ptr<cke::Engine> impl;
+};
+struct cke_session {
+  cke::Session impl;
 };
 
 namespace {
@@ -108,6 +112,99 @@ int cke_eval(cke_engine* e, const int32_t* ids, int32_t n, float* logits) {
 
 void cke_rewind(cke_engine* e, int32_t pos) {
   if (e) e->impl->rewind(pos);
+}
+
+void cke_generate_params_default(cke_generate_params* p) {
+  if (!p) return;
+  const cke::SamplerParams d;
+  *p = cke_generate_params{};
+  p->temperature = d.temp;
+  p->top_k = d.top_k;
+  p->top_p = d.top_p;
+  p->min_p = d.min_p;
+  p->repeat_penalty = d.repeat_penalty;
+  p->presence_penalty = d.presence_penalty;
+  p->frequency_penalty = d.frequency_penalty;
+  p->repeat_last_n = d.repeat_last_n;
+  p->seed = d.seed;
+  p->max_tokens = -1;
+}
+
+cke_session* cke_session_new(cke_engine* e) {
+  if (!e) {
+    set_error("cke_session_new: engine is NULL");
+    return nullptr;
+  }
+  try {
+    return new cke_session{cke::Session(*e->impl)};
+  } catch (const std::exception& ex) {
+    set_error(std::string("cke_session_new: ") + ex.what());
+    return nullptr;
+  }
+}
+
+void cke_session_free(cke_session* s) {
+  delete s;
+}
+
+int cke_session_generate(cke_session* s, const char* prompt, const cke_generate_params* params,
+                         cke_text_callback callback, void* user, cke_generate_result* result) {
+  if (!s || !prompt || (params && params->n_stop > 0 && !params->stop) ||
+      (params && params->n_stop < 0)) {
+    set_error("cke_session_generate: bad argument");
+    return -1;
+  }
+  cke_generate_params p;
+  cke_generate_params_default(&p);
+  if (params) p = *params;
+  cke::GenerateParams gp;
+  gp.sampling.temp = p.temperature;
+  gp.sampling.top_k = p.top_k;
+  gp.sampling.top_p = p.top_p;
+  gp.sampling.min_p = p.min_p;
+  gp.sampling.repeat_penalty = p.repeat_penalty;
+  gp.sampling.presence_penalty = p.presence_penalty;
+  gp.sampling.frequency_penalty = p.frequency_penalty;
+  gp.sampling.repeat_last_n = p.repeat_last_n;
+  gp.sampling.seed = p.seed;
+  gp.max_tokens = p.max_tokens;
+  for (int32_t i = 0; i < p.n_stop; ++i) {
+    if (!p.stop[i]) {
+      set_error("cke_session_generate: stop string is NULL");
+      return -1;
+    }
+    gp.stop.emplace_back(p.stop[i]);
+  }
+  try {
+    cke::GenerateResult r;
+    std::string err;
+    std::string piece;
+    const bool ok = s->impl.generate_text(
+        prompt, gp,
+        [&](int32_t id, std::string_view text) {
+          if (!callback) return true;
+          piece.assign(text);
+          return callback(user, id, piece.c_str(), int32_t(piece.size())) != 0;
+        },
+        &r, &err);
+    if (result) {
+      result->finish_reason = int32_t(r.finish);
+      result->prompt_tokens = r.prompt_tokens;
+      result->cached_tokens = r.cached_tokens;
+      result->completion_tokens = r.completion_tokens;
+      result->prompt_ms = r.prompt_ms;
+      result->generate_ms = r.generate_ms;
+    }
+    if (!ok) {
+      set_error(err);
+      return -1;
+    }
+  } catch (const std::exception& ex) {
+    set_error(std::string("cke_session_generate: ") + ex.what());
+    return -1;
+  }
+  g_error.clear();
+  return 0;
 }
 
 }  // extern "C"

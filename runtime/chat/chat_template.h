@@ -81,8 +81,8 @@ std::optional<ChatTemplate> load_chat_template(const std::filesystem::path& path
 std::optional<std::vector<ChatTemplate>> load_chat_templates(
     const std::vector<std::filesystem::path>& dirs, std::string* err);
 
-// CKE_CHAT_TEMPLATES (colon-separated dirs) if set, else the build's
-// <data>/circuits/chat_templates.
+// CKE_CHAT_TEMPLATES (colon-separated dirs) if set, else <data>/circuits/chat_templates
+// (the data root of resolver/data_dirs.h: the source tree, or <prefix>/share/cke installed).
 std::vector<std::filesystem::path> default_chat_template_dirs();
 
 // "chatml, gemma, llama3": the names, for error messages.

@@ -1,7 +1,8 @@
 // A multi-turn chat over one Engine: each user message renders the conversation again with
 // the chat template, evaluates only the part the KV cache does not hold yet, and samples the
 // reply until an end-of-generation token, a stop string of the template, the reply limit
-// or a full context.
+// or a full context. The evaluation and sampling are a Session's; this class keeps the
+// conversation and the transcript that maps the KV cache back to text.
 //
 //   cke::ChatSession chat(*engine, tmpl, sampler_params, {.system = "Be brief.", .n_predict = 64});
 //   chat.send("Hello", [](std::string_view s) { fwrite(s.data(), 1, s.size(), stdout); },
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "runtime/chat/chat_template.h"
+#include "runtime/chat/generate_session.h"
 #include "runtime/chat/transcript.h"
 #include "runtime/core/engine.h"
 #include "runtime/core/sampler.h"
@@ -63,23 +65,18 @@ class ChatSession {
   const ChatTemplate& chat_template() const { return tmpl_; }
   const std::vector<ChatMessage>& messages() const { return messages_; }
   // The tokens in the KV cache, in position order.
-  const std::vector<int32_t>& kv_tokens() const { return kv_tokens_; }
+  const std::vector<int32_t>& kv_tokens() const { return session_.kv_tokens(); }
   // The text the KV cache holds (control tokens spelled out).
   const std::string& kv_text() const { return transcript_.text(); }
 
  private:
-  bool eval(std::span<const int32_t> ids, std::string_view text, std::string* err);
-  bool is_stop_token(int32_t id) const;
-
   Engine& engine_;
   ChatTemplate tmpl_;
-  Sampler sampler_;
+  SamplerParams sampling_;
   ChatOptions opt_;
+  Session session_;
   std::vector<ChatMessage> messages_;
   Transcript transcript_;
-  std::vector<int32_t> kv_tokens_;
-  std::vector<int32_t> stop_ids_;  // tokens whose text is a stop string
-  std::vector<float> logits_;
 };
 
 }  // namespace cke

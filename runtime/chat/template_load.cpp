@@ -11,11 +11,8 @@
 #include <sstream>
 #include <utility>
 
+#include "resolver/data_dirs.h"
 #include "runtime/chat/chat_template.h"
-
-#ifndef CKE_CHAT_TEMPLATE_DIR
-#error "CKE_CHAT_TEMPLATE_DIR must be defined by the build (runtime/chat/CMakeLists.txt)"
-#endif
 
 namespace cke {
 
@@ -309,7 +306,7 @@ std::optional<std::vector<ChatTemplate>> load_chat_templates(
 
 std::vector<std::filesystem::path> default_chat_template_dirs() {
   if (const char* e = std::getenv("CKE_CHAT_TEMPLATES"); e && *e) return split_dirs(e);
-  return {CKE_CHAT_TEMPLATE_DIR};
+  return {compiled_data_dir() / "circuits" / "chat_templates"};
 }
 
 std::string chat_template_names(std::span<const ChatTemplate> templates) {

@@ -20,12 +20,13 @@
 #include <iostream>
 #include <sstream>
 
+#include "runtime/chat/chat_prompt.h"
 #include "runtime/chat/chat_template.h"
+#include "runtime/chat/generate_session.h"
 #include "runtime/chat/session.h"
 #include "runtime/cli/llama_flags.h"
 #include "runtime/core/engine.h"
 #include "runtime/core/sampler.h"
-#include "runtime/gguf/gguf.h"
 
 namespace {
 
@@ -51,31 +52,6 @@ bool parse_ids(const std::string& s, std::vector<int32_t>* out, std::string* err
 
 double secs(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
-}
-
-// --chat: the template named by --chat-template, else the one recognised from the model's
-// tokenizer.chat_template.
-std::optional<cke::ChatTemplate> pick_chat_template(const std::string& model_path,
-                                                    const std::string& name, std::string* err) {
-  auto all = cke::load_chat_templates(cke::default_chat_template_dirs(), err);
-  if (!all) return std::nullopt;
-  std::optional<std::string_view> jinja;
-  cke::gguf::GgufError gerr;
-  auto file = cke::gguf::File::open(model_path, &gerr);
-  if (!file) {
-    *err = gerr.message;
-    return std::nullopt;
-  }
-  if (file->has("tokenizer.chat_template")) {
-    jinja = file->str("tokenizer.chat_template", &gerr);
-    if (!jinja) {
-      *err = gerr.message;
-      return std::nullopt;
-    }
-  }
-  auto t = cke::select_chat_template(*all, name, jinja, err);
-  if (!t && name.empty()) *err += "; choose one with --chat-template NAME";
-  return t;
 }
 
 // One user message from stdin: a line, continued while it ends in a backslash. Empty input
@@ -173,7 +149,11 @@ int main(int argc, char** argv) {
   app.add_option("--min-p", sp.min_p, "min-p (0: off)")->check(CLI::Range(0.0f, 1.0f));
   app.add_option("--repeat-penalty", sp.repeat_penalty, "repeat penalty (1: off)")
       ->check(CLI::Range(0.0f, 100.0f));
-  app.add_option("--repeat-last-n", sp.repeat_last_n, "tokens the penalty looks back on")
+  app.add_option("--presence-penalty", sp.presence_penalty, "presence penalty (0: off)")
+      ->check(CLI::Range(-2.0f, 2.0f));
+  app.add_option("--frequency-penalty", sp.frequency_penalty, "frequency penalty (0: off)")
+      ->check(CLI::Range(-2.0f, 2.0f));
+  app.add_option("--repeat-last-n", sp.repeat_last_n, "tokens the penalties look back on")
       ->check(CLI::Range(0, 1 << 20));
   app.add_option("-s,--seed", sp.seed, "sampling seed");
   app.add_option("--isa", eo.isa,
@@ -226,7 +206,8 @@ int main(int argc, char** argv) {
   }
 
   std::optional<cke::ChatTemplate> chat_tmpl;
-  if (chat && !(chat_tmpl = pick_chat_template(eo.model_path, chat_template, &err))) {
+  if (chat && !(chat_tmpl = cke::chat_template_for_model(eo.model_path, chat_template, &err))) {
+    if (chat_template.empty()) err += "; choose one with --chat-template NAME";
     fmt::print(stderr, "cke-run: --chat: {}\n", err);
     return 1;
   }
@@ -284,6 +265,7 @@ int main(int argc, char** argv) {
     return 1;
   }
 
+  cke::Session session(*engine);
   std::ofstream lf;
   if (!logits_out.empty()) {
     lf.open(logits_out, std::ios::binary);
@@ -291,53 +273,48 @@ int main(int argc, char** argv) {
       fmt::print(stderr, "cke-run: cannot write {}\n", logits_out);
       return 1;
     }
+    session.set_logits_observer(
+        [&](const std::vector<float>& rows) {
+          lf.write(reinterpret_cast<const char*>(rows.data()), std::streamsize(rows.size() * 4));
+        },
+        /*all_prompt_logits=*/true);
   }
-  auto write_rows = [&](const std::vector<float>& rows) {
-    if (lf.is_open())
-      lf.write(reinterpret_cast<const char*>(rows.data()), std::streamsize(rows.size() * 4));
-  };
 
   if (!no_display_prompt && prompt_tokens.empty()) {
     fmt::print("{}", prompt);
     std::fflush(stdout);
   }
-  cke::Sampler sampler(sp);
-  for (int32_t id : prompt_ids) sampler.accept(id);
-  std::vector<float> logits;
+  // The prompt, the forced tokens one decode step each, then generation from there: -n
+  // tokens, or until EOG / the context is full.
   auto t0 = std::chrono::steady_clock::now();
-  if (!engine->eval(prompt_ids, &logits, lf.is_open(), &err)) {
+  if (!session.append(prompt_ids, /*one_at_a_time=*/false, &err)) {
     fmt::print(stderr, "cke-run: {}\n", err);
     return 1;
   }
-  write_rows(logits);
   auto t1 = std::chrono::steady_clock::now();
-  if (lf.is_open()) logits.erase(logits.begin(), logits.end() - n_vocab);
-  for (int32_t id : forced) {
-    sampler.accept(id);
-    if (!engine->eval({&id, 1}, &logits, true, &err)) {
-      fmt::print(stderr, "cke-run: {}\n", err);
-      return 1;
-    }
-    write_rows(logits);
+  if (!session.append(forced, /*one_at_a_time=*/true, &err)) {
+    fmt::print(stderr, "cke-run: {}\n", err);
+    return 1;
   }
-  // Generate: -n tokens, or until EOG / the context is full.
-  int32_t generated = 0;
-  const int32_t limit = n_predict < 0 ? INT32_MAX : n_predict;
-  while (generated < limit) {
-    const int32_t id = sampler.sample(logits.data(), n_vocab);
-    ++generated;
-    sampler.accept(id);
-    if (tok.is_eog(id)) break;
-    fmt::print("{}", tok.token_to_piece(id));
-    std::fflush(stdout);
-    if (generated == limit || engine->pos() >= engine->n_ctx()) break;
-    if (!engine->eval({&id, 1}, &logits, true, &err)) {
-      fmt::print(stderr, "cke-run: {}\n", err);
-      return 1;
-    }
-    write_rows(logits);
+  cke::GenerateParams gp;
+  gp.sampling = sp;
+  gp.max_tokens = n_predict;
+  cke::GenerateResult gen;
+  const std::vector<int32_t> context = session.kv_tokens();
+  const bool ok = session.generate(
+      context, gp,
+      [](int32_t, std::string_view text) {
+        fmt::print("{}", text);
+        std::fflush(stdout);
+        return true;
+      },
+      &gen, &err);
+  if (!ok) {
+    fmt::print(stderr, "cke-run: {}\n", err);
+    return 1;
   }
   auto t2 = std::chrono::steady_clock::now();
+  const int32_t generated = gen.completion_tokens;
   fmt::print("\n");
   const auto& st = engine->stats();
   const double tp = secs(t0, t1), tg = secs(t1, t2);

@@ -1,4 +1,4 @@
-// llama.cpp's multi-letter short flags (-ctk, -ctv, -fa) as CKE's tools accept them. CLI11
+// llama.cpp's multi-letter short flags (-ctk, -ctv, -fa, -np) as CKE's tools accept them. CLI11
 // allows one-letter short names only, so these are rewritten to their long names before
 // parsing; everything else passes through unchanged.
 #pragma once
@@ -20,6 +20,8 @@ class LlamaArgs {
         store_.emplace_back("--cache-type-v");
       else if (a == "-fa")
         store_.emplace_back("--flash-attn");
+      else if (a == "-np")
+        store_.emplace_back("--parallel");
       else
         store_.emplace_back(a);
     }

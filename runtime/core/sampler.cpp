@@ -2,7 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <unordered_set>
+#include <unordered_map>
 
 namespace cke {
 
@@ -29,13 +29,20 @@ int32_t Sampler::sample(const float* logits, int32_t n_vocab) {
   cand_.resize(n_vocab);
   for (int32_t i = 0; i < n_vocab; ++i) cand_[i] = {logits[i], i};
 
-  // Repeat penalty: once per distinct recent token; positive logits shrink, negative grow.
-  if (p_.repeat_penalty != 1.0f && !recent_.empty()) {
-    std::unordered_set<int32_t> seen(recent_.begin(), recent_.end());
-    for (int32_t t : seen) {
+  for (const auto& [id, bias] : p_.logit_bias)
+    if (id >= 0 && id < n_vocab) cand_[id].first += bias;
+  // Penalties, once per distinct recent token: the repeat penalty shrinks positive logits
+  // and grows negative ones; presence and frequency subtract (llama.cpp's penalties sampler).
+  const bool penalize =
+      p_.repeat_penalty != 1.0f || p_.presence_penalty != 0.0f || p_.frequency_penalty != 0.0f;
+  if (penalize && !recent_.empty()) {
+    std::unordered_map<int32_t, int32_t> count;
+    for (int32_t t : recent_) ++count[t];
+    for (const auto& [t, n] : count) {
       if (t < 0 || t >= n_vocab) continue;
       float& l = cand_[t].first;
       l = l > 0 ? l / p_.repeat_penalty : l * p_.repeat_penalty;
+      l -= float(n) * p_.frequency_penalty + p_.presence_penalty;
     }
   }
   if (p_.temp <= 0) {

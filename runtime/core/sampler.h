@@ -1,5 +1,6 @@
 // Token sampling, in llama.cpp's default chain order:
-//   repeat penalty -> top-k -> top-p -> min-p -> temperature -> draw (seeded mt19937).
+//   logit bias -> penalties (repeat, presence, frequency) -> top-k -> top-p -> min-p ->
+//   temperature -> draw (seeded mt19937).
 // temp <= 0 is greedy: the argmax, lowest id on ties (as llama.cpp's greedy sampler).
 #pragma once
 
@@ -16,7 +17,13 @@ struct SamplerParams {
   float top_p = 0.95f;          // >= 1: off
   float min_p = 0.05f;          // <= 0: off
   float repeat_penalty = 1.0f;  // 1: off
-  int32_t repeat_last_n = 64;
+  // llama.cpp's penalties over the same window: logit -= count * frequency_penalty +
+  // (count > 0) * presence_penalty (OpenAI's definitions). 0: off.
+  float presence_penalty = 0.0f;
+  float frequency_penalty = 0.0f;
+  int32_t repeat_last_n = 64;  // the window of the penalties (tokens)
+  // Added to a token's logit before anything else (OpenAI's logit_bias; -INFINITY bans it).
+  std::vector<std::pair<int32_t, float>> logit_bias;
   uint64_t seed = 0xFFFFFFFFu;  // LLAMA_DEFAULT_SEED: random
 };
 

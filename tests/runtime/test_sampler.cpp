@@ -80,5 +80,46 @@ TEST(Sampler, MinPAndTopPCutTheTail) {
   for (int i = 0; i < 200; ++i) EXPECT_EQ(t.sample(l.data(), 3), 0);
 }
 
+// OpenAI's definitions: logit -= count * frequency_penalty + (count > 0) * presence_penalty,
+// over the penalty window only.
+TEST(Sampler, PresenceAndFrequencyPenaltiesSubtractPerCount) {
+  SamplerParams p;
+  p.temp = 0;
+  p.frequency_penalty = 0.4f;
+  Sampler s(p);
+  for (int i = 0; i < 3; ++i) s.accept(0);  // token 0 seen 3 times: 2.0 - 1.2 = 0.8
+  std::vector<float> l = {2.0f, 0.9f};
+  EXPECT_EQ(s.sample(l.data(), 2), 1);
+  std::vector<float> m = {2.0f, 0.7f};
+  EXPECT_EQ(s.sample(m.data(), 2), 0);
+  p.frequency_penalty = 0;
+  p.presence_penalty = 1.5f;  // once, whatever the count: 2.0 - 1.5 = 0.5
+  Sampler t(p);
+  for (int i = 0; i < 3; ++i) t.accept(0);
+  std::vector<float> n = {2.0f, 0.6f};
+  EXPECT_EQ(t.sample(n.data(), 2), 1);
+  std::vector<float> q = {2.0f, 0.4f};
+  EXPECT_EQ(t.sample(q.data(), 2), 0);
+  p.repeat_last_n = 1;  // the window holds the last token only
+  Sampler u(p);
+  u.accept(0);
+  u.accept(1);
+  std::vector<float> w = {2.0f, 2.5f};  // only token 1 penalized: 2.0 > 1.0
+  EXPECT_EQ(u.sample(w.data(), 2), 0);
+}
+
+TEST(Sampler, LogitBiasShiftsAndBans) {
+  SamplerParams p;
+  p.temp = 0;
+  p.logit_bias = {{0, -INFINITY}, {2, 1.0f}, {99, 5.0f}};  // 99: outside the vocab, ignored
+  Sampler s(p);
+  std::vector<float> l = {3.0f, 1.0f, 1.5f};
+  EXPECT_EQ(s.sample(l.data(), 3), 2);
+  p.temp = 1.0f;
+  p.seed = 5;
+  Sampler t(p);
+  for (int i = 0; i < 200; ++i) EXPECT_NE(t.sample(l.data(), 3), 0);
+}
+
 }  // namespace
 }  // namespace cke
