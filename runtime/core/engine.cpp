@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
 #include <unistd.h>
@@ -11,7 +12,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <map>
+#include <mutex>
 #include <set>
 
 #include "jit/generators.h"
@@ -56,6 +59,11 @@ struct AlignedBuf {
   }
   AlignedBuf(const AlignedBuf&) = delete;
   AlignedBuf& operator=(const AlignedBuf&) = delete;
+  AlignedBuf& operator=(AlignedBuf&& o) noexcept {
+    std::swap(p, o.p);
+    std::swap(bytes, o.bytes);
+    return *this;
+  }
 };
 
 std::string available_circuits(const std::vector<std::filesystem::path>& dirs) {
@@ -96,8 +104,8 @@ struct Engine::Impl {
   std::vector<Repack> repacks;
   std::vector<size_t> repack_offset;  // per repacks entry
   size_t repack_bytes = 0;
-  std::unique_ptr<AlignedBuf> repacked;
-  std::unique_ptr<Backend> backend;  // the plan as code: JIT glue or the emitted C
+  std::shared_ptr<const AlignedBuf> repacked;  // shared by engines of the same file and plan
+  std::unique_ptr<Backend> backend;            // the plan as code: JIT glue or the emitted C
   std::unique_ptr<ThreadPool> pool;
   std::map<std::string, std::unique_ptr<jit::KernelModule>>
       modules;  // generated kernels by provider id
@@ -111,7 +119,8 @@ struct Engine::Impl {
   bool resolve_kernels(std::string* err);                // HostCaps, resolution, X-Ray
   bool build_plans(std::string* err);                    // phase plans, memory, the hash
   bool repack_weights(std::string* err);                 // the layouts the plans read
-  bool make_backend(std::string* err);                   // JIT glue or emitted C
+  bool fill_repacked(AlignedBuf& buf, std::string* err);
+  bool make_backend(std::string* err);  // JIT glue or emitted C
   PlanMemory memory() const;
   void count_weights();  // EngineStats n_params, file_bytes, decode_weight_bytes
   bool run(const PhasePlan& p, jit::GlueFn fn, std::span<const int32_t> toks, float* logits_out,
@@ -339,32 +348,38 @@ bool Engine::Impl::build_plans(std::string* err) {
 
 // The repack step: each (weight, layout) the plans read is made once, row groups in
 // parallel. A permutation of the file's bytes (kernels/formats/layouts.h): no arithmetic.
+//
+// Engines of one file whose plans repack the same tensors (cke-server's slots, an app with
+// several sessions) share one copy: it is read-only once made. Keyed by the file's identity
+// and the repack list; held as long as an engine uses it.
+std::shared_ptr<const AlignedBuf> shared_repack(const std::string& key,
+                                                const std::function<bool(AlignedBuf&)>& make,
+                                                bool* reused) {
+  static std::mutex mu;
+  static std::map<std::string, std::weak_ptr<const AlignedBuf>> made;
+  std::lock_guard<std::mutex> lock(mu);  // one at a time: a second engine waits for the copy
+  *reused = false;
+  if (auto b = made[key].lock()) {
+    *reused = true;
+    return b;
+  }
+  auto b = std::make_shared<AlignedBuf>(0);
+  if (!make(*b)) return nullptr;
+  made[key] = b;
+  return b;
+}
+
 bool Engine::Impl::repack_weights(std::string* err) {
   if (repacks.empty()) return true;
   const auto t0 = std::chrono::steady_clock::now();
-  repacked = std::make_unique<AlignedBuf>(repack_bytes);
-  if (!repacked->p) {
-    *err = fmt::format(
-        "out of memory for the repacked weights ({} bytes; --no-repack reads "
-        "the file's blocks instead)",
-        repack_bytes);
-    return false;
-  }
-  uint8_t* base = static_cast<uint8_t*>(repacked->p);
-  const int threads =
-      opt.n_threads > 0 ? opt.n_threads : int(std::max<uint32_t>(1, caps.physical_cores));
-  tbb::task_arena workers(threads);
-  workers.execute([&] {
-    tbb::parallel_for(size_t(0), repacks.size(), [&](size_t i) {
-      const Repack& r = repacks[i];
-      const WeightLayout& l = *find_weight_layout(r.layout);
-      const gguf::TensorInfo* t = file->tensor(graph->buffers[r.buffer].tensor);
-      const int64_t K = t->ne[0], N = t->ne[1], groups = (N + l.row_group - 1) / l.row_group;
-      tbb::parallel_for(int64_t(0), groups, int64_t(16), [&](int64_t g0) {
-        l.repack(t->data, base + repack_offset[i], K, N, g0, std::min(groups, g0 + 16));
-      });
-    });
-  });
+  struct stat st {};
+  stat(opt.model_path.c_str(), &st);
+  std::string key = fmt::format("{}:{}:{}:{}:{}", opt.model_path, st.st_dev, st.st_ino, st.st_size,
+                                st.st_mtim.tv_nsec + st.st_mtim.tv_sec * 1000000000LL);
+  for (const Repack& r : repacks) key += "|" + graph->buffers[r.buffer].tensor + "@" + r.layout;
+  repacked = shared_repack(
+      key, [&](AlignedBuf& buf) { return fill_repacked(buf, err); }, &stats.repack_reused);
+  if (!repacked) return false;
   // The file's pages of a tensor no step reads in its own layout any more leave this
   // process (they stay in the page cache, clean): the copy replaces them, not adds to them.
   std::set<int> row_major_reads;
@@ -382,6 +397,34 @@ bool Engine::Impl::repack_weights(std::string* err) {
   }
   stats.repack_ms = ms_since(t0);
   stats.repack_bytes = int64_t(repack_bytes);
+  return true;
+}
+
+// Makes the copies into `buf` (repack_bytes, allocated here).
+bool Engine::Impl::fill_repacked(AlignedBuf& buf, std::string* err) {
+  buf = AlignedBuf(repack_bytes);
+  if (!buf.p) {
+    *err = fmt::format(
+        "out of memory for the repacked weights ({} bytes; --no-repack reads "
+        "the file's blocks instead)",
+        repack_bytes);
+    return false;
+  }
+  uint8_t* base = static_cast<uint8_t*>(buf.p);
+  const int threads =
+      opt.n_threads > 0 ? opt.n_threads : int(std::max<uint32_t>(1, caps.physical_cores));
+  tbb::task_arena workers(threads);
+  workers.execute([&] {
+    tbb::parallel_for(size_t(0), repacks.size(), [&](size_t i) {
+      const Repack& r = repacks[i];
+      const WeightLayout& l = *find_weight_layout(r.layout);
+      const gguf::TensorInfo* t = file->tensor(graph->buffers[r.buffer].tensor);
+      const int64_t K = t->ne[0], N = t->ne[1], groups = (N + l.row_group - 1) / l.row_group;
+      tbb::parallel_for(int64_t(0), groups, int64_t(16), [&](int64_t g0) {
+        l.repack(t->data, base + repack_offset[i], K, N, g0, std::min(groups, g0 + 16));
+      });
+    });
+  });
   return true;
 }
 

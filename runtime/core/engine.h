@@ -39,11 +39,12 @@ struct EngineOptions {
 };
 
 struct EngineStats {
-  double load_ms = 0;        // open + validate + tokenizer
-  double compile_ms = 0;     // circuit, resolve, plan, JIT
-  double repack_ms = 0;      // the repack step: weights copied into the layouts the plan reads
-  int64_t repack_bytes = 0;  // memory of those copies
-  int64_t n_params = 0;      // elements of every tensor in the file (llama-bench's "params")
+  double load_ms = 0;          // open + validate + tokenizer
+  double compile_ms = 0;       // circuit, resolve, plan, JIT
+  double repack_ms = 0;        // the repack step: weights copied into the layouts the plan reads
+  int64_t repack_bytes = 0;    // memory of those copies
+  bool repack_reused = false;  // the copies of another engine of the same file and plan
+  int64_t n_params = 0;        // elements of every tensor in the file (llama-bench's "params")
   int64_t file_bytes = 0;
   // Weight bytes one decode step reads: every weight a decode step takes whole (an embed
   // step reads one row, so its table is not counted unless a matmul also reads it).
