@@ -1,10 +1,12 @@
 #include "resolver/resolve.h"
 
 #include <fmt/format.h>
+#include <tbb/parallel_for.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <map>
+#include <optional>
 
 #include "kernels/formats/layouts.h"
 
@@ -512,87 +514,101 @@ std::string contract_misfit(const Contract& c, const Query& q) {
   return "";
 }
 
+namespace {
+
+// One decision: the winner's bound step in *step, or a fault in the decision.
+Decision decide(const Graph& graph, const Registry& registry, const HostCaps& caps,
+                const ResolveOptions& options, Phase phase, size_t node,
+                std::optional<Step>* step) {
+  Decision d;
+  d.query = make_query(graph, node, phase);
+  const Query& q = d.query;
+  // 1. gather
+  std::vector<const KernelMap*> gathered = registry.maps_for_op(q.op);
+  std::stable_sort(gathered.begin(), gathered.end(), [](const KernelMap* a, const KernelMap* b) {
+    return a->selection.priority > b->selection.priority;
+  });  // maps_for_op is by id: ties keep id order
+  // 2. contract
+  for (const Contract& c : registry.contracts())
+    if (contract_misfit(c, q).empty()) d.contract_matches.push_back(c.id);
+  const Contract* contract = nullptr;
+  Env params;
+  if (d.contract_matches.size() == 1) {
+    d.contract = d.contract_matches[0];
+    contract = registry.find_contract(d.contract);
+  }
+  if (d.contract_matches.empty())
+    d.fault = "no_contract";
+  else if (d.contract_matches.size() > 1)
+    d.fault = "ambiguous_contract";
+  else if (std::string e = check_params(*contract, q, &params); !e.empty()) {
+    d.fault = "params_mismatch";
+    d.message = e;
+  }
+  // 3. filters
+  std::vector<std::pair<const KernelMap*, Env>> survivors;
+  for (const KernelMap* m : gathered) {
+    Candidate c{
+        m->id, m->selection.status, m->selection.priority, Stage::Contract, false, false, {}, {}};
+    if (!contract || m->contract != contract->id) {
+      c.reason = "contract_mismatch";
+      c.detail = contract ? fmt::format("implements {}", m->contract)
+                          : fmt::format("implements {}; no contract was derived", m->contract);
+    } else if (!d.fault.empty()) {
+      c.reason = d.fault;
+      c.detail = "the query has no usable contract";
+    } else {
+      Verdict v = filter(*m, q, params, caps, options);
+      c.stage = v.stage;
+      c.reason = v.reason;
+      c.detail = v.detail;
+      c.eligible = v.reason.empty();
+      if (c.eligible) survivors.emplace_back(m, std::move(v.env));
+    }
+    d.candidates.push_back(std::move(c));
+  }
+  // 4. rank
+  if (d.fault.empty()) {
+    auto key = [](const KernelMap* m) {
+      return std::pair{lifecycle_rank(m->selection.status), m->selection.priority};
+    };
+    std::stable_sort(survivors.begin(), survivors.end(),
+                     [&](const auto& a, const auto& b) { return key(a.first) > key(b.first); });
+    if (survivors.empty()) {
+      d.fault = "no_provider";
+    } else if (survivors.size() > 1 && key(survivors[0].first) == key(survivors[1].first)) {
+      d.fault = "tie";
+    } else {
+      const KernelMap* w = survivors[0].first;
+      d.winner = w->id;
+      for (Candidate& c : d.candidates) c.winner = c.id == w->id;
+      // 5. bind
+      *step = bind_step(*w, *contract, q, survivors[0].second, params);
+      for (const PortSpec& p : w->ports)
+        if (p.layout != qport(q, p.name)->layout) d.repacks[p.name] = p.layout;
+    }
+  }
+  if (!d.fault.empty()) explain_fault(graph, registry, caps, &d);
+  return d;
+}
+
+}  // namespace
+
 Resolution resolve(const Graph& graph, const Registry& registry, const HostCaps& caps,
                    const ResolveOptions& options) {
+  // Decisions are independent (each reads the graph, the registry and the caps): made in
+  // parallel, gathered in (phase, node) order.
+  const size_t n = graph.nodes.size(), total = options.phases.size() * n;
+  std::vector<Decision> decisions(total);
+  std::vector<std::optional<Step>> steps(total);
+  tbb::parallel_for(size_t(0), total, [&](size_t i) {
+    decisions[i] = decide(graph, registry, caps, options, options.phases[i / n], i % n, &steps[i]);
+  });
   Resolution res;
-  for (Phase phase : options.phases) {
-    for (size_t node = 0; node < graph.nodes.size(); ++node) {
-      Decision d;
-      d.query = make_query(graph, node, phase);
-      const Query& q = d.query;
-      // 1. gather
-      std::vector<const KernelMap*> gathered = registry.maps_for_op(q.op);
-      std::stable_sort(gathered.begin(), gathered.end(),
-                       [](const KernelMap* a, const KernelMap* b) {
-                         return a->selection.priority > b->selection.priority;
-                       });  // maps_for_op is by id: ties keep id order
-      // 2. contract
-      for (const Contract& c : registry.contracts())
-        if (contract_misfit(c, q).empty()) d.contract_matches.push_back(c.id);
-      const Contract* contract = nullptr;
-      Env params;
-      if (d.contract_matches.size() == 1) {
-        d.contract = d.contract_matches[0];
-        contract = registry.find_contract(d.contract);
-      }
-      if (d.contract_matches.empty())
-        d.fault = "no_contract";
-      else if (d.contract_matches.size() > 1)
-        d.fault = "ambiguous_contract";
-      else if (std::string e = check_params(*contract, q, &params); !e.empty()) {
-        d.fault = "params_mismatch";
-        d.message = e;
-      }
-      // 3. filters
-      std::vector<std::pair<const KernelMap*, Env>> survivors;
-      for (const KernelMap* m : gathered) {
-        Candidate c{
-            m->id, m->selection.status, m->selection.priority, Stage::Contract, false, false, {},
-            {}};
-        if (!contract || m->contract != contract->id) {
-          c.reason = "contract_mismatch";
-          c.detail = contract ? fmt::format("implements {}", m->contract)
-                              : fmt::format("implements {}; no contract was derived", m->contract);
-        } else if (!d.fault.empty()) {
-          c.reason = d.fault;
-          c.detail = "the query has no usable contract";
-        } else {
-          Verdict v = filter(*m, q, params, caps, options);
-          c.stage = v.stage;
-          c.reason = v.reason;
-          c.detail = v.detail;
-          c.eligible = v.reason.empty();
-          if (c.eligible) survivors.emplace_back(m, std::move(v.env));
-        }
-        d.candidates.push_back(std::move(c));
-      }
-      // 4. rank
-      if (d.fault.empty()) {
-        auto key = [](const KernelMap* m) {
-          return std::pair{lifecycle_rank(m->selection.status), m->selection.priority};
-        };
-        std::stable_sort(survivors.begin(), survivors.end(),
-                         [&](const auto& a, const auto& b) { return key(a.first) > key(b.first); });
-        if (survivors.empty()) {
-          d.fault = "no_provider";
-        } else if (survivors.size() > 1 && key(survivors[0].first) == key(survivors[1].first)) {
-          d.fault = "tie";
-        } else {
-          const KernelMap* w = survivors[0].first;
-          d.winner = w->id;
-          for (Candidate& c : d.candidates) c.winner = c.id == w->id;
-          // 5. bind
-          res.steps.push_back(bind_step(*w, *contract, q, survivors[0].second, params));
-          for (const PortSpec& p : w->ports)
-            if (p.layout != qport(q, p.name)->layout) d.repacks[p.name] = p.layout;
-        }
-      }
-      if (!d.fault.empty()) {
-        explain_fault(graph, registry, caps, &d);
-        res.faults.push_back(res.decisions.size());
-      }
-      res.decisions.push_back(std::move(d));
-    }
+  for (size_t i = 0; i < total; ++i) {
+    if (steps[i]) res.steps.push_back(std::move(*steps[i]));
+    if (!decisions[i].fault.empty()) res.faults.push_back(res.decisions.size());
+    res.decisions.push_back(std::move(decisions[i]));
   }
   return res;
 }
