@@ -354,18 +354,8 @@ void build_q4_0x8_rows16_avx512(Builder& e, kir::Module& m, const std::string& n
     gemv_sign[r] = tile("_gemv" + std::to_string(r) + "_sign", r, Products::SignMove);
   }
 
-  const V x = e.arg(0), w = e.arg(1), y = e.arg(2), K = e.arg(3), N = e.arg(4), T = e.arg(5),
-          n0 = e.arg(6), n1 = e.arg(7);
-  ret_if(e, T, Cmp::LE, 0);
-  ret_if(e, K, Cmp::LE, 0);
-  ret_if(e, n0, Cmp::LT, 0);
-  ret_if(e, n1, Cmp::LE, n0);
-  ret_if(e, n1, Cmp::GT, N);
-  V tail = e.i64("k_tail"), nb = e.i64("nb");
-  e.andi(tail, K, qt.block_elems - 1);
-  ret_if(e, tail, Cmp::NE, 0);
-  e.div(nb, K, e.imm(qt.block_elems, "block_elems"));
-  ret_if(e, nb, Cmp::GT, kQ4_0Rows16MaxBlocks);  // outside the map's shape predicate
+  const auto [x, w, y, K, N, T, n0, n1, nb] =
+      linear_entry_prologue(e, qt.block_elems, kQ4_0Rows16MaxBlocks);
 
   const bool r16 = layout == Rows16Weights::R16;
   RowsArgs ra{layout, w, {}, {}, n0, n1, e.ptr("pack"), e.i64("y_stride"), nb, {}};

@@ -173,22 +173,27 @@ void emit_grid(Builder& e, const Grid& g, V w_n0, V rb, V n0, V n1, V act, V as,
   e.end_for();
 }
 
-void emit_linear_entry(Builder& e, const Grid& g, const LinearLayout& l) {
-  const V x = e.arg(0), w = e.arg(1), y = e.arg(2), K = e.arg(3), N = e.arg(4), T = e.arg(5),
-          n0 = e.arg(6), n1 = e.arg(7);
-  ret_if(e, T, Cmp::LE, 0);
-  ret_if(e, K, Cmp::LE, 0);
-  ret_if(e, n0, Cmp::LT, 0);
-  ret_if(e, n1, Cmp::LE, n0);
-  ret_if(e, n1, Cmp::GT, N);
-  V nb = K;
-  if (l.block_elems > 1) {
+LinearEntry linear_entry_prologue(Builder& e, int block_elems, int max_blocks) {
+  LinearEntry a{e.arg(0), e.arg(1), e.arg(2), e.arg(3), e.arg(4),
+                e.arg(5), e.arg(6), e.arg(7), e.arg(3)};
+  ret_if(e, a.T, Cmp::LE, 0);
+  ret_if(e, a.K, Cmp::LE, 0);
+  ret_if(e, a.n0, Cmp::LT, 0);
+  ret_if(e, a.n1, Cmp::LE, a.n0);
+  ret_if(e, a.n1, Cmp::GT, a.N);
+  if (block_elems > 1) {
     V tail = e.i64("k_tail");
-    e.andi(tail, K, l.block_elems - 1);  // block sizes are powers of two
+    e.andi(tail, a.K, block_elems - 1);  // block sizes are powers of two
     ret_if(e, tail, Cmp::NE, 0);
-    nb = e.i64("nb");
-    e.div(nb, K, e.imm(l.block_elems, "block_elems"));
+    a.nb = e.i64("nb");
+    e.div(a.nb, a.K, e.imm(block_elems, "block_elems"));
   }
+  if (max_blocks > 0) ret_if(e, a.nb, Cmp::GT, max_blocks);
+  return a;
+}
+
+void emit_linear_entry(Builder& e, const Grid& g, const LinearLayout& l) {
+  const auto [x, w, y, K, N, T, n0, n1, nb] = linear_entry_prologue(e, l.block_elems);
   V rb = e.i64("row_bytes"), as = e.i64("act_stride"), ys = e.i64("y_stride"), tmp = e.i64("tmp");
   V w0 = e.ptr("w_n0"), y0 = e.ptr("y_n0");
   e.muli(rb, nb, l.w_block_bytes);

@@ -98,6 +98,15 @@ struct LinearLayout {
 };
 void emit_linear_entry(kir::Builder& e, const Grid& g, const LinearLayout& l);
 
+// The linear ABI's arguments, after the entry's guards: a call outside the contract returns
+// (T <= 0, K <= 0 or not whole blocks, rows outside [0, N), and more than max_blocks blocks
+// when max_blocks > 0: a kernel's frame-buffer limit, which its map's shape predicate
+// states). nb = K / block_elems (K itself for float weights).
+struct LinearEntry {
+  kir::V x, w, y, K, N, T, n0, n1, nb;
+};
+LinearEntry linear_entry_prologue(kir::Builder& e, int block_elems, int max_blocks = 0);
+
 // Parses integer impl.params; every key must be in `allowed`. Missing keys keep *out.
 bool int_params(const GeneratorParams& p, std::string_view generator,
                 std::initializer_list<std::pair<const char*, int*>> allowed, std::string* err);
