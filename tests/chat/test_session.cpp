@@ -5,19 +5,13 @@
 
 #include "runtime/chat/session.h"
 #include "tests/chat/chat_test_util.h"
+#include "tests/common/engine_load.h"
 
 namespace cke {
 namespace {
 
 std::unique_ptr<Engine> load(const std::string& path, int32_t n_ctx) {
-  EngineOptions o;
-  o.model_path = path;
-  o.n_threads = 1;
-  o.n_ctx = n_ctx;
-  std::string err;
-  auto e = Engine::load(o, &err);
-  EXPECT_TRUE(e) << err;
-  return e;
+  return test::load_engine(path, n_ctx);
 }
 
 SamplerParams greedy() {

@@ -10,6 +10,7 @@
 
 #include "resolver/host_caps.h"
 #include "runtime/core/engine.h"
+#include "tests/common/engine_load.h"
 #include "tests/common/shared.h"
 
 namespace cke {
@@ -21,10 +22,7 @@ std::unique_ptr<Engine> load(const std::string& path, bool no_repack) {
   o.n_ctx = 64;
   o.n_threads = 2;
   o.no_repack = no_repack;
-  std::string err;
-  auto e = Engine::load(o, &err);
-  EXPECT_TRUE(e) << err;
-  return e;
+  return test::load_engine(o);
 }
 
 // Logits of a prompt (prefill, every row) and three decode steps.

@@ -8,20 +8,14 @@
 
 #include "runtime/chat/chat_prompt.h"
 #include "runtime/chat/generate_session.h"
+#include "tests/common/engine_load.h"
 #include "tests/common/shared.h"
 
 namespace cke {
 namespace {
 
 std::unique_ptr<Engine> load(const std::string& path, int32_t n_ctx = 256) {
-  EngineOptions o;
-  o.model_path = path;
-  o.n_threads = 1;
-  o.n_ctx = n_ctx;
-  std::string err;
-  auto e = Engine::load(o, &err);
-  EXPECT_TRUE(e) << err;
-  return e;
+  return test::load_engine(path, n_ctx);
 }
 
 GenerateParams greedy(int32_t max_tokens) {
