@@ -88,4 +88,15 @@ std::vector<std::string> reference_stems(const std::string& sub) {
   return stems;
 }
 
+std::vector<std::string> next_reference_stems() {
+  static constexpr const char* kRunning[] = {"synth-glm4-", "synth-nemotron-"};
+  std::vector<std::string> stems;
+  for (const std::string& stem : reference_stems("next")) {
+    const std::string model = stem.substr(stem.find('/') + 1);
+    for (const char* f : kRunning)
+      if (model.starts_with(f)) stems.push_back(stem);
+  }
+  return stems;
+}
+
 }  // namespace cke::test

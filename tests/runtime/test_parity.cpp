@@ -169,23 +169,10 @@ std::string param_name(const ::testing::TestParamInfo<Case>& info) {
   return n;
 }
 
-// reference/next/ holds families being brought up; those whose circuit runs are listed
-// here and must pass like every other reference (the MoE ones, qwen3moe and llamamoe, not
-// yet). A listed family's files are the stems "next/synth-<family>-<type>".
-constexpr const char* kNextFamilies[] = {"synth-glm4-", "synth-nemotron-"};
-
-bool next_family_runs(const std::string& stem) {
-  const std::string model = stem.substr(stem.find('/') + 1);
-  for (const char* f : kNextFamilies)
-    if (model.starts_with(f)) return true;
-  return false;
-}
-
 std::vector<Case> cases() {
   auto s = test::reference_stems();
   if (s.empty()) s.push_back("stories260K");  // reported as skipped when ../shared is absent
-  for (const std::string& stem : test::reference_stems("next"))
-    if (next_family_runs(stem)) s.push_back(stem);
+  for (const std::string& stem : test::next_reference_stems()) s.push_back(stem);
   std::vector<Case> c;
   for (const std::string& stem : s) {
     c.push_back({stem, false});
