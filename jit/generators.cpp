@@ -8,6 +8,7 @@
 #include "jit/gen_attention_flash.h"
 #include "jit/gen_elementwise.h"
 #include "jit/gen_embed.h"
+#include "jit/gen_families.h"
 #include "jit/gen_glu.h"
 #include "jit/gen_linear_bf16.h"
 #include "jit/gen_linear_f32.h"
@@ -67,8 +68,11 @@ constexpr gen::ScaleFn kScale = nullptr;
 constexpr gen::ActQuantFn kActQuant = nullptr;
 constexpr gen::EmbedFn kEmbed = nullptr;
 constexpr gen::RopeFn kRope = nullptr;
+constexpr gen::LayerNormFn kLayerNorm = nullptr;
+constexpr gen::ReluSqrFn kReluSqr = nullptr;
+constexpr gen::GluFusedFn kGluFused = nullptr;
 
-const std::array<Generator, 93> kGenerators = {
+const std::array<Generator, 99> kGenerators = {
     make_generator("linear_q8_0__avx512vnni",
                    "q8_0 linear, ggml vec_dot lanes, 2 rows per zmm, vpdpbusd", kAvx512Vnni,
                    kLinear, &gen::build_linear_q8_0_avx512vnni),
@@ -206,6 +210,23 @@ const std::array<Generator, 93> kGenerators = {
     make_generator("geglu_f32__avx2",
                    "GEGLU, ggml's FP16 GELU table (C helper lookup), 16 lanes as ymm pairs", kAvx2,
                    kGlu, &gen::build_geglu_f32_avx2),
+    make_generator("layernorm_f32__avx512",
+                   "LayerNorm x weight + bias, ggml's mean and 16-group variance, 16 lanes per zmm",
+                   kAvx512, kLayerNorm, &gen::build_layernorm_f32_avx512),
+    make_generator("layernorm_f32__avx2",
+                   "LayerNorm x weight + bias, ggml's mean and 16-group variance, ymm pairs", kAvx2,
+                   kLayerNorm, &gen::build_layernorm_f32_avx2),
+    make_generator("relu_sqr_f32__avx512",
+                   "squared ReLU (maxps, mul), 16 lanes per zmm, scalar tail", kAvx512, kReluSqr,
+                   &gen::build_relu_sqr_f32_avx512),
+    make_generator("relu_sqr_f32__avx2", "squared ReLU (maxps, mul), ymm pairs, scalar tail", kAvx2,
+                   kReluSqr, &gen::build_relu_sqr_f32_avx2),
+    make_generator("swiglu_fused_f32__avx512",
+                   "SwiGLU on the halves of a fused gate+up row (ggml_v_expf), 16 lanes per zmm",
+                   kAvx512, kGluFused, &gen::build_swiglu_fused_f32_avx512),
+    make_generator("swiglu_fused_f32__avx2",
+                   "SwiGLU on the halves of a fused gate+up row (ggml_v_expf), ymm pairs", kAvx2,
+                   kGluFused, &gen::build_swiglu_fused_f32_avx2),
     make_generator("rmsnorm_f32__avx512",
                    "RMSNorm x weight, ggml's double sum of squares, 16 lanes per zmm", kAvx512,
                    kRmsNorm, &gen::build_rmsnorm_f32_avx512),

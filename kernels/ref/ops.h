@@ -33,6 +33,12 @@ CKE_REF_EMBED(embed_q6_K__ref);
 // Per-head norms use n = head_dim, rows = n_head * T.
 void rmsnorm_f32__ref(const float* x, const float* w, float* y, int64_t n, int64_t rows, float eps);
 
+// LayerNorm (ggml NORM, then MUL by w, then ADD of b): per row of n, mean from a double sum
+// rounded to float, variance from ggml_vec_cvar_f32's AVX-512 16-groups (reduce_add16 into a
+// double) and tail, y = fl(fl(fl((x - mean) * scale) * w) + b). x, y: [n, rows] (may alias).
+void layernorm_f32__ref(const float* x, const float* w, const float* b, float* y, int64_t n,
+                        int64_t rows, float eps);
+
 // §5 RoPE in place on x: [head_dim, n_heads, T]; token t has position pos0 + t. The first
 // n_rot dims of each head rotate (pairs (2i, 2i+1) for normal, (i, i + n_rot/2) for neox);
 // freq_scale multiplies theta (1 = no scaling).
@@ -67,8 +73,8 @@ void kv_store_f16__ref(const float* k, const float* v, uint16_t* k_cache, uint16
 // ops_attention_flash.cpp). Arguments and visibility as attention_f32__ref.
 void attention_f16_flash__ref(const float* q, const uint16_t* k_cache, const uint16_t* v_cache,
                               float* out, int64_t head_dim, int64_t n_head, int64_t n_head_kv,
-                              int64_t n_ctx, int64_t pos0, int64_t T, float scale,
-                              int64_t window, int64_t h0, int64_t h1);
+                              int64_t n_ctx, int64_t pos0, int64_t T, float scale, int64_t window,
+                              int64_t h0, int64_t h1);
 
 // §8 Elementwise: y = a + b over n elements (may alias a or b).
 void add_f32__ref(const float* a, const float* b, float* y, int64_t n);
@@ -77,9 +83,15 @@ void add_bias_f32__ref(const float* x, const float* b, float* y, int64_t n, int6
 // §8 SCALE: y = fl(x * s) over n elements (may alias).
 void scale_f32__ref(const float* x, float* y, int64_t n, float s);
 
+// Squared ReLU (ggml RELU then SQR): y = fl(r * r), r = x > 0 ? x : 0, n elements (may alias).
+void relu_sqr_f32__ref(const float* x, float* y, int64_t n);
+
 // §7 Gated FFN activations, per row of n (the FFN width), T rows; y may alias gate or up.
 // SwiGLU: y = silu(gate) * up with ggml's silu (ggml_v_expf on 16-groups, libm tail).
 void swiglu_f32__ref(const float* gate, const float* up, float* y, int64_t n, int64_t T);
+// SwiGLU of one fused projection: x: [2n, T], row t = gate (n) then up (n); y: [n, T]
+// (must not alias x). Same arithmetic as swiglu_f32__ref.
+void swiglu_fused_f32__ref(const float* x, float* y, int64_t n, int64_t T);
 // GeGLU (tanh GELU through ggml's FP16 table, ±10 edges): y = gelu(gate) * up.
 void geglu_f32__ref(const float* gate, const float* up, float* y, int64_t n, int64_t T);
 }

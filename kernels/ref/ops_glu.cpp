@@ -18,6 +18,20 @@ void swiglu_f32__ref(const float* gate, const float* up, float* y, int64_t n, in
   }
 }
 
+// The un-split form (ggml_swiglu of one tensor, llama.cpp's fused up+gate projection): row t
+// of x holds 2n values, the gate in [0, n) and the up half in [n, 2n); the same arithmetic
+// as swiglu_f32__ref on those halves (ggml_vec_swiglu_f32 on the two row pointers).
+void swiglu_fused_f32__ref(const float* x, float* y, int64_t n, int64_t T) {
+  const int64_t n16 = n & ~int64_t(15);
+  for (int64_t t = 0; t < T; ++t) {
+    const float* g = x + t * 2 * n;
+    const float* u = g + n;
+    float* o = y + t * n;
+    for (int64_t i = 0; i < n16; ++i) o[i] = cke::ref::silu_simd(g[i]) * u[i];
+    for (int64_t i = n16; i < n; ++i) o[i] = cke::ref::silu_libm(g[i]) * u[i];
+  }
+}
+
 // gate ≤ −10 → 0; gate ≥ 10 → fl(gate · up); otherwise fl(T[f16(gate)] · up) with ggml's
 // FP16 table of the tanh GELU. NaN gates fall through to the table (NaN entry).
 void geglu_f32__ref(const float* gate, const float* up, float* y, int64_t n, int64_t T) {

@@ -546,18 +546,21 @@ TEST(JitOps, rope_neox_f32_f32_16l__avx2) {
   run_rope("rope_neox_f32_f32_16l__avx2", true);
 }
 
-// Every generated provider of ops other than linear and attention has a TEST above.
+// Every generated provider of ops other than linear and attention has a TEST above (or in
+// test_jit_families.cpp).
 TEST(JitOps, EveryGeneratedProviderHasATest) {
   std::vector<std::string> tested = {
-      "add_f32_f32_16l__avx2",         "add_f32_f32_16l__avx512",
-      "kv_store_f32_f32_16l__avx2",    "kv_store_f32_f32_16l__avx512",
-      "swiglu_f32_f32_16l__avx2",      "swiglu_f32_f32_16l__avx512",
-      "rmsnorm_f32_f32_16l__avx2",     "rmsnorm_f32_f32_16l__avx512",
-      "rope_normal_f32_f32_16l__avx2", "rope_normal_f32_f32_16l__avx512",
-      "rope_neox_f32_f32_16l__avx2",   "rope_neox_f32_f32_16l__avx512",
-      "add_bias_f32_f32_16l__avx2",    "add_bias_f32_f32_16l__avx512",
-      "scale_f32_f32_16l__avx2",       "scale_f32_f32_16l__avx512",
-      "geglu_f32_f32_16l__avx2",       "geglu_f32_f32_16l__avx512"};
+      "add_f32_f32_16l__avx2", "add_f32_f32_16l__avx512", "kv_store_f32_f32_16l__avx2",
+      "kv_store_f32_f32_16l__avx512", "swiglu_f32_f32_16l__avx2", "swiglu_f32_f32_16l__avx512",
+      "rmsnorm_f32_f32_16l__avx2", "rmsnorm_f32_f32_16l__avx512", "rope_normal_f32_f32_16l__avx2",
+      "rope_normal_f32_f32_16l__avx512", "rope_neox_f32_f32_16l__avx2",
+      "rope_neox_f32_f32_16l__avx512", "add_bias_f32_f32_16l__avx2", "add_bias_f32_f32_16l__avx512",
+      "scale_f32_f32_16l__avx2", "scale_f32_f32_16l__avx512", "geglu_f32_f32_16l__avx2",
+      "geglu_f32_f32_16l__avx512",
+      // test_jit_families.cpp
+      "layernorm_f32_f32_16l__avx2", "layernorm_f32_f32_16l__avx512", "relu_sqr_f32_f32_16l__avx2",
+      "relu_sqr_f32_f32_16l__avx512", "swiglu_fused_f32_f32_16l__avx2",
+      "swiglu_fused_f32_f32_16l__avx512"};
   std::vector<std::string> maps;
   for (const KernelMap& m : real_registry().maps())
     if (m.op != "linear" && m.op != "attention" && m.op != "act_quant" && m.op != "embed" &&

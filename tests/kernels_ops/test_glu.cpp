@@ -100,5 +100,43 @@ TEST(RefOpsCheckpoint, glu_f32__ref_bit_exact) {
   }
 }
 
+// The fused form reads the gate and up halves of one row of 2n: the same bits as the split
+// kernel on the halves copied out (n with and without a libm tail).
+TEST(RefOps, swiglu_fused_f32__ref) {
+  for (int64_t n : {1, 16, 23, 384}) {
+    const int64_t T = 3;
+    auto x = randn(2 * n * T, 51 + n, 4.0f);
+    std::vector<float> g(n * T), u(n * T), want(n * T), y(n * T);
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t i = 0; i < n; ++i) {
+        g[t * n + i] = x[t * 2 * n + i];
+        u[t * n + i] = x[t * 2 * n + n + i];
+      }
+    swiglu_f32__ref(g.data(), u.data(), want.data(), n, T);
+    swiglu_fused_f32__ref(x.data(), y.data(), n, T);
+    EXPECT_EQ(bit_diffs(y, want), 0) << n;
+    // And not the swapped halves (silu of the up half).
+    swiglu_f32__ref(u.data(), g.data(), want.data(), n, T);
+    EXPECT_GT(bit_diffs(y, want), 0) << n;
+  }
+}
+
+// llama.cpp's SWIGLU of glm4's fused ffn_up ([768, T] → [384, T]), bit for bit.
+TEST(RefOpsCheckpoint, swiglu_fused_f32__ref_bit_exact) {
+  CKE_REQUIRE_SHARED(dir, "reference/checkpoints/synth-glm4-F32");
+  for (const char* layer : {"0", "1"}) {
+    SCOPED_TRACE(layer);
+    const auto x =
+        read_f32(shared_path(ckpt_rel("synth-glm4-F32", std::string("ffn_up-") + layer)));
+    const auto want =
+        read_f32(shared_path(ckpt_rel("synth-glm4-F32", std::string("ffn_swiglu-") + layer)));
+    ASSERT_FALSE(x.empty());
+    ASSERT_EQ(x.size(), 2 * want.size());
+    std::vector<float> y(want.size());
+    swiglu_fused_f32__ref(x.data(), y.data(), 384, int64_t(want.size()) / 384);
+    EXPECT_EQ(bit_diffs(y, want), 0) << "nmse " << nmse(y, want);
+  }
+}
+
 }  // namespace
 }  // namespace cke::test

@@ -12,17 +12,18 @@ namespace {
 
 TEST(RefOpsRegistry, EveryKernelOnce) {
   const std::set<std::string> want = {
-      "embed_f32__ref",         "embed_f16__ref",           "embed_bf16__ref",
-      "embed_q8_0__ref",        "embed_q4_0__ref",          "embed_q4_1__ref",
-      "embed_q5_0__ref",        "embed_q5_1__ref",          "embed_q2_K__ref",
-      "embed_q3_K__ref",        "embed_q4_K__ref",          "embed_q5_K__ref",
-      "embed_q6_K__ref",        "rmsnorm_f32__ref",         "rope_normal_f32__ref",
-      "rope_neox_f32__ref",     "kv_store_f32__ref",        "attention_f32__ref",
-      "kv_store_f16__ref",      "attention_f16_flash__ref", "add_f32__ref",
-      "add_bias_f32__ref",      "scale_f32__ref",           "swiglu_f32__ref",
-      "geglu_f32__ref",         "act_quant_f16__ref",       "act_quant_bf16__ref",
-      "act_quant_q8_0__ref",    "act_quant_q8_1__ref",      "act_quant_q8_K__ref",
-      "act_quant_q8_K_4x8__ref"};
+      "embed_f32__ref",          "embed_f16__ref",           "embed_bf16__ref",
+      "embed_q8_0__ref",         "embed_q4_0__ref",          "embed_q4_1__ref",
+      "embed_q5_0__ref",         "embed_q5_1__ref",          "embed_q2_K__ref",
+      "embed_q3_K__ref",         "embed_q4_K__ref",          "embed_q5_K__ref",
+      "embed_q6_K__ref",         "rmsnorm_f32__ref",         "rope_normal_f32__ref",
+      "rope_neox_f32__ref",      "kv_store_f32__ref",        "attention_f32__ref",
+      "kv_store_f16__ref",       "attention_f16_flash__ref", "add_f32__ref",
+      "add_bias_f32__ref",       "scale_f32__ref",           "swiglu_f32__ref",
+      "geglu_f32__ref",          "act_quant_f16__ref",       "act_quant_bf16__ref",
+      "act_quant_q8_0__ref",     "act_quant_q8_1__ref",      "act_quant_q8_K__ref",
+      "act_quant_q8_K_4x8__ref", "layernorm_f32__ref",       "relu_sqr_f32__ref",
+      "swiglu_fused_f32__ref"};
   std::set<std::string> got;
   for (const KernelSymbol& s : ref_op_symbols()) {
     EXPECT_TRUE(got.insert(std::string(s.name)).second) << "duplicate " << s.name;

@@ -23,7 +23,10 @@ static bool read_block(const std::vector<char>& blob, const nlohmann::json& j, i
 
 std::optional<RefModel> load_reference(const std::string& stem, std::string* err) {
   const std::string dir = shared_path("reference");
-  std::ifstream jf(dir + "/" + stem + ".json");
+  // A stem may name a subfolder ("next/synth-glm4-F32"); the logits file sits beside its json.
+  const std::string json_path = dir + "/" + stem + ".json";
+  const std::string json_dir = std::filesystem::path(json_path).parent_path().string();
+  std::ifstream jf(json_path);
   if (!jf) {
     *err = "cannot open " + dir + "/" + stem + ".json";
     return std::nullopt;
@@ -33,7 +36,7 @@ std::optional<RefModel> load_reference(const std::string& stem, std::string* err
     *err = stem + ".json: not valid JSON";
     return std::nullopt;
   }
-  std::ifstream bf(dir + "/" + j.at("logits_file").get<std::string>(), std::ios::binary);
+  std::ifstream bf(json_dir + "/" + j.at("logits_file").get<std::string>(), std::ios::binary);
   std::vector<char> blob((std::istreambuf_iterator<char>(bf)), std::istreambuf_iterator<char>());
   RefModel m;
   m.stem = stem;
@@ -72,15 +75,27 @@ double nmse(const float* x, const float* ref, size_t n) {
   return den > 0 ? num / den : num;
 }
 
-std::vector<std::string> reference_stems() {
+std::vector<std::string> reference_stems(const std::string& sub) {
   std::vector<std::string> stems;
-  const std::string dir = shared_path("reference");
+  const std::string prefix = sub.empty() ? "" : sub + "/";
+  const std::string dir = shared_path("reference" + (sub.empty() ? "" : "/" + sub));
   if (!std::filesystem::exists(dir)) return stems;
   for (const auto& e : std::filesystem::directory_iterator(dir)) {
     const auto p = e.path();
-    if (p.extension() == ".json") stems.push_back(p.stem().string());
+    if (p.extension() == ".json") stems.push_back(prefix + p.stem().string());
   }
   std::sort(stems.begin(), stems.end());
+  return stems;
+}
+
+std::vector<std::string> next_reference_stems() {
+  static constexpr const char* kRunning[] = {"synth-glm4-", "synth-nemotron-"};
+  std::vector<std::string> stems;
+  for (const std::string& stem : reference_stems("next")) {
+    const std::string model = stem.substr(stem.find('/') + 1);
+    for (const char* f : kRunning)
+      if (model.starts_with(f)) stems.push_back(stem);
+  }
   return stems;
 }
 

@@ -30,13 +30,20 @@ struct RefModel {
   std::vector<RefSequence> sequences;
 };
 
-// Loads <shared>/reference/<stem>.json and its logits blob; nullopt + *err on failure.
+// Loads <shared>/reference/<stem>.json and its logits blob (beside the json; a stem may
+// name a subfolder, "next/<model>"); nullopt + *err on failure.
 std::optional<RefModel> load_reference(const std::string& stem, std::string* err);
 
 // Σ(x−ref)² / Σref² over n values.
 double nmse(const float* x, const float* ref, size_t n);
 
-// The stems of every model in ../shared/reference.
-std::vector<std::string> reference_stems();
+// The stems of every model in ../shared/reference, or in its subfolder `sub` (then each
+// stem is "<sub>/<model>").
+std::vector<std::string> reference_stems(const std::string& sub = "");
+
+// The stems of reference/next/ (families being brought up) whose circuits run and must
+// pass like every other reference: "next/synth-glm4-*" and "next/synth-nemotron-*" (not
+// yet the MoE ones, qwen3moe and llamamoe).
+std::vector<std::string> next_reference_stems();
 
 }  // namespace cke::test

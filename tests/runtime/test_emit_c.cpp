@@ -26,7 +26,9 @@ std::string slurp(const std::string& p) {
   return ss.str();
 }
 
-std::string temp_dir(const std::string& name) {
+std::string temp_dir(std::string name) {
+  for (char& ch : name)
+    if (ch == '/') ch = '_';  // "next/<model>" stems: one directory
   const fs::path d =
       fs::temp_directory_path() / ("cke_emit_" + name + "_" + std::to_string(getpid()));
   fs::remove_all(d);
@@ -132,6 +134,7 @@ std::string param_name(const ::testing::TestParamInfo<std::string>& info) {
 std::vector<std::string> stems() {
   auto s = test::reference_stems();
   if (s.empty()) s.push_back("stories260K");
+  for (const std::string& stem : test::next_reference_stems()) s.push_back(stem);
   return s;
 }
 

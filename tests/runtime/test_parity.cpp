@@ -172,6 +172,7 @@ std::string param_name(const ::testing::TestParamInfo<Case>& info) {
 std::vector<Case> cases() {
   auto s = test::reference_stems();
   if (s.empty()) s.push_back("stories260K");  // reported as skipped when ../shared is absent
+  for (const std::string& stem : test::next_reference_stems()) s.push_back(stem);
   std::vector<Case> c;
   for (const std::string& stem : s) {
     c.push_back({stem, false});
