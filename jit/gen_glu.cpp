@@ -42,14 +42,10 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
   b.muli(bytes, bytes, 4);
   b.for_(off, b.imm(0, "zero_i"), bytes, b.imm(64, "group_bytes"));
   {
-    V16 g = L.vec("g"), u = L.vec("u"), t = L.vec("t"), e = L.vec("e");
+    V16 g = L.vec("g"), u = L.vec("u"), t = L.vec("t");
     L.load(g, Mem{gate, off, 1, 0});
     L.load(u, Mem{up, off, 1, 0});
-    L.sub(t, zero, g);  // 0 - g
-    exp16(L, ec, e, t);
-    L.add(e, ec.one, e);  // 1 + exp
-    L.div(t, g, e);       // silu
-    L.mul(t, t, u);
+    swiglu16(L, ec, zero, t, g, u);
     L.store(Mem{y, off, 1, 0}, t);
   }
   b.end_for();

@@ -40,14 +40,10 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
     b.ptr_add(ur, gr, half_bytes, 1);
     b.for_(off, b.imm(0, "zero_i"), half_bytes, b.imm(64, "group_bytes"));
     {
-      V16 g = L.vec("g"), u = L.vec("u"), s = L.vec("s"), e = L.vec("e");
+      V16 g = L.vec("g"), u = L.vec("u"), s = L.vec("s");
       L.load(g, Mem{gr, off, 1, 0});
       L.load(u, Mem{ur, off, 1, 0});
-      L.sub(s, zero, g);  // 0 - g
-      exp16(L, ec, e, s);
-      L.add(e, ec.one, e);  // 1 + exp
-      L.div(s, g, e);       // silu
-      L.mul(s, s, u);
+      swiglu16(L, ec, zero, s, g, u);
       L.store(Mem{yr, off, 1, 0}, s);
     }
     b.end_for();

@@ -199,4 +199,13 @@ void exp16(Lanes16& L, const ExpConsts& c, V16 d, V16 x) {
   L.mul(d, d, p2);
 }
 
+void swiglu16(Lanes16& L, const ExpConsts& c, V16 zero, V16 d, V16 g, V16 u) {
+  V16 t = L.vec("t"), e = L.vec("e");
+  L.sub(t, zero, g);  // 0 - g
+  exp16(L, c, e, t);
+  L.add(e, c.one, e);  // 1 + exp
+  L.div(t, g, e);      // silu
+  L.mul(d, t, u);
+}
+
 }  // namespace cke::jit::gen

@@ -62,4 +62,8 @@ struct ExpConsts {
 ExpConsts exp_consts(Lanes16& L);
 void exp16(Lanes16& L, const ExpConsts& c, V16 d, V16 x);
 
+// d = silu(g) * u as ggml_vec_swiglu_f32: silu = g / (1 + ggml_v_expf(0 - g)), each step
+// rounded (`zero`: +0 lanes). The SwiGLU providers (split and fused halves) share it.
+void swiglu16(Lanes16& L, const ExpConsts& c, V16 zero, V16 d, V16 g, V16 u);
+
 }  // namespace cke::jit::gen
