@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "jit/gen_fp16.h"
 #include "jit/gen_masks.h"
 #include "jit/gen_tile.h"
 
@@ -386,27 +387,16 @@ bool build_convert(const char* generator, Isa isa, bool bf16, const GeneratorPar
       generator);
   Builder b(*m, m->name, {Kind::Ptr, Kind::Ptr, Kind::I64, Kind::I64, Kind::I64, Kind::I64});
   const RowsEntry r = rows_entry(b, 8);
-  Masks M(b, isa);
-  V i = b.i64("i"), e0 = b.i64("e0"), e1 = b.i64("e1");
+  V e0 = b.i64("e0"), e1 = b.i64("e1");
   b.mul(e0, r.t0, r.K);
   b.mul(e1, r.t1, r.K);
-  V x = b.vec(256, Cls::F, "x"), isn = M.make(256, "isnan");
   if (!bf16) {
-    V sign = b.vec(256, Cls::I, "sign"), qnan = b.vec(256, Cls::I, "qnan");
-    b.vsplat32(sign, 0x80000000u);
-    b.vsplat32(qnan, 0x7fc00000u);
-    V c = b.vec(256, Cls::I, "canon"), h = b.vec(128, Cls::I, "h");
-    b.for_(i, e0, e1, b.imm(8, "eight"));
-    b.vload(x, Mem{r.x, i, 4, 0});
-    M.cmp(isn, x, x, FCmp::UNORD);
-    b.vand(c, x, sign);
-    b.vor(c, c, qnan);
-    M.select(x, isn, c, x);
-    b.vcvt_f32_f16(h, x);
-    b.vstore(Mem{r.y, i, 2, 0}, h);
-    b.end_for();
+    convert_f16_range(b, isa, r.x, r.y, e0, e1);
     return true;
   }
+  Masks M(b, isa);
+  V i = b.i64("i");
+  V x = b.vec(256, Cls::F, "x"), isn = M.make(256, "isnan");
   V one = b.vec(256, Cls::I, "one"), c7fff = b.vec(256, Cls::I, "c7fff"),
     c64 = b.vec(256, Cls::I, "c64"), o = b.vec(256, Cls::I, "order");
   b.vsplat32(one, 1u);

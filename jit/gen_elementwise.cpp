@@ -1,6 +1,7 @@
 // add and kv_store generators (gen_elementwise.h): one body per op for both ISA levels.
 #include "jit/gen_elementwise.h"
 
+#include "jit/gen_fp16.h"
 #include "jit/gen_lanes16.h"
 #include "jit/gen_op.h"
 #include "jit/gen_tile.h"
@@ -180,6 +181,39 @@ bool build_kv_store(const char* generator, Isa isa, const GeneratorParams& param
   return true;
 }
 
+// The F16 cache (flash attention): K and V both cell-major, so each is one contiguous range
+// of T * kv_dim values converted at cells pos0.. (jit/gen_fp16.h, as the f16 activations).
+bool build_kv_store_f16(const char* generator, Isa isa, const GeneratorParams& params,
+                        kir::Module* m, std::string* err) {
+  if (!op_prologue(params, generator, isa,
+                   "contract kv_store.f16.ggml (K and V rows to cells pos0.., both cell-major, "
+                   "each value fp16 RNE, a NaN sign | 0x7e00)",
+                   m, err))
+    return false;
+  Builder b(
+      *m, m->name,
+      {Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::I64, Kind::I64, Kind::I64, Kind::I64});
+  const V k = b.arg(0), v = b.arg(1), kc = b.arg(2), vc = b.arg(3), kv = b.arg(4), nctx = b.arg(5),
+          pos0 = b.arg(6), T = b.arg(7);
+  // As the reference: a call outside the cache writes nothing.
+  ret_if(b, pos0, Cmp::LT, 0);
+  ret_if(b, T, Cmp::LE, 0);
+  V end = b.i64("end");
+  b.add(end, pos0, T);
+  b.if_(end, Cmp::GT, nctx);
+  b.ret();
+  b.end_if();
+  V cnt = b.i64("cnt"), off = b.i64("off"), zero = b.imm(0, "zero");
+  V kdst = b.ptr("kdst"), vdst = b.ptr("vdst");
+  b.mul(cnt, T, kv);
+  b.mul(off, pos0, kv);
+  b.ptr_add(kdst, kc, off, 2);
+  b.ptr_add(vdst, vc, off, 2);
+  convert_f16_range(b, isa, k, kdst, zero, cnt);
+  convert_f16_range(b, isa, v, vdst, zero, cnt);
+  return true;
+}
+
 }  // namespace
 
 bool build_add_f32_avx512(const GeneratorParams& p, kir::Module* m, std::string* err) {
@@ -205,6 +239,13 @@ bool build_kv_store_f32_avx512(const GeneratorParams& p, kir::Module* m, std::st
 }
 bool build_kv_store_f32_avx2(const GeneratorParams& p, kir::Module* m, std::string* err) {
   return build_kv_store("kv_store_f32__avx2", Isa::Avx2, p, m, err);
+}
+
+bool build_kv_store_f16_avx512(const GeneratorParams& p, kir::Module* m, std::string* err) {
+  return build_kv_store_f16("kv_store_f16__avx512", Isa::Avx512, p, m, err);
+}
+bool build_kv_store_f16_avx2(const GeneratorParams& p, kir::Module* m, std::string* err) {
+  return build_kv_store_f16("kv_store_f16__avx2", Isa::Avx2, p, m, err);
 }
 
 }  // namespace cke::jit::gen

@@ -63,6 +63,7 @@ constexpr gen::GluFn kGlu = nullptr;
 constexpr gen::RmsNormFn kRmsNorm = nullptr;
 constexpr gen::AddFn kAdd = nullptr;
 constexpr gen::KvStoreFn kKvStore = nullptr;
+constexpr gen::KvStoreF16Fn kKvStoreF16 = nullptr;
 constexpr gen::AddBiasFn kAddBias = nullptr;
 constexpr gen::ScaleFn kScale = nullptr;
 constexpr gen::ActQuantFn kActQuant = nullptr;
@@ -72,7 +73,7 @@ constexpr gen::LayerNormFn kLayerNorm = nullptr;
 constexpr gen::ReluSqrFn kReluSqr = nullptr;
 constexpr gen::GluFusedFn kGluFused = nullptr;
 
-const std::array<Generator, 99> kGenerators = {
+const std::array<Generator, 101> kGenerators = {
     make_generator("linear_q8_0__avx512vnni",
                    "q8_0 linear, ggml vec_dot lanes, 2 rows per zmm, vpdpbusd", kAvx512Vnni,
                    kLinear, &gen::build_linear_q8_0_avx512vnni),
@@ -197,6 +198,12 @@ const std::array<Generator, 99> kGenerators = {
                    kAvx512, kKvStore, &gen::build_kv_store_f32_avx512),
     make_generator("kv_store_f32__avx2", "F32 KV cache store: K rows by ymm pairs, V transposed",
                    kAvx2, kKvStore, &gen::build_kv_store_f32_avx2),
+    make_generator("kv_store_f16__avx512",
+                   "F16 KV cache store: K and V rows converted by vcvtps2ph, 8 per step", kAvx512,
+                   kKvStoreF16, &gen::build_kv_store_f16_avx512),
+    make_generator("kv_store_f16__avx2",
+                   "F16 KV cache store: K and V rows converted by vcvtps2ph, 8 per step", kAvx2,
+                   kKvStoreF16, &gen::build_kv_store_f16_avx2),
     make_generator("swiglu_f32__avx512",
                    "SwiGLU, ggml_vec_swiglu_f32 (ggml_v_expf, true division), 16 lanes per zmm",
                    kAvx512, kGlu, &gen::build_swiglu_f32_avx512),

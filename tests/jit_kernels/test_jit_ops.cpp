@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -334,6 +335,80 @@ void run_kv_store(const std::string& id) {
     }
 }
 
+// The F16 cache: random values spanning fp16's normal, subnormal and overflow ranges, with
+// exact ties between two halves, +-0, +-Inf and NaNs with payloads and both signs planted
+// among them; odd kv_dim so both the 8-lane body and the one-element tail run.
+std::vector<float> f16_edge_values(int64_t count, std::mt19937& rng) {
+  std::uniform_real_distribution<float> mant(-1.0f, 1.0f);
+  std::uniform_int_distribution<int> expo(-30, 20), pick(0, 15);
+  std::vector<float> v(static_cast<size_t>(count));
+  for (float& x : v) {
+    x = std::ldexp(mant(rng), expo(rng));
+    switch (pick(rng)) {
+      case 0:
+        x = std::ldexp(float(2 * (pick(rng) + 1) + 1), -11);
+        break;  // a tie at 1.x
+      case 1:
+        x = std::bit_cast<float>(0x7f800001u + uint32_t(pick(rng)) * 0x1000u);
+        break;
+      case 2:
+        x = std::bit_cast<float>(0xffc00000u | uint32_t(pick(rng)));
+        break;
+      case 3:
+        x = pick(rng) < 8 ? INFINITY : -INFINITY;
+        break;
+      case 4:
+        x = pick(rng) < 8 ? 0.0f : -0.0f;
+        break;
+      case 5:
+        x = 65520.0f * (pick(rng) < 8 ? 1.0f : -1.0f);
+        break;  // rounds to inf
+      default:
+        break;
+    }
+  }
+  return v;
+}
+
+void run_kv_store_f16(const std::string& id) {
+  std::string skip;
+  const Loaded l = load(id, "kv_store", &skip);
+  if (!skip.empty()) GTEST_SKIP() << skip;
+  ASSERT_NE(l.fn, nullptr);
+  ASSERT_NE(l.cfn, nullptr);
+  std::mt19937 rng(43);
+  using jit::gen::KvStoreF16Fn;
+  for (auto [kv, nctx] : {std::pair<int64_t, int64_t>{256, 64}, {7, 37}, {130, 20}})
+    for (auto [pos0, T] : {std::pair<int64_t, int64_t>{0, 1},
+                           {5, 1},
+                           {0, 7},
+                           {3, 17},
+                           {nctx - 1, 1},
+                           {nctx - 4, 4},
+                           {nctx - 2, 4},
+                           {-1, 1},
+                           {0, 0}}) {
+      const auto k = f16_edge_values(kv * std::max<int64_t>(T, 1), rng),
+                 v = f16_edge_values(kv * std::max<int64_t>(T, 1), rng);
+      const size_t cache = size_t(kv * nctx);
+      std::vector<uint16_t> kr(cache, 0x5555), vr(cache, 0x5555), kj = kr, vj = vr, kc = kr,
+                                                                  vcc = vr;
+      reinterpret_cast<KvStoreF16Fn>(l.ref)(k.data(), v.data(), kr.data(), vr.data(), kv, nctx,
+                                            pos0, T);
+      reinterpret_cast<KvStoreF16Fn>(l.fn)(k.data(), v.data(), kj.data(), vj.data(), kv, nctx, pos0,
+                                           T);
+      reinterpret_cast<KvStoreF16Fn>(l.cfn)(k.data(), v.data(), kc.data(), vcc.data(), kv, nctx,
+                                            pos0, T);
+      const std::string where = fmt::format("kv={} n_ctx={} pos0={} T={}", kv, nctx, pos0, T);
+      for (size_t i = 0; i < cache; ++i) {
+        ASSERT_EQ(kj[i], kr[i]) << "K cache cell value " << i << ", " << where;
+        ASSERT_EQ(vj[i], vr[i]) << "V cache cell value " << i << ", " << where;
+        ASSERT_EQ(kc[i], kj[i]) << "K cache (C) " << i << ", " << where;
+        ASSERT_EQ(vcc[i], vj[i]) << "V cache (C) " << i << ", " << where;
+      }
+    }
+}
+
 }  // namespace
 
 // One TEST per provider id (the name cke-audit looks for).
@@ -360,6 +435,12 @@ TEST(JitOps, kv_store_f32_f32_16l__avx512) {
 }
 TEST(JitOps, kv_store_f32_f32_16l__avx2) {
   run_kv_store("kv_store_f32_f32_16l__avx2");
+}
+TEST(JitOps, kv_store_f16_f32_8l__avx512) {
+  run_kv_store_f16("kv_store_f16_f32_8l__avx512");
+}
+TEST(JitOps, kv_store_f16_f32_8l__avx2) {
+  run_kv_store_f16("kv_store_f16_f32_8l__avx2");
 }
 TEST(JitOps, geglu_f32_f32_16l__avx512) {
   run_geglu("geglu_f32_f32_16l__avx512");
@@ -551,8 +632,9 @@ TEST(JitOps, rope_neox_f32_f32_16l__avx2) {
 TEST(JitOps, EveryGeneratedProviderHasATest) {
   std::vector<std::string> tested = {
       "add_f32_f32_16l__avx2", "add_f32_f32_16l__avx512", "kv_store_f32_f32_16l__avx2",
-      "kv_store_f32_f32_16l__avx512", "swiglu_f32_f32_16l__avx2", "swiglu_f32_f32_16l__avx512",
-      "rmsnorm_f32_f32_16l__avx2", "rmsnorm_f32_f32_16l__avx512", "rope_normal_f32_f32_16l__avx2",
+      "kv_store_f32_f32_16l__avx512", "kv_store_f16_f32_8l__avx2", "kv_store_f16_f32_8l__avx512",
+      "swiglu_f32_f32_16l__avx2", "swiglu_f32_f32_16l__avx512", "rmsnorm_f32_f32_16l__avx2",
+      "rmsnorm_f32_f32_16l__avx512", "rope_normal_f32_f32_16l__avx2",
       "rope_normal_f32_f32_16l__avx512", "rope_neox_f32_f32_16l__avx2",
       "rope_neox_f32_f32_16l__avx512", "add_bias_f32_f32_16l__avx2", "add_bias_f32_f32_16l__avx512",
       "scale_f32_f32_16l__avx2", "scale_f32_f32_16l__avx512", "geglu_f32_f32_16l__avx2",
