@@ -17,7 +17,21 @@ using kir::Kind;
 using kir::Mem;
 using kir::V;
 
-enum class T : uint8_t { F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K };
+enum class T : uint8_t {
+  F32,
+  F16,
+  BF16,
+  Q8_0,
+  Q4_0,
+  Q4_1,
+  Q5_0,
+  Q5_1,
+  Q2_K,
+  Q3_K,
+  Q4_K,
+  Q5_K,
+  Q6_K
+};
 
 struct Format {
   T type;
@@ -37,6 +51,8 @@ const Format& format(T t) {
       {T::Q4_1, "q4_1", 32, 20, "float(q) * d + m"},
       {T::Q5_0, "q5_0", 32, 22, "float(q - 16) * d"},
       {T::Q5_1, "q5_1", 32, 24, "float(q) * d + m"},
+      {T::Q2_K, "q2_K", 256, 84, "fl(fl(d * (sc & 15)) * float(q)) - fl(dmin * (sc >> 4))"},
+      {T::Q3_K, "q3_K", 256, 110, "fl(d * float(sc - 32)) * float(q - (hbit ? 0 : 4))"},
       {T::Q4_K, "q4_K", 256, 144, "fl(d * sc) * float(q) - fl(dmin * m)"},
       {T::Q5_K, "q5_K", 256, 176, "fl(d * sc) * float(q) - fl(dmin * m)"},
       {T::Q6_K, "q6_K", 256, 210, "fl(d * sc) * float(q - 32)"},
@@ -68,9 +84,13 @@ struct E16 {
   V16 splat(uint32_t v, const std::string& name) { return L.splat(v, name.c_str()); }
   // The 16 int8 at m, sign-extended to int32.
   V16 bytes(Mem m, const std::string& name) {
-    V16 d = ivec(name);
     V t = b.vec(128, Cls::I, name + "_b");
     b.vload(t, m);
+    return bytes_of(t, name);
+  }
+  // The 16 int8 of t, sign-extended to int32.
+  V16 bytes_of(V t, const std::string& name) {
+    V16 d = ivec(name);
     b.vsx_bd(d.part[0], t);
     if (L.parts == 2) {
       V hi = b.vec(128, Cls::I, name + "_h");
@@ -139,18 +159,49 @@ Mem at(V base, int32_t disp) {
 struct Ctx {
   E16& e;
   V16 c3, c15, c16, c32, c8, c1;
-  V16 qh_lo, qh_hi;  // q5_0 / q5_1: 1 << (31 - j) for element j (0-15) and j + 16
-  V stk;             // q4_K / q5_K / q6_K: the block's scale products
-  V lo4;             // q4_K / q5_K: the sign bit in lanes 0-3 of 8 (a vselect mask)
-  V k255, k63, k15;  // q4_K / q5_K: 256-bit constants of the scale unpacking
+  V16 qh_lo, qh_hi;    // q5_0 / q5_1: 1 << (31 - j) for element j (0-15) and j + 16
+  V16 c4;              // q3_K
+  V16 mul_lo, mul_hi;  // q3_K: per-lane multipliers that move a scale's bits to the top
+  V sel_lo, sel_hi;    // q3_K: vpshufb indexes gathering each sub-block's scale bytes
+  V stk;               // q2_K..q6_K: the block's scale products (q2_K: 16 d * sc, then 16 dmin * m)
+  V lo4;               // q4_K / q5_K: the sign bit in lanes 0-3 of 8 (a vselect mask)
+  V k255, k63, k15;    // q4_K / q5_K: 256-bit constants of the scale unpacking
 };
 
 Ctx make_ctx(E16& e, T t) {
   Builder& b = e.b;
-  Ctx c{e, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}};
+  Ctx c{e, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}};
   const bool legacy = t == T::Q4_0 || t == T::Q4_1 || t == T::Q5_0 || t == T::Q5_1;
   const bool k4 = t == T::Q4_K || t == T::Q5_K;
-  if (legacy || k4 || t == T::Q6_K) c.c15 = e.splat(15, "c15");
+  if (legacy || k4 || t == T::Q6_K || t == T::Q2_K) c.c15 = e.splat(15, "c15");
+  if (t == T::Q2_K || t == T::Q3_K) {
+    c.c3 = e.splat(3, "c3");
+    c.stk = b.stack(128, "scales");
+  }
+  if (t == T::Q3_K) {
+    c.c1 = e.splat(1, "c1");
+    c.c4 = e.splat(4, "c4");
+    c.c32 = e.splat(32, "c32");
+    // Sub-block j's scale: low 4 bits = scales[j % 8] >> (j < 8 ? 0 : 4), high 2 bits =
+    // scales[8 + j % 4] >> 2 * (j / 4). The 16 bytes loaded end at the block's end (offset
+    // 94: scales[m] is byte m + 2), so nothing past the block is read.
+    std::vector<uint32_t> lo, hi;
+    for (int j = 0; j < 16; ++j) {
+      lo.push_back(1u << (j < 8 ? 28 : 24));   // then >> 28: bits 0-3 or 4-7 of the byte
+      hi.push_back(1u << (30 - 2 * (j / 4)));  // then >> 30: bits 2(j/4), 2(j/4) + 1
+    }
+    c.mul_lo = e.lanes(lo, "mul_lo");
+    c.mul_hi = e.lanes(hi, "mul_hi");
+    auto idx = [&](int base, int mod, const char* name) {
+      uint32_t w[4] = {};
+      for (int j = 0; j < 16; ++j) w[j / 4] |= uint32_t(base + j % mod) << (8 * (j % 4));
+      V v = b.vec(128, Cls::I, name);
+      b.vconst32(v, {w[0], w[1], w[2], w[3]});
+      return v;
+    };
+    c.sel_lo = idx(2, 8, "sel_lo");
+    c.sel_hi = idx(10, 4, "sel_hi");
+  }
   if (t == T::Q4_0) c.c8 = e.splat(8, "c8");
   if (t == T::Q5_0) c.c16 = e.splat(16, "c16");
   if (t == T::Q5_K) c.c1 = e.splat(1, "c1");
@@ -300,6 +351,79 @@ void emit_block(Ctx& c, T t, V bp, V yp) {
       store_scaled(e, yp, 64, hi, d, min ? &m : nullptr);
       break;
     }
+    case T::Q2_K: {
+      // Scales: 16 bytes, sub-block j's d * (sc & 15) to floats 0-15, dmin * (sc >> 4) to
+      // 16-31. Element l of sub-block j (j = 8n + 2s + h): (qs[32n + 16h + l] >> 2s) & 3.
+      V16 d = e.half(at(bp, 80), "d"), dmin = e.half(at(bp, 82), "dmin");
+      V16 sc = e.bytes(at(bp, 0), "sc"), x = e.ivec("x");
+      e.and_(x, sc, c.c15);
+      V16 f = e.cvt(x, "scf");
+      L.mul(f, d, f);
+      L.store(at(c.stk, 0), f);
+      e.srl(x, sc, 4);
+      e.and_(x, x, c.c15);
+      f = e.cvt(x, "mf");
+      L.mul(f, dmin, f);
+      L.store(at(c.stk, 64), f);
+      for (int n = 0; n < 2; ++n)
+        for (int h = 0; h < 2; ++h) {
+          V16 Q = e.bytes(at(bp, 16 + 32 * n + 16 * h), "Q");
+          for (int s2 = 0; s2 < 4; ++s2) {
+            const int j = 8 * n + 2 * s2 + h;
+            V16 q = e.ivec("q");
+            e.srl(q, Q, 2 * s2);
+            e.and_(q, q, c.c3);
+            V16 y = e.cvt(q, "y");
+            L.mul(y, e.bcast(at(c.stk, 4 * j), "dl"), y);
+            L.sub(y, y, e.bcast(at(c.stk, 64 + 4 * j), "ml"));
+            L.store(at(yp, 64 * j), y);
+          }
+        }
+      break;
+    }
+    case T::Q3_K: {
+      // Scales: sc_j = (lo | hi << 4) - 32 (see Ctx), d * sc_j to floats 0-15. Element l of
+      // sub-block j = 8n + 2s + h: q = (qs[32n + 16h + l] >> 2s) & 3, minus 4 unless bit
+      // 4n + s of hmask[16h + l] is set.
+      V16 d = e.half(at(bp, 108), "d");
+      V raw = b.vec(128, Cls::I, "sraw"), g = b.vec(128, Cls::I, "sg");
+      b.vload(raw, at(bp, 94));
+      b.vshuf_b(g, raw, c.sel_lo);
+      V16 lo = e.bytes_of(g, "slo");
+      e.mullo(lo, lo, c.mul_lo);
+      e.srl(lo, lo, 28);
+      b.vshuf_b(g, raw, c.sel_hi);
+      V16 hi = e.bytes_of(g, "shi");
+      e.mullo(hi, hi, c.mul_hi);
+      e.srl(hi, hi, 30);
+      e.sll(hi, hi, 4);
+      e.or_(lo, lo, hi);
+      e.sub(lo, lo, c.c32);
+      V16 f = e.cvt(lo, "scf");
+      L.mul(f, d, f);
+      L.store(at(c.stk, 0), f);
+      for (int h = 0; h < 2; ++h) {
+        V16 H = e.bytes(at(bp, 16 * h), "H");
+        for (int n = 0; n < 2; ++n) {
+          V16 Q = e.bytes(at(bp, 32 + 32 * n + 16 * h), "Q");
+          for (int s2 = 0; s2 < 4; ++s2) {
+            const int j = 8 * n + 2 * s2 + h;
+            V16 q = e.ivec("q"), x = e.ivec("x");
+            e.srl(q, Q, 2 * s2);
+            e.and_(q, q, c.c3);
+            e.srl(x, H, 4 * n + s2);
+            e.and_(x, x, c.c1);
+            e.sll(x, x, 2);
+            e.or_(q, q, x);
+            e.sub(q, q, c.c4);
+            V16 y = e.cvt(q, "y");
+            L.mul(y, e.bcast(at(c.stk, 4 * j), "dl"), y);
+            L.store(at(yp, 64 * j), y);
+          }
+        }
+      }
+      break;
+    }
     case T::Q4_K:
     case T::Q5_K: {
       k4_scales(c, bp);
@@ -443,6 +567,8 @@ CKE_EMBED_DEFINE(q4_0, Q4_0)
 CKE_EMBED_DEFINE(q4_1, Q4_1)
 CKE_EMBED_DEFINE(q5_0, Q5_0)
 CKE_EMBED_DEFINE(q5_1, Q5_1)
+CKE_EMBED_DEFINE(q2_K, Q2_K)
+CKE_EMBED_DEFINE(q3_K, Q3_K)
 CKE_EMBED_DEFINE(q4_K, Q4_K)
 CKE_EMBED_DEFINE(q5_K, Q5_K)
 CKE_EMBED_DEFINE(q6_K, Q6_K)

@@ -5,9 +5,11 @@
 //   f32 copied; f16 by vcvtph2ps (exact; a NaN keeps its payload and gets the quiet bit, as
 //   the reference's conversion); bf16 widened (<< 16);
 //   q8_0 float(q) * d; q4_0 float(nibble - 8) * d; q4_1 float(nibble) * d + m; q5_0 / q5_1
-//   the same with the fifth bit from qh; q4_K / q5_K fl(fl(d * sc) * float(q)) - fl(dmin * m)
-//   with the 6-bit scales unpacked in vector lanes; q6_K fl(fl(d * sc) * float(q - 32));
-//   every product and sum rounded as written (no FMA), d and m through vcvtph2ps.
+//   the same with the fifth bit from qh; q2_K fl(fl(d * (sc & 15)) * float(q)) -
+//   fl(dmin * (sc >> 4)); q3_K fl(d * float(sc - 32)) * float(q - (hbit ? 0 : 4)); q4_K / q5_K
+//   fl(fl(d * sc) * float(q)) - fl(dmin * m) with the 6-bit scales unpacked in vector lanes; q6_K
+//   fl(fl(d * sc) * float(q - 32)); every product and sum rounded as written (no FMA), d and m
+//   through vcvtph2ps.
 // A negative token id writes a row of zeros (as the reference); ids past the table are the
 // caller's to prevent (the runtime checks them). A row width the map does not admit (not a
 // multiple of the block, or of 16 for the float types) writes nothing.
@@ -35,6 +37,8 @@ using EmbedFn = void (*)(const int32_t* tokens, const void* table, float* y, int
   X(q4_1)                       \
   X(q5_0)                       \
   X(q5_1)                       \
+  X(q2_K)                       \
+  X(q3_K)                       \
   X(q4_K)                       \
   X(q5_K)                       \
   X(q6_K)

@@ -73,7 +73,7 @@ constexpr gen::LayerNormFn kLayerNorm = nullptr;
 constexpr gen::ReluSqrFn kReluSqr = nullptr;
 constexpr gen::GluFusedFn kGluFused = nullptr;
 
-const std::array<Generator, 101> kGenerators = {
+const std::array<Generator, 105> kGenerators = {
     make_generator("linear_q8_0__avx512vnni",
                    "q8_0 linear, ggml vec_dot lanes, 2 rows per zmm, vpdpbusd", kAvx512Vnni,
                    kLinear, &gen::build_linear_q8_0_avx512vnni),
@@ -328,6 +328,18 @@ const std::array<Generator, 101> kGenerators = {
     make_generator("embed_q5_1__avx2",
                    "embed of a q5_1 table, ggml's to_float per row, 16 lanes as ymm pairs", kAvx2,
                    kEmbed, &gen::build_embed_q5_1_avx2),
+    make_generator("embed_q2_K__avx512",
+                   "embed of a q2_K table, ggml's to_float per row, 16 lanes per zmm", kAvx512,
+                   kEmbed, &gen::build_embed_q2_K_avx512),
+    make_generator("embed_q2_K__avx2",
+                   "embed of a q2_K table, ggml's to_float per row, 16 lanes as ymm pairs", kAvx2,
+                   kEmbed, &gen::build_embed_q2_K_avx2),
+    make_generator("embed_q3_K__avx512",
+                   "embed of a q3_K table, ggml's to_float per row, 16 lanes per zmm", kAvx512,
+                   kEmbed, &gen::build_embed_q3_K_avx512),
+    make_generator("embed_q3_K__avx2",
+                   "embed of a q3_K table, ggml's to_float per row, 16 lanes as ymm pairs", kAvx2,
+                   kEmbed, &gen::build_embed_q3_K_avx2),
     make_generator("embed_q4_K__avx512",
                    "embed of a q4_K table, ggml's to_float per row, 16 lanes per zmm", kAvx512,
                    kEmbed, &gen::build_embed_q4_K_avx512),

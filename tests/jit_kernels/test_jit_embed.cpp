@@ -55,6 +55,12 @@ Table table_of(const Loaded& l) {
     case DType::Q6_K:
       tb.half_fields = {208};
       break;
+    case DType::Q2_K:
+      tb.half_fields = {80, 82};
+      break;
+    case DType::Q3_K:
+      tb.half_fields = {108};
+      break;
     default:
       break;
   }
@@ -222,6 +228,18 @@ TEST(JitEmbed, embed_q5_1_f32__avx512) {
 TEST(JitEmbed, embed_q5_1_f32__avx2) {
   run_embed("embed_q5_1_f32__avx2");
 }
+TEST(JitEmbed, embed_q2_K_f32__avx512) {
+  run_embed("embed_q2_K_f32__avx512");
+}
+TEST(JitEmbed, embed_q2_K_f32__avx2) {
+  run_embed("embed_q2_K_f32__avx2");
+}
+TEST(JitEmbed, embed_q3_K_f32__avx512) {
+  run_embed("embed_q3_K_f32__avx512");
+}
+TEST(JitEmbed, embed_q3_K_f32__avx2) {
+  run_embed("embed_q3_K_f32__avx2");
+}
 TEST(JitEmbed, embed_q4_K_f32__avx512) {
   run_embed("embed_q4_K_f32__avx512");
 }
@@ -243,8 +261,8 @@ TEST(JitEmbed, embed_q6_K_f32__avx2) {
 
 TEST(JitEmbed, EveryGeneratedProviderHasATest) {
   std::vector<std::string> tested;
-  for (const char* t :
-       {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q4_K", "q5_K", "q6_K"})
+  for (const char* t : {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q2_K",
+                        "q3_K", "q4_K", "q5_K", "q6_K"})
     for (const char* isa : {"avx512", "avx2"})
       tested.push_back(fmt::format("embed_{}_f32__{}", t, isa));
   std::vector<std::string> maps;
