@@ -1,13 +1,14 @@
 // Generated linear providers (every one in kernel_maps/, machine code) against the reference
 // kernel of their contract, K = N = 4096 (N = 4095 for the q4_0 vec_dot providers, which
 // need N % 8 != 0), T = 1 for decode providers and T = 32 (a prefill chunk) for prefill
-// ones, one thread, all rows.
+// ones (CKE_BENCH_PREFILL_T=128 for llama-bench's pp128 chunk), one thread, all rows.
 // Weights: random normal rows quantized by the reference quantizers. Each reference runs
 // first; each JIT benchmark then reports `x_ref`, the reference's time / its own (the
 // speed-up at identical output bits). Generators whose ISA this host lacks are skipped.
 #include <benchmark/benchmark.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <random>
@@ -26,6 +27,13 @@ namespace {
 using cke::jit::LinearFn;
 
 constexpr int64_t kK = 4096, kN = 4096;
+
+// Tokens of a prefill benchmark: 32, or CKE_BENCH_PREFILL_T.
+int64_t prefill_tokens() {
+  const char* v = std::getenv("CKE_BENCH_PREFILL_T");
+  const long t = v ? std::strtol(v, nullptr, 10) : 0;
+  return t > 0 ? int64_t(t) : 32;
+}
 
 const std::vector<uint8_t>& weights(cke::DType t) {
   static std::map<cke::DType, std::vector<uint8_t>> cache;
@@ -94,7 +102,7 @@ const bool registered = [] {
     int64_t N = kN;
     if (!m.admits({{"K", kK}, {"N", N}})) N = kN - 1;
     if (!m.admits({{"K", kK}, {"N", N}})) continue;
-    const int64_t T = e.decode_only ? 1 : 32;
+    const int64_t T = e.decode_only ? 1 : prefill_tokens();
     const std::string ref_id = m.contract + ":" + std::string(cke::dtype_name(e.wtype)) + "_ref";
     const std::string suffix =
         "/K=" + std::to_string(kK) + "/N=" + std::to_string(N) + "/T=" + std::to_string(T);

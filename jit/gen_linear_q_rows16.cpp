@@ -11,14 +11,18 @@
 // Then, as the contract says, acc = fma(float(isum), fl(d_w * d_a), acc), one float lane
 // per row.
 //
-// The activation pack. Before the tiles of a group of tokens run, the entry copies the
-// group's blocks into a frame buffer, block-major (kPackBlock bytes a block): the tokens'
-// 32 quants (token t at 32 t), their scales as f32 (exact) at kPackScale + 4 t and
-// -8 * sum(a) at kPackCorr + 4 t. A tile then reads every per-token value by a broadcast
-// load (no ALU work), and the sums are made once per group instead of once per tile
-// (ggml's gemm packs its activations too: block_q8_0x4). K is at most kMaxBlocks blocks
-// (the map's shape predicate; the frame holds one group).
+// The activation pack. Before the tiles run, the entry copies a chunk of token groups'
+// blocks into a frame buffer, block-major (kPackBlock bytes a block, one group after the
+// other): the tokens' 32 quants (token t at 32 t), their scales as f32 (exact) at
+// kPackScale + 4 t and -8 * sum(a) at kPackCorr + 4 t. A tile then reads every per-token
+// value by a broadcast load (no ALU work), and the sums are made once per group instead of
+// once per tile (ggml's gemm packs its activations too: block_q8_0x4). K is at most
+// kMaxBlocks blocks (the map's shape predicate; the frame holds at least three groups).
 //
+// Cache blocking. Each 16-row tile runs every group of the chunk before the next tile, so
+// a tile's weights (16 rows x K) come from memory once per chunk (as many groups as
+// kPackBudget holds: 16 at K = 2048) instead of once per 8 tokens; the chunk's packs stay
+// in L2.
 // Groups: tokens 0 .. 4 floor(T / 4) - 1 in groups of 8 (the last may be 4) with the gemm's
 // exact products; the last T % 4 tokens are the gemv's (the contract's split), whose
 // products move the weight's sign onto the activation (vpsignb): they differ from the exact
@@ -40,6 +44,7 @@
 //
 // Rows past nrows - 1 re-read row nrows - 1 (never past the buffer); their lanes are not
 // stored.
+#include <functional>
 #include <stdexcept>
 #include <vector>
 
@@ -61,6 +66,10 @@ constexpr int kGroup = 8;                           // tokens a pack holds
 constexpr int kPackScale = 32 * kGroup;             // f32 d_a of token t at + 4 t
 constexpr int kPackCorr = kPackScale + 4 * kGroup;  // i32 -8 * sum(a) of token t at + 4 t
 constexpr int kPackBlock = kPackCorr + 4 * kGroup;  // bytes of one block of the pack
+// Frame bytes for the packs of one chunk of token groups: with the 16-row tile's weights
+// (at most 16 * 512 * 18 bytes) it stays within a 1 MiB L2.
+constexpr int kPackBudget = 512 * 1024;
+static_assert(kPackBudget >= kQ4_0Rows16MaxBlocks * kPackBlock);
 
 // Row of lane L (lane 4k + m holds row k + 4m).
 int lane_row(int lane) {
@@ -274,15 +283,47 @@ void emit_pack(Builder& e, V x, V as, V nb, V count, V pk, V amin) {
 // copy (group g at w + g * gs, gs = nb * kQ4_0R16Block).
 struct RowsArgs {
   Rows16Weights layout;
-  V w, rb, gs, n0, n1, pk, ys, nb, tmp;  // tmp: r16's frame buffer for a partial first group
+  V w, rb, gs, n0, n1, ys, nb, tmp;  // tmp: r16's frame buffer for a partial first group
 };
 
-// Every row tile of one token group (`tokens` tokens, outputs from y = row 0, token 0):
-// tile(w_n, rb, min(16, n1 - n), pk, 0, y_n, ys, nb) for n in [n0, n1) by 16. The r16 copy
-// runs whole groups: a first group that starts at n0 % 16 != 0 goes through tmp.
-void emit_rows(Builder& e, const RowsArgs& r, int tile, int tokens, V y) {
+// The token groups one pass over the rows serves: n_full groups of the full tile (pack g at
+// pk + g * pk_step, outputs from y + g * y_step), then, if has_tail != 0, one group of the
+// tail tile after them.
+struct Groups {
+  int full_tile, tail_tile;  // tail_tile -1: none
+  int full_tokens, tail_tokens;
+  V pk, n_full, has_tail, pk_step, y_step;
+};
+
+// Calls the tiles of every group of `g` for the 16-row tile at wn (rows, outputs at yn, `yo`
+// bytes between tokens, `ystep` between groups); `after` (if any) runs after each call.
+void emit_group_calls(Builder& e, const RowsArgs& r, const Groups& g, V wn, V rows, V yn, V yo,
+                      V ystep, const std::function<void(int tokens)>& after) {
+  V gi = e.i64("gi"), pkg = e.ptr("pk_g"), yg = e.ptr("y_g"), none = e.imm(0, "none");
+  V wstride = r.layout == Rows16Weights::R16 ? r.gs : r.rb;
+  e.mov(pkg, g.pk);
+  e.mov(yg, yn);
+  e.for_(gi, e.imm(0, "zero_g"), g.n_full, e.imm(1, "one_g"));
+  e.call(g.full_tile, {wn, wstride, rows, pkg, none, yg, yo, r.nb});
+  if (after) after(g.full_tokens);
+  e.ptr_add(pkg, pkg, g.pk_step, 1);
+  e.ptr_add(yg, yg, ystep, 1);
+  e.end_for();
+  if (g.tail_tile >= 0) {
+    e.if_(g.has_tail, Cmp::NE, 0);
+    e.call(g.tail_tile, {wn, wstride, rows, pkg, none, yg, yo, r.nb});
+    if (after) after(g.tail_tokens);
+    e.end_if();
+  }
+}
+
+// Every row tile of the groups `g` (outputs from y = row 0, token 0 of the first group): per
+// 16 rows [n, n + 16) of [n0, n1), every group's tile, so the tile's weights are read from
+// memory once for all the groups. The r16 copy runs whole groups: a first row group that
+// starts at n0 % 16 != 0 goes through tmp (64 bytes a token) and its rows are copied out.
+void emit_rows(Builder& e, const RowsArgs& r, const Groups& g, V y) {
   V n = e.i64("n"), rows = e.i64("rows"), left = e.i64("left"), tmp = e.i64("tmp");
-  V wn = e.ptr("wn"), yn = e.ptr("yn"), step = e.imm(kRows, "R"), none = e.imm(0, "none");
+  V wn = e.ptr("wn"), yn = e.ptr("yn"), step = e.imm(kRows, "R");
   V start = e.i64("start");
   e.mov(start, r.n0);
   if (r.layout == Rows16Weights::RowMajor) {
@@ -290,32 +331,37 @@ void emit_rows(Builder& e, const RowsArgs& r, int tile, int tokens, V y) {
     e.ptr_add(wn, r.w, tmp, 1);
     e.ptr_add(yn, y, r.n0, 4);
   } else {
-    V g = e.i64("g"), r0 = e.i64("r0");
-    e.sari(g, r.n0, 4);
-    e.mul(tmp, g, r.gs);
+    V grp = e.i64("grp"), r0 = e.i64("r0");
+    e.sari(grp, r.n0, 4);
+    e.mul(tmp, grp, r.gs);
     e.ptr_add(wn, r.w, tmp, 1);
     e.andi(r0, r.n0, kRows - 1);
     e.sub(start, r.n0, r0);  // the group's first row
     e.ptr_add(yn, y, start, 4);
     e.if_(r0, Cmp::NE, 0);
     {
-      // The whole group into tmp (64 bytes a token), then rows [r0, min(16, n1 - start)).
+      // Each token group into tmp, then rows [r0, min(16, n1 - start)) out to its y.
       V sixteen = e.imm(kRows, "sixteen"), t64 = e.imm(4 * kRows, "t64"), rend = e.i64("rend");
       V ri = e.i64("ri"), ys_t = e.ptr("ys_t"), tmp_t = e.ptr("tmp_t");
-      e.call(tile, {wn, r.gs, sixteen, r.pk, none, r.tmp, t64, r.nb});
       e.sub(rend, r.n1, start);
       e.min(rend, rend, sixteen);
-      e.mov(ys_t, yn);
-      e.mov(tmp_t, r.tmp);
-      for (int t = 0; t < tokens; ++t) {
-        e.for_(ri, r0, rend, e.imm(1, "one"));
-        V f = e.vec(128, Cls::F, "row_out");
-        e.vload_ss(f, Mem{tmp_t, ri, 4, 0});
-        e.vstore_ss(Mem{ys_t, ri, 4, 0}, f);
-        e.end_for();
-        e.ptr_add(ys_t, ys_t, r.ys, 1);
-        e.addi(tmp_t, tmp_t, 4 * kRows);
-      }
+      // Every group's tile writes tmp; `after` copies the rows to that group's outputs.
+      V y_of_group = e.ptr("y_of_group");
+      e.mov(y_of_group, yn);
+      emit_group_calls(e, r, g, wn, sixteen, r.tmp, t64, e.imm(0, "same_tmp"), [&](int tokens) {
+        e.mov(ys_t, y_of_group);
+        e.mov(tmp_t, r.tmp);
+        for (int t = 0; t < tokens; ++t) {
+          e.for_(ri, r0, rend, e.imm(1, "one"));
+          V f = e.vec(128, Cls::F, "row_out");
+          e.vload_ss(f, Mem{tmp_t, ri, 4, 0});
+          e.vstore_ss(Mem{ys_t, ri, 4, 0}, f);
+          e.end_for();
+          e.ptr_add(ys_t, ys_t, r.ys, 1);
+          e.addi(tmp_t, tmp_t, 4 * kRows);
+        }
+        e.ptr_add(y_of_group, y_of_group, g.y_step, 1);
+      });
       e.addi(start, start, kRows);
       e.ptr_add(wn, wn, r.gs, 1);
       e.addi(yn, yn, 4 * kRows);
@@ -325,8 +371,7 @@ void emit_rows(Builder& e, const RowsArgs& r, int tile, int tokens, V y) {
   e.for_(n, start, r.n1, step);
   e.sub(left, r.n1, n);
   e.min(rows, step, left);
-  e.call(tile,
-         {wn, r.layout == Rows16Weights::R16 ? r.gs : r.rb, rows, r.pk, none, yn, r.ys, r.nb});
+  emit_group_calls(e, r, g, wn, rows, yn, r.ys, g.y_step, {});
   if (r.layout == Rows16Weights::R16) {
     e.ptr_add(wn, wn, r.gs, 1);
   } else {
@@ -358,7 +403,7 @@ void build_q4_0x8_rows16_avx512(Builder& e, kir::Module& m, const std::string& n
       linear_entry_prologue(e, qt.block_elems, kQ4_0Rows16MaxBlocks);
 
   const bool r16 = layout == Rows16Weights::R16;
-  RowsArgs ra{layout, w, {}, {}, n0, n1, e.ptr("pack"), e.i64("y_stride"), nb, {}};
+  RowsArgs ra{layout, w, {}, {}, n0, n1, e.i64("y_stride"), nb, {}};
   V as = e.i64("act_stride"), tmp = e.i64("tmp");
   if (r16) {
     ra.gs = e.i64("group_bytes");
@@ -371,28 +416,46 @@ void build_q4_0x8_rows16_avx512(Builder& e, kir::Module& m, const std::string& n
   }
   e.muli(as, nb, int64_t(sizeof(block_q8_0)));
   e.muli(ra.ys, N, 4);
-  e.ptr_align(ra.pk, e.stack(int64_t(kQ4_0Rows16MaxBlocks) * kPackBlock + 64, "pack_raw"), 64);
+  V pk = e.ptr("pack");
+  e.ptr_align(pk, e.stack(kPackBudget + 64, "pack_raw"), 64);
 
-  // The gemm's tokens, in groups of 8 (the last of them may be 4).
+  // The gemm's tokens, in chunks of G groups of 8 (the chunk's last group may be 4): the
+  // chunk's groups are packed first, then every row tile runs all of them (gbytes: one
+  // group's pack; G as many as kPackBudget holds, at least 3 since K <= 16384).
   V full = e.i64("full"), t0 = e.i64("t0"), cnt = e.i64("cnt"), xt = e.ptr("xt"), yt = e.ptr("yt");
+  V gbytes = e.i64("gbytes"), G = e.i64("G"), chunk = e.i64("chunk"), gi = e.i64("gi"),
+    gc = e.i64("gcnt"), pkg = e.ptr("pkg"), xg = e.ptr("xg");
   V eight = e.imm(kGroup, "eight");
+  e.muli(gbytes, nb, kPackBlock);
+  e.movi(G, kPackBudget);
+  e.div(G, G, gbytes);
+  e.muli(chunk, G, kGroup);
   e.sari(full, T, 2);
   e.muli(full, full, 4);
-  e.for_(t0, e.imm(0, "zero"), full, eight);
+  Groups groups{gemm8,  gemm4,          kGroup, 4, pk, e.i64("n_full"), e.i64("has_tail"),
+                gbytes, e.i64("y_step")};
+  e.muli(groups.y_step, ra.ys, kGroup);
+  e.for_(t0, e.imm(0, "zero"), full, chunk);
   {
     e.sub(cnt, full, t0);
-    e.min(cnt, cnt, eight);
+    e.min(cnt, cnt, chunk);
     e.mul(tmp, t0, as);
     e.ptr_add(xt, x, tmp, 1);
     e.mul(tmp, t0, ra.ys);
     e.ptr_add(yt, y, tmp, 1);
-    emit_pack(e, xt, as, nb, cnt, ra.pk, V{});
-    e.if_(cnt, Cmp::EQ, kGroup);
-    emit_rows(e, ra, gemm8, 8, yt);
-    e.end_if();
-    e.if_(cnt, Cmp::EQ, 4);
-    emit_rows(e, ra, gemm4, 4, yt);
-    e.end_if();
+    e.mov(pkg, pk);
+    e.mov(xg, xt);
+    e.for_(gi, e.imm(0, "zero_p"), cnt, eight);
+    e.sub(gc, cnt, gi);
+    e.min(gc, gc, eight);
+    emit_pack(e, xg, as, nb, gc, pkg, V{});
+    e.ptr_add(pkg, pkg, gbytes, 1);
+    e.muli(tmp, as, kGroup);
+    e.ptr_add(xg, xg, tmp, 1);
+    e.end_for();
+    e.sari(groups.n_full, cnt, 3);
+    e.andi(groups.has_tail, cnt, 4);
+    emit_rows(e, ra, groups, yt);
   }
   e.end_for();
 
@@ -408,19 +471,20 @@ void build_q4_0x8_rows16_avx512(Builder& e, kir::Module& m, const std::string& n
     am = e.vec(512, Cls::I, "amin_abs"), zero512 = e.vec(512, Cls::I, "zero512");
   V k = e.mask("has_min8");
   e.vsplat32(amin, 0x7F7F7F7Fu);
-  emit_pack(e, xt, as, nb, rem, ra.pk, amin);
+  emit_pack(e, xt, as, nb, rem, pk, amin);
   e.vzero(zero512);
   e.vinsert(amin512, zero512, amin, 0);
   e.vabs_i8(am, amin512);  // |min| keeps its sign bit only for -128
   e.kfrom_bytes(k, am);
   e.kto_i64(bits, k);
+  V one = e.imm(1, "one_group");
   for (int r = 1; r < 4; ++r) {
     e.if_(rem, Cmp::EQ, r);
     e.if_(bits, Cmp::NE, 0);
-    emit_rows(e, ra, gemv_sign[r], r, yt);
+    emit_rows(e, ra, Groups{gemv_sign[r], -1, r, 0, pk, one, V{}, gbytes, groups.y_step}, yt);
     e.ret();
     e.end_if();
-    emit_rows(e, ra, gemv[r], r, yt);
+    emit_rows(e, ra, Groups{gemv[r], -1, r, 0, pk, one, V{}, gbytes, groups.y_step}, yt);
     e.end_if();
   }
 }

@@ -140,6 +140,10 @@ void big_shapes(const Loaded& l) {
     const auto w = make_weights(l.wtype, K, N, WeightStyle::Random, rng);
     const auto x = make_acts(K, T, ActStyle::Random, rng);
     ASSERT_EQ(compare(l, w, l.act(x, K, T), K, N, T, 0, N), "");
+    // A row range starting inside a 16-row group, over every chunk of token groups.
+    if (N > 6) {
+      ASSERT_EQ(compare(l, w, l.act(x, K, T), K, N, T, 5, N - 1), "");
+    }
   }
   // A K past the 65536-element scratch limit the kernels once had: no size limit now.
   const int64_t big_k = float_w(l.wtype) ? fit_k(l, 70001) : k_quant(l.wtype) ? 70144 : 70016;
@@ -158,7 +162,7 @@ void row_splits(const Loaded& l) {
   for (int64_t N : {9, 16, 64, 67}) {
     if (!l.admits(K, N)) continue;
     const auto w = make_weights(l.wtype, K, N, WeightStyle::Random, rng);
-    for (int64_t T : {1, 4, 6}) {
+    for (int64_t T : {1, 4, 6, 21}) {
       if (T > l.max_t(T)) continue;
       const auto x = make_acts(K, T, ActStyle::Random, rng);
       for (auto [n0, n1] : {std::pair<int64_t, int64_t>{0, 1},
