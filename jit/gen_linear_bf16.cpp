@@ -3,9 +3,11 @@
 
 #include <fmt/format.h>
 
+#include <optional>
 #include <vector>
 
 #include "jit/gen_lanes16.h"
+#include "jit/gen_masks.h"
 #include "jit/gen_tile.h"
 
 namespace cke::jit::gen {
@@ -19,10 +21,61 @@ using kir::V;
 
 constexpr int kMaxTile = 8;
 
+// vdpbf16ps on a machine without it (AVX2, AVX-512 F): per f32 lane l of 32 bf16 (16 dword
+// lanes; bf16 2l in the low half, 2l + 1 in the high half), as kernels/ref/linear_lanes.h
+// dpbf16_lane: acc = ftz(fma(daz(w_odd), daz(x_odd), acc)), then the same with the even
+// pair. A bf16 widens exactly to f32 (odd: the dword & 0xffff0000, even: dword << 16);
+// daz/ftz replace a subnormal by a zero of its sign: |v| < FLT_MIN picks v & sign (zeros
+// are unchanged, NaN compares false). acc is never subnormal between steps.
+struct Dpbf16 {
+  Lanes16& L;
+  Masks M;
+  V16 hi, abs, sign, fmin;  // 0xffff0000, 0x7fffffff, 0x80000000, FLT_MIN in every lane
+  V16 t, m;                 // scratch: |v| / v & sign, the subnormal mask (AVX2: a vector)
+  Dpbf16(Lanes16& lanes, Isa isa)
+      : L(lanes),
+        M(lanes.b, isa),
+        hi(L.splat(0xffff0000u, "bf_hi")),
+        abs(L.splat(0x7fffffffu, "bf_abs")),
+        sign(L.splat(0x80000000u, "bf_sign")),
+        fmin(L.splat(0x00800000u, "flt_min")),
+        t(L.vec("bf_t")) {
+    for (int h = 0; h < L.parts; ++h) m.part[h] = M.make(L.width(), "subnormal");
+  }
+  void flush(V16 v) {
+    kir::Builder& b = L.b;
+    for (int h = 0; h < L.parts; ++h) {
+      b.vand(t.part[h], v.part[h], abs.part[h]);
+      M.cmp(m.part[h], t.part[h], fmin.part[h], kir::FCmp::LT);
+      b.vand(t.part[h], v.part[h], sign.part[h]);
+      M.select(v.part[h], m.part[h], t.part[h], v.part[h]);
+    }
+  }
+  // The 32 bf16 at mem as f32 (odd, even), subnormals flushed.
+  void widen(Mem mem, V16 odd, V16 even) {
+    kir::Builder& b = L.b;
+    L.load(even, mem);
+    for (int h = 0; h < L.parts; ++h) {
+      b.vand(odd.part[h], even.part[h], hi.part[h]);
+      b.vsll_i32(even.part[h], even.part[h], 16);
+    }
+    flush(odd);
+    flush(even);
+  }
+  void step(V16 acc, V16 w_odd, V16 w_even, V16 x_odd, V16 x_even) {
+    L.fma(acc, w_odd, x_odd);
+    flush(acc);
+    L.fma(acc, w_even, x_even);
+    flush(acc);
+  }
+};
+
 // accs = 2: ggml_vec_dot_bf16 (64-element steps, c1/c2, double tail); accs = 1: tinyBLAS.
-int emit_tile(kir::Module& m, const std::string& name, int accs, int R, int TT) {
+// isa Avx512Bf16: vdpbf16ps; Avx512 / Avx2: Dpbf16's emulation of it.
+int emit_tile(kir::Module& m, const std::string& name, Isa isa, int accs, int R, int TT) {
   Builder b = open_tile(m, name);
-  Lanes16 ft(b, Isa::Avx512Bf16);
+  Lanes16 ft(b, isa == Isa::Avx512Bf16 ? Isa::Avx512 : isa);
+  const bool native = isa == Isa::Avx512Bf16;
   const TileArgs a = begin_tile(b);
   const std::vector<V> r = tile_rows(b, a, R);
   std::vector<V> xt{a.a};
@@ -35,6 +88,8 @@ int emit_tile(kir::Module& m, const std::string& name, int accs, int R, int TT) 
   for (int i = 0; i < R; ++i)
     for (int t = 0; t < TT; ++t)
       for (int j = 0; j < accs; ++j) acc[i][t][j] = ft.zero("acc");
+  std::optional<Dpbf16> em;
+  if (!native) em.emplace(ft, isa);
 
   // Steps of 32 * accs bf16 (64 * accs bytes). a.n: K for vec_dot, K / 32 for tinyBLAS.
   const int step = 64 * accs;
@@ -47,15 +102,29 @@ int emit_tile(kir::Module& m, const std::string& name, int accs, int R, int TT) 
   }
   b.for_(off, b.imm(0, "zero"), end, b.imm(step, "step_bytes"));
   for (int j = 0; j < accs; ++j) {
-    V xv[kMaxTile];
-    for (int t = 0; t < TT; ++t) {
-      xv[t] = b.vec(512, Cls::I, "xv");
-      b.vload(xv[t], Mem{xt[t], off, 1, 64 * j});
-    }
-    for (int i = 0; i < R; ++i) {
-      V wv = b.vec(512, Cls::I, "wv");
-      b.vload(wv, Mem{r[i], off, 1, 64 * j});
-      for (int t = 0; t < TT; ++t) b.vdpbf16(acc[i][t][j].part[0], wv, xv[t]);
+    if (native) {
+      V xv[kMaxTile];
+      for (int t = 0; t < TT; ++t) {
+        xv[t] = b.vec(512, Cls::I, "xv");
+        b.vload(xv[t], Mem{xt[t], off, 1, 64 * j});
+      }
+      for (int i = 0; i < R; ++i) {
+        V wv = b.vec(512, Cls::I, "wv");
+        b.vload(wv, Mem{r[i], off, 1, 64 * j});
+        for (int t = 0; t < TT; ++t) b.vdpbf16(acc[i][t][j].part[0], wv, xv[t]);
+      }
+    } else {
+      V16 xo[kMaxTile], xe[kMaxTile];
+      for (int t = 0; t < TT; ++t) {
+        xo[t] = ft.vec("x_odd");
+        xe[t] = ft.vec("x_even");
+        em->widen(Mem{xt[t], off, 1, 64 * j}, xo[t], xe[t]);
+      }
+      for (int i = 0; i < R; ++i) {
+        V16 wo = ft.vec("w_odd"), we = ft.vec("w_even");
+        em->widen(Mem{r[i], off, 1, 64 * j}, wo, we);
+        for (int t = 0; t < TT; ++t) em->step(acc[i][t][j], wo, we, xo[t], xe[t]);
+      }
     }
   }
   b.end_for();
@@ -104,7 +173,7 @@ int emit_tile(kir::Module& m, const std::string& name, int accs, int R, int TT) 
   return b.index();
 }
 
-bool build(const char* generator, int accs, const GeneratorParams& params, kir::Module* m,
+bool build(const char* generator, Isa isa, int accs, const GeneratorParams& params, kir::Module* m,
            std::string* err) {
   int rows = 4, tokens = accs == 2 ? 1 : 6;
   if (!int_params(params, generator, {{"rows", &rows}, {"tokens", &tokens}}, err)) return false;
@@ -116,24 +185,25 @@ bool build(const char* generator, int accs, const GeneratorParams& params, kir::
         generator, rows, tokens, kMaxTile, accs == 2 ? "2 * " : "");
     return false;
   }
-  m->isa = isa_features(Isa::Avx512Bf16);
+  m->isa = isa_features(isa);
   m->comment =
       accs == 2
           ? fmt::format(
                 "generator {}, rows {}, tokens {}: contract linear.bf16.ggml (ggml_vec_dot_bf16 "
-                "with AVX512-BF16:\nvdpbf16ps into c1 (elements 0..31) and c2 (32..63) of each "
-                "64, reduced and added in double, tail in double)",
-                generator, rows, tokens)
+                "with AVX512-BF16:\nvdpbf16ps{} into c1 (elements 0..31) and c2 (32..63) of "
+                "each 64, reduced and added in double, tail in double)",
+                generator, rows, tokens, isa == Isa::Avx512Bf16 ? "" : " (emulated: FMAs, DAZ/FTZ)")
           : fmt::format(
                 "generator {}, rows {}, tokens {}: contract linear.bf16_tinyblas.ggml "
-                "(tinyBLAS<32, __m512bh>:\none vdpbf16ps accumulator per output, reduce tree, "
+                "(tinyBLAS<32, __m512bh>:\none vdpbf16ps{} accumulator per output, reduce tree, "
                 "K % 32 == 0)",
-                generator, rows, tokens);
+                generator, rows, tokens,
+                isa == Isa::Avx512Bf16 ? "" : " (emulated: FMAs, DAZ/FTZ)");
   Builder e(
       *m, m->name,
       {Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::I64, Kind::I64, Kind::I64, Kind::I64, Kind::I64});
   const Grid g = token_grid(m->name, rows, tokens, [&](const std::string& fn, int t) {
-    return emit_tile(*m, fn, accs, rows, t);
+    return emit_tile(*m, fn, isa, accs, rows, t);
   });
   // vec_dot: any K (tiles get K); tinyBLAS: blocks of 32 elements (tiles get K / 32).
   if (accs == 2)
@@ -146,11 +216,23 @@ bool build(const char* generator, int accs, const GeneratorParams& params, kir::
 }  // namespace
 
 bool build_linear_bf16_avx512bf16(const GeneratorParams& p, kir::Module* m, std::string* err) {
-  return build("linear_bf16__avx512bf16", 2, p, m, err);
+  return build("linear_bf16__avx512bf16", Isa::Avx512Bf16, 2, p, m, err);
 }
 bool build_linear_bf16_tinyblas_avx512bf16(const GeneratorParams& p, kir::Module* m,
                                            std::string* err) {
-  return build("linear_bf16_tinyblas__avx512bf16", 1, p, m, err);
+  return build("linear_bf16_tinyblas__avx512bf16", Isa::Avx512Bf16, 1, p, m, err);
+}
+bool build_linear_bf16_avx512(const GeneratorParams& p, kir::Module* m, std::string* err) {
+  return build("linear_bf16__avx512", Isa::Avx512, 2, p, m, err);
+}
+bool build_linear_bf16_tinyblas_avx512(const GeneratorParams& p, kir::Module* m, std::string* err) {
+  return build("linear_bf16_tinyblas__avx512", Isa::Avx512, 1, p, m, err);
+}
+bool build_linear_bf16_avx2(const GeneratorParams& p, kir::Module* m, std::string* err) {
+  return build("linear_bf16__avx2", Isa::Avx2, 2, p, m, err);
+}
+bool build_linear_bf16_tinyblas_avx2(const GeneratorParams& p, kir::Module* m, std::string* err) {
+  return build("linear_bf16_tinyblas__avx2", Isa::Avx2, 1, p, m, err);
 }
 
 }  // namespace cke::jit::gen

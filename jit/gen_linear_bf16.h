@@ -7,8 +7,9 @@
 //     in double, the double rounded to f32;
 //   linear.bf16_tinyblas.ggml (prefill, K % 32 == 0, N % 4 == 0): tinyBLAS<32, __m512bh>,
 //     one accumulator per output over 32-element steps, reduce, no tail.
-// Without AVX512-BF16 (AVX2 and plain AVX-512 hosts) these contracts run their references:
-// emulating vdpbf16ps's flush-to-zero lane by lane is possible but not written yet.
+// Without AVX512-BF16 (AVX2 and plain AVX-512 hosts) the same tiles emulate vdpbf16ps lane by
+// lane: two FMAs (odd pair, then even) on the widened bf16, subnormal inputs and results
+// replaced by zeros of their sign (kernels/ref/linear_lanes.h dpbf16_lane), bit for bit.
 #pragma once
 
 #include <string>
@@ -23,5 +24,9 @@ namespace cke::jit::gen {
 bool build_linear_bf16_avx512bf16(const GeneratorParams& p, kir::Module* m, std::string* err);
 bool build_linear_bf16_tinyblas_avx512bf16(const GeneratorParams& p, kir::Module* m,
                                            std::string* err);
+bool build_linear_bf16_avx512(const GeneratorParams& p, kir::Module* m, std::string* err);
+bool build_linear_bf16_tinyblas_avx512(const GeneratorParams& p, kir::Module* m, std::string* err);
+bool build_linear_bf16_avx2(const GeneratorParams& p, kir::Module* m, std::string* err);
+bool build_linear_bf16_tinyblas_avx2(const GeneratorParams& p, kir::Module* m, std::string* err);
 
 }  // namespace cke::jit::gen

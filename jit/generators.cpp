@@ -73,7 +73,7 @@ constexpr gen::LayerNormFn kLayerNorm = nullptr;
 constexpr gen::ReluSqrFn kReluSqr = nullptr;
 constexpr gen::GluFusedFn kGluFused = nullptr;
 
-const std::array<Generator, 105> kGenerators = {
+const std::array<Generator, 109> kGenerators = {
     make_generator("linear_q8_0__avx512vnni",
                    "q8_0 linear, ggml vec_dot lanes, 2 rows per zmm, vpdpbusd", kAvx512Vnni,
                    kLinear, &gen::build_linear_q8_0_avx512vnni),
@@ -167,6 +167,19 @@ const std::array<Generator, 105> kGenerators = {
     make_generator("linear_bf16_tinyblas__avx512bf16",
                    "bf16 linear, llamafile tinyBLAS<32, __m512bh>: one vdpbf16ps accumulator",
                    kAvx512Bf16, kLinear, &gen::build_linear_bf16_tinyblas_avx512bf16),
+    make_generator("linear_bf16__avx512",
+                   "bf16 linear, ggml_vec_dot_bf16 with vdpbf16ps emulated (FMAs, DAZ/FTZ), zmm",
+                   kAvx512, kLinear, &gen::build_linear_bf16_avx512),
+    make_generator("linear_bf16_tinyblas__avx512",
+                   "bf16 linear, tinyBLAS<32, __m512bh> with vdpbf16ps emulated, zmm", kAvx512,
+                   kLinear, &gen::build_linear_bf16_tinyblas_avx512),
+    make_generator("linear_bf16__avx2",
+                   "bf16 linear, ggml_vec_dot_bf16 with vdpbf16ps emulated (FMAs, DAZ/FTZ), ymm "
+                   "pairs",
+                   kAvx2, kLinear, &gen::build_linear_bf16_avx2),
+    make_generator("linear_bf16_tinyblas__avx2",
+                   "bf16 linear, tinyBLAS<32, __m512bh> with vdpbf16ps emulated, ymm pairs", kAvx2,
+                   kLinear, &gen::build_linear_bf16_tinyblas_avx2),
     make_generator("attention_f32__avx512",
                    "attention over the F32 KV cache, ggml non-flash arithmetic, 16 lanes per zmm",
                    kAvx512, kAttention, &gen::build_attention_f32_avx512),

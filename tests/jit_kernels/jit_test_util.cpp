@@ -238,6 +238,11 @@ std::vector<float> make_acts(int64_t K, int64_t T, ActStyle s, std::mt19937& rng
       case ActStyle::Subnormal:
         v = nd(rng) * 1e-39f;
         break;
+      case ActStyle::Tiny: {
+        std::uniform_real_distribution<float> e(-38.0f, -33.0f);
+        v = (nd(rng) < 0 ? -1.0f : 1.0f) * std::pow(10.0f, e(rng));
+        break;
+      }
       default:
         break;
     }

@@ -30,6 +30,7 @@ enum class ActStyle {
   Large,      // magnitudes up to 3e38
   NaNs,       // random with some NaN and Inf elements (quantize to -128 / d = Inf)
   Subnormal,  // tiny values, including subnormals
+  Tiny,       // normal values near FLT_MIN (1e-38..1e-33): products and sums subnormal
 };
 std::vector<float> make_acts(int64_t K, int64_t T, ActStyle s, std::mt19937& rng);
 

@@ -183,8 +183,8 @@ void edge_data(const Loaded& l) {
   std::mt19937 rng(77);
   const WeightStyle wstyles[] = {WeightStyle::Random, WeightStyle::Extreme, WeightStyle::Zero,
                                  WeightStyle::SpecialScale};
-  const ActStyle astyles[] = {ActStyle::Random, ActStyle::Zero, ActStyle::Large, ActStyle::NaNs,
-                              ActStyle::Subnormal};
+  const ActStyle astyles[] = {ActStyle::Random, ActStyle::Zero,      ActStyle::Large,
+                              ActStyle::NaNs,   ActStyle::Subnormal, ActStyle::Tiny};
   const int64_t K = float_w(l.wtype) ? fit_k(l, 137) : k_quant(l.wtype) ? 512 : 320;
   for (WeightStyle ws : wstyles)
     for (ActStyle as : astyles)
@@ -401,6 +401,18 @@ TEST(JitLinear, linear_bf16_f32_4x1__avx512bf16) {
 TEST(JitLinear, linear_bf16_tinyblas_f32_4x6__avx512bf16) {
   run_all("linear_bf16_tinyblas_f32_4x6__avx512bf16");
 }
+TEST(JitLinear, linear_bf16_f32_4x1__avx512) {
+  run_all("linear_bf16_f32_4x1__avx512");
+}
+TEST(JitLinear, linear_bf16_tinyblas_f32_4x3__avx512) {
+  run_all("linear_bf16_tinyblas_f32_4x3__avx512");
+}
+TEST(JitLinear, linear_bf16_f32_2x1__avx2) {
+  run_all("linear_bf16_f32_2x1__avx2");
+}
+TEST(JitLinear, linear_bf16_tinyblas_f32_2x2__avx2) {
+  run_all("linear_bf16_tinyblas_f32_2x2__avx2");
+}
 TEST(JitLinear, linear_f32_f32_1x1__avx2) {
   run_all("linear_f32_f32_1x1__avx2");
 }
@@ -525,6 +537,8 @@ TEST(JitLinear, EveryGeneratedProviderHasATest) {
       "linear_f16_tinyblas_f32_4x6__avx512", "linear_f16_tinyblas_f32_3x2__avx2",
       "linear_f32_tinyblas_f32_4x6__avx512", "linear_f32_tinyblas_f32_3x2__avx2",
       "linear_bf16_f32_4x1__avx512bf16",     "linear_bf16_tinyblas_f32_4x6__avx512bf16",
+      "linear_bf16_f32_4x1__avx512",         "linear_bf16_tinyblas_f32_4x3__avx512",
+      "linear_bf16_f32_2x1__avx2",           "linear_bf16_tinyblas_f32_2x2__avx2",
       "linear_q8_0_f32_8x4__avx512vnni",     "linear_q5_K_f32_1x4__avx512vnni",
       "linear_q5_K_f32_1x1__avx512vnni",     "linear_q5_K_f32_1x1__avx2",
       "linear_q3_K_f32_1x4__avx512vnni",     "linear_q3_K_f32_1x1__avx512vnni",
