@@ -12,13 +12,13 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 secs="${1:-60}"
 bdir="${CKE_FUZZ_BUILD_DIR:-$root/build-fuzz}"
 jobs="${CKE_FUZZ_JOBS:-$(nproc)}"
-read -r -a targets <<<"${CKE_FUZZ_TARGETS:-fuzz_gguf fuzz_kernel_map fuzz_contract fuzz_circuit fuzz_chat_template fuzz_tokenizer}"
+read -r -a targets <<<"${CKE_FUZZ_TARGETS:-fuzz_gguf fuzz_kernel_map fuzz_contract fuzz_circuit fuzz_chat_template fuzz_tokenizer fuzz_openai_request}"
 
 # Inputs longer than this are not tried: each loader's real inputs fit with room to spare,
 # and shorter inputs keep the rate high.
 declare -A max_len=(
   [fuzz_gguf]=65536 [fuzz_kernel_map]=16384 [fuzz_contract]=8192 [fuzz_circuit]=16384
-  [fuzz_chat_template]=4096 [fuzz_tokenizer]=2048)
+  [fuzz_chat_template]=4096 [fuzz_tokenizer]=2048 [fuzz_openai_request]=4096)
 
 bash "$root/scripts/deps.sh"
 # -O1 as OSS-Fuzz builds: half the compile time of -O3 for most of the speed.

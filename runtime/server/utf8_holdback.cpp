@@ -9,7 +9,9 @@ namespace cke::server {
 size_t utf8_complete_prefix(std::string_view s) {
   for (size_t back = 1; back <= std::min<size_t>(3, s.size()); ++back) {
     const char c = s[s.size() - back];
-    if ((static_cast<unsigned char>(c) & 0xC0) == 0x80) continue;  // a continuation byte
+    const auto u = static_cast<unsigned char>(c);
+    if ((u & 0xC0) == 0x80) continue;           // a continuation byte
+    if (u < 0xC2 || u > 0xF4) return s.size();  // no sequence starts with it
     return tok::utf8_len(c) > back ? s.size() - back : s.size();
   }
   return s.size();

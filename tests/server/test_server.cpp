@@ -119,6 +119,9 @@ TEST(Utf8Holdback, HoldsAnIncompleteCharacterUntilItIsWhole) {
   EXPECT_EQ(utf8_complete_prefix("\xF0\x9F\x98"), 0u);      // 4-byte lead, 2 of 3 more seen
   EXPECT_EQ(utf8_complete_prefix("\xE2\xE2"), 1u);          // the first can never complete
   EXPECT_EQ(utf8_complete_prefix("\x80\x80\x80\x80"), 4u);  // stray continuations: not held
+  EXPECT_EQ(utf8_complete_prefix("a\xFF"), 2u);             // no sequence starts with these:
+  EXPECT_EQ(utf8_complete_prefix("a\xC0"), 2u);             // not held either
+  EXPECT_EQ(utf8_complete_prefix("a\xF5\x80"), 3u);
   server::Utf8Holdback h;
   EXPECT_EQ(h.push("It"), "It");
   EXPECT_EQ(h.push("\xE2"), "");
