@@ -61,6 +61,7 @@
 
 #include "jit/gen_tile.h"
 #include "kernels/formats/blocks.h"
+#include "kernels/formats/layouts.h"
 
 namespace cke::jit::gen {
 namespace {
@@ -109,8 +110,10 @@ constexpr int kAcc = 0, kAccMin = 1, kD = 2, kDMin = 3, kPartA = 4, kPartB = 5, 
 
 class Tile {
  public:
+  // r16: the weights are the q4_K_r16 copy (kernels/formats/layouts.h; AVX-512, q4_K): w is
+  // the 16-row group, each super-block already transposed, so no transposes run.
   Tile(kir::Module& m, const std::string& name, const X8Format& f, bool avx512, int n_gemm,
-       int n_gemv)
+       int n_gemv, bool r16 = false)
       : b_(open_tile(m, name)),
         a_(begin_tile(b_)),
         f_(f),
@@ -124,8 +127,10 @@ class Tile {
         rows_(avx512 ? 16 : 8),
         bits_(avx512 ? 512 : 256),
         n_gemm_(n_gemm),
-        tokens_(n_gemm + n_gemv) {
+        tokens_(n_gemm + n_gemv),
+        r16_(r16) {
     if (tokens_ < 1 || tokens_ > 8) throw std::logic_error("kir: q4_K tile takes 1..8 tokens");
+    if (r16 && (f.q2 || !avx512)) throw std::logic_error("kir: q4_K_r16 is AVX-512 q4_K only");
   }
 
   int build();
@@ -136,6 +141,8 @@ class Tile {
   Mem tok(int t, int s, int disp = 0) const { return slot(kTok0 + t * kTokSlots + s, disp); }
   Mem act(int t, int32_t disp) const { return tr_[t / 4].at(t % 4, disp); }
   Mem row(int r, int32_t disp) const { return Mem{wb_, roff_[size_t(r)], 1, disp}; }
+  Mem r16(int32_t disp) const { return Mem{wb_, {}, 1, disp}; }  // the group's super-block
+  int wblock() const { return r16_ ? kQ4KR16Block : f_.block; }  // weight bytes a super-block
   V vec(const char* n, Cls c = Cls::I) { return b_.vec(bits_, c, n); }
   V splat(const char* n, uint32_t v) {
     V x = vec(n);
@@ -172,6 +179,7 @@ class Tile {
   const int nsub_, kSc, kMn, kWhi, kScratch, kTok0;
   bool avx512_;
   int rows_, bits_, n_gemm_, tokens_;
+  bool r16_;
   std::vector<V> roff_;
   V frame_, wb_, dw_, dminw_, even_odd_;
   TokenRows tr_[2];
@@ -179,8 +187,8 @@ class Tile {
 
 int Tile::build() {
   Builder& b = b_;
-  // Byte offsets of the rows from w, clamped to nrows - 1.
-  {
+  // Byte offsets of the rows from w, clamped to nrows - 1 (the r16 copy: none).
+  if (!r16_) {
     V last = b.i64("last"), i = b.i64("i");
     b.addi(last, a_.nrows, -1);
     for (int r = 0; r < rows_; ++r) {
@@ -220,21 +228,30 @@ int Tile::build() {
   }
   V off = b.i64("off"), end = b.i64("end");
   wb_ = b.ptr("wb");
-  b.muli(end, a_.n, f_.block);
-  b.for_(off, b.imm(0, "zero_i"), end, b.imm(f_.block, "block_bytes"));
-  b.ptr_add(wb_, a_.w, off, 1);  // this super-block of row 0; row r at wb + roff[r]
+  b.muli(end, a_.n, wblock());
+  b.for_(off, b.imm(0, "zero_i"), end, b.imm(wblock(), "block_bytes"));
+  b.ptr_add(wb_, a_.w, off, 1);  // this super-block of row 0 (r16: of the group)
   // The rows' super-block kPrefetch ahead, if the rows have it.
   V ahead = b.i64("ahead");
-  b.addi(ahead, off, kPrefetch * f_.block);
+  b.addi(ahead, off, kPrefetch * wblock());
   b.if_(ahead, kir::Cmp::LT, end);
-  for (int r = 0; r < rows_; ++r)
-    for (int l = 0; l < f_.block; l += 64) b.vprefetch(row(r, kPrefetch * f_.block + l));
+  if (r16_) {
+    for (int l = 0; l < wblock(); l += 64) b.vprefetch(r16(kPrefetch * wblock() + l));
+  } else {
+    for (int r = 0; r < rows_; ++r)
+      for (int l = 0; l < f_.block; l += 64) b.vprefetch(row(r, kPrefetch * f_.block + l));
+  }
   b.end_if();
   heads();
   token_factors();
   V q[8];
   for (int u = 0; u < f_.units; ++u) {
-    if (!f_.q2) {
+    if (r16_) {
+      for (int d = 0; d < 8; ++d) {
+        q[d] = vec("Q");
+        b.vload(q[d], r16(256 + 512 * u + 64 * d));  // lane r = dword d of row r's chunk u
+      }
+    } else if (!f_.q2) {
       transpose_chunk(f_.qs + 32 * u, q);
     } else if (u % 4 == 0) {  // q2_K: one transpose per half, kept for its 4 groups
       transpose_chunk(f_.qs + 32 * (u / 4), q);
@@ -322,7 +339,11 @@ void Tile::heads() {
   } else {
     u[0] = dd;
     for (int i = 1; i < 4; ++i) u[i] = vec("u");  // scale bytes 4(i-1)..4(i-1)+3
-    transpose16(0, u);
+    if (r16_) {
+      for (int i = 0; i < 4; ++i) b.vload(u[i], r16(64 * i));  // lane r = row r's dword i
+    } else {
+      transpose16(0, u);
+    }
   }
 
   // d and dmin: the fp16 pairs of each half as f32 [d, dmin, d, dmin, ...], split by vpermd
@@ -721,6 +742,105 @@ bool build_x8(const X8Format& f, Isa isa, const GeneratorParams& params, kir::Mo
   return true;
 }
 
+// The entry on the q4_K_r16 copy: row n's outputs come from lane n % 16 of group n / 16, so
+// rows [first, n1) with first = n0 rounded down to 16 run as the row-major grid does (a row
+// tile is a group: w + (n / 16) * gs = w + n * rb with gs = 16 rb, rb = nb * 144). A range
+// starting inside a group (n0 % 16 != 0, a thread's split) first computes that whole group,
+// 8 tokens at a time, into a frame buffer and keeps rows [n0, ...) of it.
+void emit_r16_entry(Builder& e, const Grid& g) {
+  const auto [x, w, y, K, N, T, n0, n1, nb] = linear_entry_prologue(e, kQK_K);
+  V rb = e.i64("row_bytes"), as = e.i64("act_stride"), ys = e.i64("y_stride"), tmp = e.i64("tmp");
+  V first = e.i64("first"), r0 = e.i64("r0"), wf = e.ptr("w_first"), yf = e.ptr("y_first");
+  e.muli(rb, nb, int64_t(sizeof(block_q4_K)));
+  e.muli(as, nb, kABlock);
+  e.muli(ys, N, 4);
+  e.andi(r0, n0, kQ4KR16Rows - 1);
+  e.sub(first, n0, r0);
+  e.mul(tmp, first, rb);
+  e.ptr_add(wf, w, tmp, 1);
+  e.ptr_add(yf, y, first, 4);
+  e.if_(r0, kir::Cmp::NE, 0);
+  {
+    V buf = e.ptr("group_out"), t0 = e.i64("t0"), cnt = e.i64("cnt"), rend = e.i64("rend");
+    V xt = e.ptr("xt"), yt = e.ptr("yt"), ri = e.i64("ri"), t = e.i64("t");
+    V sixteen = e.imm(kQ4KR16Rows, "sixteen"), row_out = e.imm(4 * kQ4KR16Rows, "row_out");
+    V g_end = e.i64("g_end"), eight = e.imm(8, "eight");
+    e.ptr_align(buf, e.stack(8 * 4 * kQ4KR16Rows + 64, "group_raw"), 64);
+    e.addi(g_end, first, kQ4KR16Rows);
+    e.sub(rend, n1, first);
+    e.min(rend, rend, sixteen);
+    e.for_(t0, e.imm(0, "zero_t"), T, eight);
+    {
+      e.sub(cnt, T, t0);
+      e.min(cnt, cnt, eight);
+      e.mul(tmp, t0, as);
+      e.ptr_add(xt, x, tmp, 1);
+      // The group's 16 rows of these tokens (the grid's own tiles, 64 bytes a token).
+      emit_grid(e, g, wf, rb, first, g_end, xt, as, cnt, buf, row_out, nb);
+      e.mul(tmp, t0, ys);
+      e.ptr_add(yt, y, tmp, 1);
+      e.ptr_add(yt, yt, first, 4);
+      e.for_(t, e.imm(0, "zero_c"), cnt, e.imm(1, "one_t"));
+      {
+        V src = e.ptr("src");
+        e.muli(tmp, t, 4 * kQ4KR16Rows);
+        e.ptr_add(src, buf, tmp, 1);
+        e.for_(ri, r0, rend, e.imm(1, "one_r"));
+        V f = e.vec(128, Cls::F, "row_y");
+        e.vload_ss(f, Mem{src, ri, 4, 0});
+        e.vstore_ss(Mem{yt, ri, 4, 0}, f);
+        e.end_for();
+        e.ptr_add(yt, yt, ys, 1);
+      }
+      e.end_for();
+    }
+    e.end_for();
+    e.addi(first, first, kQ4KR16Rows);
+    e.muli(tmp, rb, kQ4KR16Rows);
+    e.ptr_add(wf, wf, tmp, 1);
+    e.addi(yf, yf, 4 * kQ4KR16Rows);
+  }
+  e.end_if();
+  emit_grid(e, g, wf, rb, first, n1, x, as, T, yf, ys, nb);
+}
+
+// q4_K on its q4_K_r16 copy, AVX-512 VNNI: the tiles of build_x8 reading the transposed
+// super-blocks directly.
+bool build_q4_K_r16(const GeneratorParams& params, kir::Module* m, std::string* err) {
+  const char* gen = "linear_q4_K_r16__avx512vnni";
+  int rows = 16, tokens = 1;
+  if (!int_params(params, gen, {{"rows", &rows}, {"tokens", &tokens}}, err)) return false;
+  if (rows != 16 || (tokens != 1 && tokens != 8)) {
+    *err = fmt::format("generator '{}': tile {}x{} is not one it can emit (rows 16, tokens 1 or 8)",
+                       gen, rows, tokens);
+    return false;
+  }
+  m->isa = isa_features(Isa::Avx512Vnni);
+  m->comment = fmt::format(
+      "generator {}, rows {}, tokens {}: ggml's repacked q4_K_8x8 gemm/gemv arithmetic of "
+      "contract linear.q4_Kx8.ggml on the\nq4_K_r16 weight copy, one lane per row "
+      "(activations: Q8_K rows from the plan's act_quant step)",
+      gen, rows, tokens);
+  Builder e(
+      *m, m->name,
+      {Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::I64, Kind::I64, Kind::I64, Kind::I64, Kind::I64});
+  auto tile = [&](const std::string& name, int n_gemm, int n_gemv) {
+    return Tile(*m, name, kQ4Kx8, true, n_gemm, n_gemv, true).build();
+  };
+  Grid g;
+  g.R = 16;
+  g.G = tokens;
+  if (tokens == 1) {
+    g.full_fn = tile(m->name + "_gemv1", 0, 1);
+  } else {
+    g.full_fn = tile(fmt::format("{}_gemm{}", m->name, tokens), tokens, 0);
+    for (int r = 1; r < tokens; ++r)
+      g.rem_fn[r] = tile(fmt::format("{}_rest{}", m->name, r), r - r % 4, r % 4);
+  }
+  emit_r16_entry(e, g);
+  return true;
+}
+
 }  // namespace
 
 bool build_linear_q4_Kx8_avx512vnni(const GeneratorParams& p, kir::Module* m, std::string* err) {
@@ -734,6 +854,9 @@ bool build_linear_q2_Kx8_avx512vnni(const GeneratorParams& p, kir::Module* m, st
 }
 bool build_linear_q2_Kx8_avx2(const GeneratorParams& p, kir::Module* m, std::string* err) {
   return build_x8(kQ2Kx8, Isa::Avx2, p, m, err);
+}
+bool build_linear_q4_K_r16_avx512vnni(const GeneratorParams& p, kir::Module* m, std::string* err) {
+  return build_q4_K_r16(p, m, err);
 }
 
 }  // namespace cke::jit::gen

@@ -73,7 +73,7 @@ constexpr gen::LayerNormFn kLayerNorm = nullptr;
 constexpr gen::ReluSqrFn kReluSqr = nullptr;
 constexpr gen::GluFusedFn kGluFused = nullptr;
 
-const std::array<Generator, 109> kGenerators = {
+const std::array<Generator, 110> kGenerators = {
     make_generator("linear_q8_0__avx512vnni",
                    "q8_0 linear, ggml vec_dot lanes, 2 rows per zmm, vpdpbusd", kAvx512Vnni,
                    kLinear, &gen::build_linear_q8_0_avx512vnni),
@@ -93,6 +93,10 @@ const std::array<Generator, 109> kGenerators = {
     make_generator("linear_q4_Kx8__avx512vnni",
                    "q4_K linear, ggml's repacked q4_K_8x8 gemm/gemv, one lane per row of 16",
                    kAvx512Vnni, kLinear, &gen::build_linear_q4_Kx8_avx512vnni),
+    make_generator("linear_q4_K_r16__avx512vnni",
+                   "q4_K linear on the q4_K_r16 weight copy, ggml's repacked q4_K_8x8 arithmetic "
+                   "(contract linear.q4_Kx8.ggml)",
+                   kAvx512Vnni, kLinear, &gen::build_linear_q4_K_r16_avx512vnni),
     make_generator("linear_f32__avx512",
                    "f32 linear, ggml_vec_dot_f32 4x16 accumulators, reduce_add tree", kAvx512,
                    kLinear, &gen::build_linear_f32_avx512),

@@ -15,6 +15,17 @@
 //              So a 512-bit load at 64 j holds dword j of all 16 rows, lane r = row r,
 //              and the scales of the 16 rows are one 256-bit load: 18 bytes per row and
 //              block, as in the file.
+//   q4_K_r16   q4_K rows in groups of 16, super-block-interleaved and transposed for kernels
+//              that keep one int32 lane per row. Group g (rows 16g .. 16g+15; rows past N
+//              are zero), super-block b (elements 256b .. 256b+255) is kQ4KR16Block bytes at
+//              (g * nb + b) * kQ4KR16Block:
+//                bytes [64 k + 4 r, +4)              dword k of the block head (k = 0: d |
+//                                                    dmin << 16; 1..3: the 12 scale bytes)
+//                                                    of row 16g + r, k = 0..3
+//                bytes [256 + 512 c + 64 d + 4 r, +4)  dword d (quant bytes 4d .. 4d+3) of
+//                                                    64-element chunk c of that row, d = 0..7
+//              So one 512-bit load holds one dword of all 16 rows, lane r = row r: 144
+//              bytes per row and super-block, as in the file.
 #pragma once
 
 #include <cstddef>
@@ -28,6 +39,8 @@ namespace cke {
 
 inline constexpr int kQ4_0R16Rows = 16;
 inline constexpr int kQ4_0R16Block = 16 * 18;  // bytes of one block of a 16-row group
+inline constexpr int kQ4KR16Rows = 16;
+inline constexpr int kQ4KR16Block = 16 * 144;  // bytes of one super-block of a 16-row group
 
 struct WeightLayout {
   std::string_view name;

@@ -61,5 +61,41 @@ TEST(WeightLayouts, q4_0_r16) {
   }
 }
 
+// q4_K_r16: group g, super-block b at (g * nb + b) * 2304; dword k of row 16g + r's 16-byte
+// head (d, dmin, scales) at 64 k + 4 r; dword d of its chunk c (quant bytes 16 + 32 c + 4 d)
+// at 256 + 512 c + 64 d + 4 r; rows past N zero.
+TEST(WeightLayouts, q4_K_r16) {
+  const WeightLayout& l = *find_weight_layout("q4_K_r16");
+  EXPECT_EQ(l.dtype, DType::Q4_K);
+  for (auto [K, N] : {std::pair<int64_t, int64_t>{256, 16}, {768, 37}, {512, 8}}) {
+    const int64_t nb = K / 256, groups = (N + 15) / 16;
+    const std::vector<uint8_t> src = random_bytes(size_t(N * nb) * sizeof(block_q4_K), 9);
+    ASSERT_EQ(l.bytes(K, N), size_t(groups * nb) * 2304) << "K=" << K << " N=" << N;
+    std::vector<uint8_t> dst(l.bytes(K, N), 0xAB);
+    l.repack(src.data(), dst.data(), K, N, 0, groups);
+    for (int64_t g = 0; g < groups; ++g)
+      for (int64_t b = 0; b < nb; ++b) {
+        const uint8_t* blk = dst.data() + (g * nb + b) * 2304;
+        for (int r = 0; r < 16; ++r) {
+          const int64_t n = 16 * g + r;
+          const uint8_t* row = src.data() + (n * nb + b) * sizeof(block_q4_K);
+          for (int k = 0; k < 4; ++k)
+            for (int i = 0; i < 4; ++i)
+              ASSERT_EQ(blk[64 * k + 4 * r + i], n < N ? row[4 * k + i] : 0)
+                  << "K=" << K << " N=" << N << " row " << n << " block " << b << " head " << k;
+          for (int c = 0; c < 4; ++c)
+            for (int d = 0; d < 8; ++d)
+              for (int i = 0; i < 4; ++i)
+                ASSERT_EQ(blk[256 + 512 * c + 64 * d + 4 * r + i],
+                          n < N ? row[16 + 32 * c + 4 * d + i] : 0)
+                    << "K=" << K << " N=" << N << " row " << n << " chunk " << c << " dword " << d;
+        }
+      }
+    std::vector<uint8_t> parts(l.bytes(K, N), 0x11);
+    for (int64_t g = 0; g < groups; ++g) l.repack(src.data(), parts.data(), K, N, g, g + 1);
+    EXPECT_EQ(parts, dst);
+  }
+}
+
 }  // namespace
 }  // namespace cke
