@@ -10,8 +10,9 @@
 // super-block acc = fma(fl(d_a * d_w), float(isum), acc), and hsum8 at the end.
 //
 // A zmm holds two chunks (lanes 0-7 and 8-15); quants are rebuilt from ql (low nibbles of
-// chunks 0/1, high nibbles of 2/3 of each half) and qh (2 bits per chunk). Tiles: 1 row x 1..4
-// tokens (the row's unpacked quants and scales are shared by the tokens). The AVX2 level
+// chunks 0/1, high nibbles of 2/3 of each half) and qh (2 bits per chunk). Tiles: 1 row x 1..8
+// tokens (the row's unpacked quants and scales are shared by the tokens; pairs of tokens
+// share the super-block's finishing operations in one zmm, lane by lane). The AVX2 level
 // computes the same lanes one chunk per ymm (see emit_tile_avx2).
 #include "jit/gen_linear_q6_K.h"
 
@@ -125,12 +126,47 @@ int emit_tile_avx2(kir::Module& m, const std::string& name) {
   return b.index();
 }
 
+// The end of a super-block for tokens t and t + 1 at once, one zmm for both (lanes 0-7: t,
+// 8-15: t + 1): the same operations lane by lane as finish_block, so the same bits. isum_t,
+// isum_u hold the two chunk halves of each token (lanes 0-7 and 8-15 of chunk pairs).
+void finish_pair(Builder& b, V isum_t, V isum_u, Mem bs_t, Mem bs_u, Mem da_t, Mem da_u, V sc16z,
+                 V dwz, V acc) {
+  V lo = b.vec(512, Cls::I, "pair_lo"), hi = b.vec(512, Cls::I, "pair_hi");
+  b.vshuf128(lo, isum_t, isum_u, 0x44);  // [t lanes 0-7 | u lanes 0-7]
+  b.vshuf128(hi, isum_t, isum_u, 0xEE);  // [t lanes 8-15 | u lanes 8-15]
+  b.vadd_i32(lo, lo, hi);
+  V bs = b.vec(512, Cls::I, "bsums2"), bu = b.vec(256, Cls::I, "bsums_u"),
+    corr = b.vec(512, Cls::I, "corr2");
+  b.vbcast256(bs, bs_t);
+  b.vload(bu, bs_u);
+  b.vinsert(bs, bs, bu, 1);
+  b.vmadd_wd(corr, bs, sc16z);
+  b.vsll_i32(corr, corr, 5);  // the -32 offset, as ggml takes it
+  b.vsub_i32(lo, lo, corr);
+  V fsum = b.vec(512, Cls::F, "fsum2"), da = b.vec(512, Cls::F, "da2"),
+    du = b.vec(256, Cls::F, "da_u"), d = b.vec(512, Cls::F, "d2");
+  b.vcvt_i32_f32(fsum, lo);
+  b.vbcast_f32(da, da_t);
+  b.vbcast_f32(du, da_u);
+  b.vinsert(da, da, du, 1);
+  b.vmul_f(d, da, dwz);  // fl(d_a * d_w) per token
+  b.vfma(acc, d, fsum);
+}
+
 int emit_tile(kir::Module& m, const std::string& name, int tokens) {
   Builder b(
       m, name,
       {Kind::Ptr, Kind::I64, Kind::I64, Kind::Ptr, Kind::I64, Kind::Ptr, Kind::I64, Kind::I64});
   const TileArgs a = begin_tile(b);
-  TokenRows tr = token_rows(b, a.a, a.as, tokens);
+  // Tokens 0-3 and 4-7 from one moving pointer each.
+  TokenRows tr[2] = {token_rows(b, a.a, a.as, std::min(tokens, 4)), {}};
+  if (tokens > 4) {
+    V a4 = b.ptr("act4"), s4 = b.i64("s4");
+    b.muli(s4, a.as, 4);
+    b.ptr_add(a4, a.a, s4, 1);
+    tr[1] = token_rows(b, a4, a.as, tokens - 4);
+  }
+  auto act = [&](int t, int32_t disp) { return tr[t / 4].at(t % 4, disp); };
   V nib = b.vec(512, Cls::I, "nib"), two = b.vec(512, Cls::I, "two_bits");
   b.vsplat32(nib, 0x0F0F0F0Fu);
   b.vsplat32(two, 0x03030303u);
@@ -142,18 +178,25 @@ int emit_tile(kir::Module& m, const std::string& name, int tokens) {
     for (int l = 0; l < 16; ++l) lanes.push_back(uint32_t(4 * k + l / 4));
     b.vconst32(idx[k], lanes);
   }
-  V acc[4];
-  for (int t = 0; t < tokens; ++t) {
-    acc[t] = b.vec(256, Cls::F, "acc");
-    b.vzero(acc[t]);
+  // Accumulators: one zmm per pair of tokens (lanes 0-7 the first, 8-15 the second); a last
+  // odd token its own ymm.
+  const int pairs = tokens / 2;
+  V pacc[4], sacc;
+  for (int p = 0; p < pairs; ++p) {
+    pacc[p] = b.vec(512, Cls::F, "acc2");
+    b.vzero(pacc[p]);
+  }
+  if (tokens % 2) {
+    sacc = b.vec(256, Cls::F, "acc");
+    b.vzero(sacc);
   }
   V off = b.i64("off"), end = b.i64("end");
   b.muli(end, a.n, kWBlock);
   b.for_(off, b.imm(0, "zero"), end, b.imm(kWBlock, "block_bytes"));
   const V w = a.w;
   prefetch_rows(b, {w}, off, kWBlock);
-  // The row's scales: int16 lanes (for the bsums), and each scale in both words of a dword
-  // (the pmaddwd / vpdpwssd multiplier of a lane's two i16 pair sums).
+  // The row's scales: int16 lanes (for the bsums; sc16z both halves for token pairs), and
+  // each scale in both words of a dword (the vpdpwssd multiplier of a lane's two pair sums).
   V sc8 = b.vec(128, Cls::I, "sc8"), sc32 = b.vec(512, Cls::I, "sc32"),
     sc16 = b.vec(256, Cls::I, "sc16"), hi = b.vec(512, Cls::I, "sc_hi");
   b.vload(sc8, Mem{w, off, 1, 192});
@@ -162,9 +205,24 @@ int emit_tile(kir::Module& m, const std::string& name, int tokens) {
   b.vsrl_i32(sc32, hi, 16);
   b.vor(sc32, sc32, hi);
   b.vsx_bw(sc16, sc8);
-  V dh = b.vec(128, Cls::I, "dh"), dw = b.vec(256, Cls::F, "dw");
-  b.vbcast_i16(dh, Mem{w, off, 1, 208});
-  b.vcvt_f16_f32(dw, dh);
+  V dw, sc16z, dwz;
+  if (tokens % 2) {
+    V dh = b.vec(128, Cls::I, "dh");
+    dw = b.vec(256, Cls::F, "dw");
+    b.vbcast_i16(dh, Mem{w, off, 1, 208});
+    b.vcvt_f16_f32(dw, dh);
+  }
+  if (pairs > 0) {
+    V zero = b.vec(512, Cls::I, "zero");
+    b.vzero(zero);
+    sc16z = b.vec(512, Cls::I, "sc16z");
+    b.vinsert(sc16z, zero, sc16, 0);
+    b.vinsert(sc16z, sc16z, sc16, 1);
+    V dh16 = b.vec(256, Cls::I, "dh16");
+    dwz = b.vec(512, Cls::F, "dwz");
+    b.vbcast_i16(dh16, Mem{w, off, 1, 208});
+    b.vcvt_f16_f32(dwz, dh16);
+  }
   // Quants of chunk pairs k = 2h + p (0..63 as bytes) and their scale lanes.
   V q[4], s[4];
   for (int h = 0; h < 2; ++h) {
@@ -195,23 +253,54 @@ int emit_tile(kir::Module& m, const std::string& name, int tokens) {
       b.vperm_d(s[k], sc32, idx[k]);
     }
   }
-  for (int t = 0; t < tokens; ++t) {
+  // isum of token t: the scaled lane dots of the four chunk pairs (lanes 0-7 chunk 2k,
+  // 8-15 chunk 2k + 1).
+  auto isum_of = [&](int t) {
     V isum = b.vec(512, Cls::I, "isum");
     b.vzero(isum);
     for (int k = 0; k < 4; ++k) {  // isum += s * (pair sum + pair sum): exact, no saturation
-      V act = b.vec(512, Cls::I, "act"), p16 = b.vec(512, Cls::I, "p16");
-      b.vload(act, tr.at(t, 4 + 64 * k));
-      b.vmaddubs_w(p16, q[k], act);  // |2 * 63 * 128| < 32768
+      V x = b.vec(512, Cls::I, "act"), p16 = b.vec(512, Cls::I, "p16");
+      b.vload(x, act(t, 4 + 64 * k));
+      b.vmaddubs_w(p16, q[k], x);  // |2 * 63 * 128| < 32768
       b.vdpwssd(isum, p16, s[k]);
     }
+    return isum;
+  };
+  for (int p = 0; p < pairs; ++p) {
+    const int t = 2 * p;
+    V it = isum_of(t), iu = isum_of(t + 1);
+    finish_pair(b, it, iu, act(t, 260), act(t + 1, 260), act(t, 0), act(t + 1, 0), sc16z, dwz,
+                pacc[p]);
+  }
+  if (tokens % 2) {
+    const int t = tokens - 1;
+    V isum = isum_of(t);
     V hi8 = b.vec(256, Cls::I, "hi8"), i8 = b.vec(256, Cls::I, "isum8");
     b.vextract(hi8, isum, 1);
     b.vadd_i32(i8, b.view(isum, 256, Cls::I), hi8);  // lane l of both chunks of a pair
-    finish_block(b, i8, tr, t, sc16, dw, acc[t]);
+    TokenRows one = tr[t / 4];
+    // finish_block reads the token's bsums and d_a through `one` at its index t % 4.
+    finish_block(b, i8, one, t % 4, sc16, dw, sacc);
   }
-  b.addi(tr.base, tr.base, kABlock);
+  b.addi(tr[0].base, tr[0].base, kABlock);
+  if (tokens > 4) b.addi(tr[1].base, tr[1].base, kABlock);
   b.end_for();
-  store_rows(b, a, acc, tokens);
+  // y: each token's 8 lanes, hsum8 (a pair's second token from the upper half).
+  V yt = b.ptr("yt");
+  b.mov(yt, a.y);
+  for (int t = 0; t < tokens; ++t) {
+    if (t > 0) b.ptr_add(yt, yt, a.ys, 1);
+    V lanes = sacc;
+    if (t / 2 < pairs) {
+      if (t % 2 == 0) {
+        lanes = b.view(pacc[t / 2], 256, Cls::F);
+      } else {
+        lanes = b.vec(256, Cls::F, "acc_u");
+        b.vextract(lanes, pacc[t / 2], 1);
+      }
+    }
+    b.vstore_ss(Mem{yt, {}, 1, 0}, hsum8(b, lanes));
+  }
   return b.index();
 }
 
@@ -224,9 +313,9 @@ bool build_q6_K(const char* gen, Isa isa, const GeneratorParams& params, kir::Mo
   const bool avx2 = isa == Isa::Avx2;
   int rows = 1, tokens = 1;
   if (!int_params(params, gen, {{"rows", &rows}, {"tokens", &tokens}}, err)) return false;
-  if (rows != 1 || tokens < 1 || tokens > (avx2 ? 1 : 4)) {
+  if (rows != 1 || tokens < 1 || tokens > (avx2 ? 1 : 8)) {
     *err = fmt::format("generator '{}': tile {}x{} is not one it can emit (rows 1, tokens 1..{})",
-                       gen, rows, tokens, avx2 ? 1 : 4);
+                       gen, rows, tokens, avx2 ? 1 : 8);
     return false;
   }
   m->isa = isa_features(isa);

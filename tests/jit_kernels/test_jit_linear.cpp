@@ -347,8 +347,8 @@ TEST(JitLinear, linear_q4_Kx8_f32_8x8__avx2) {
 TEST(JitLinear, linear_q4_Kx8_f32_8x1__avx2) {
   run_all("linear_q4_Kx8_f32_8x1__avx2");
 }
-TEST(JitLinear, linear_q6_K_f32_1x4__avx512vnni) {
-  run_all("linear_q6_K_f32_1x4__avx512vnni");
+TEST(JitLinear, linear_q6_K_f32_1x8__avx512vnni) {
+  run_all("linear_q6_K_f32_1x8__avx512vnni");
 }
 TEST(JitLinear, linear_q6_K_f32_1x1__avx512vnni) {
   run_all("linear_q6_K_f32_1x1__avx512vnni");
@@ -535,7 +535,7 @@ TEST(JitLinear, EveryGeneratedProviderHasATest) {
       "linear_q4_Kx8_f32_8x1__avx2",         "linear_f32_f32_2x3__avx512",
       "linear_f32_f32_4x1__avx512",          "linear_f16_f32_2x3__avx512",
       "linear_f16_f32_4x1__avx512",          "linear_f16_f32_1x1__avx2",
-      "linear_q6_K_f32_1x4__avx512vnni",     "linear_q6_K_f32_1x1__avx512vnni",
+      "linear_q6_K_f32_1x8__avx512vnni",     "linear_q6_K_f32_1x1__avx512vnni",
       "linear_q6_K_f32_1x1__avx2",           "linear_q8_0_f32_4x2__avx2",
       "linear_q8_0_f32_4x1__avx2",           "linear_q4_0_f32_4x2__avx2",
       "linear_q4_0_f32_4x1__avx2",           "linear_q4_0x8_f32_4x4__avx2",
