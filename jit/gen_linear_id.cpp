@@ -28,6 +28,23 @@ bool build_linear_id(Isa isa, const GeneratorParams& params, kir::Module* m, std
     else
       inner_params[k] = v;  // the linear generator's own (it rejects what it does not take)
   }
+  if (params.empty()) {
+    // No parameters: the vec_dot linear kernel of this level's own float (or q8_0) format.
+    switch (isa) {
+      case Isa::Avx2:
+        linear = "linear_f32__avx2", wname = xname = "f32";
+        break;
+      case Isa::Avx512:
+        linear = "linear_f32__avx512", wname = xname = "f32";
+        break;
+      case Isa::Avx512Vnni:
+        linear = "linear_q8_0__avx512vnni", wname = xname = "q8_0";
+        break;
+      case Isa::Avx512Bf16:
+        linear = "linear_bf16__avx512bf16", wname = xname = "bf16";
+        break;
+    }
+  }
   if (linear.empty() || wname.empty() || xname.empty()) {
     *err = fmt::format("generator '{}': parameters linear, w and x are required", gen);
     return false;

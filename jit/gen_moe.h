@@ -14,7 +14,8 @@
 // repacked formats (q4_0x8, q4_Kx8, q2_Kx8), whose gemm differs from their gemv, the linear
 // kernel is a gemv one (tokens 1, or `gemv: 1` tiles that run the gemv granule on every token).
 // impl.params: linear (a linear generator of the same ISA level), w and x (the weight and
-// activation dtypes, for the strides), and the linear generator's own parameters.
+// activation dtypes, for the strides), and the linear generator's own parameters; none at all
+// means the level's f32 (AVX-512 VNNI: q8_0, AVX512-BF16: bf16) linear kernel.
 #pragma once
 
 #include <cstdint>

@@ -6,6 +6,8 @@
 // outside the contract (nothing written).
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -110,6 +112,39 @@ int64_t unit(DType t) {
   return float_w(t) ? 16 : dtype_info(t).block_size;
 }
 
+// A decode step reads the selected experts' rows only (and a prefill the experts that have
+// pairs): the experts without pairs sit on pages that fault when read (N = 4096 rows makes
+// every expert a whole number of pages).
+void unused_experts_not_read(const Loaded& l, std::mt19937& rng) {
+  const int64_t K = unit(l.wtype), N = 4096, E = 4, n_used = 2, T = l.decode_only ? 1 : 3;
+  if (!l.admits(K, N)) return;
+  const size_t page = size_t(sysconf(_SC_PAGESIZE)), expert = row_bytes(l.wtype, K) * size_t(N);
+  ASSERT_EQ(expert % page, 0u);
+  const auto w = make_weights(l.wtype, K, N * E, WeightStyle::Random, rng);
+  // Experts 1 and 3 get every pair (slots 0 and 1), 0 and 2 none.
+  std::vector<int32_t> ids;
+  for (int64_t t = 0; t < T; ++t) ids.insert(ids.end(), {3, 1});
+  std::vector<int32_t> sched(size_t(2 * E)), rows(size_t(2 * n_used * T));
+  moe_group__ref(ids.data(), sched.data(), rows.data(), E, n_used, T);
+  const int64_t P = n_used * T;
+  const auto x = acts(l, K, P, ActStyle::Random, rng);
+  std::vector<float> yr(size_t(N * P), 0.0f);
+  l.k.ref(x.data(), w.data(), sched.data(), yr.data(), K, N, E, P, 0, N);
+  void* m =
+      mmap(nullptr, expert * size_t(E), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(m, MAP_FAILED);
+  auto* wb = static_cast<uint8_t*>(m);
+  std::memcpy(wb, w.data(), w.size());
+  ASSERT_EQ(mprotect(wb, expert, PROT_NONE), 0);               // expert 0
+  ASSERT_EQ(mprotect(wb + 2 * expert, expert, PROT_NONE), 0);  // expert 2
+  for (LinearIdFn fn : {l.k.fn, l.k.cfn}) {
+    std::vector<float> y(size_t(N * P), 0.0f);
+    fn(x.data(), wb, sched.data(), y.data(), K, N, E, P, 0, N);
+    EXPECT_EQ(std::memcmp(y.data(), yr.data(), y.size() * 4), 0);
+  }
+  munmap(m, expert * size_t(E));
+}
+
 void run_all(const std::string& id) {
   std::string skip;
   Loaded l = load(id, &skip);
@@ -119,6 +154,7 @@ void run_all(const std::string& id) {
   ASSERT_NE(l.k.ref, nullptr);
   std::mt19937 rng(4242);
   const int64_t u = unit(l.wtype);
+  unused_experts_not_read(l, rng);
   // Random routings: (K, N, E, n_used, T); decode providers see T = 1.
   for (auto [K, N, E, n_used, T] : std::vector<std::array<int64_t, 5>>{{u, 8, 4, 2, 1},
                                                                        {2 * u, 16, 4, 2, 5},
