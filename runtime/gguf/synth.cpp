@@ -279,7 +279,7 @@ bool synth_write(const SynthConfig& c, const File* vocab, const std::string& out
   auto matrix = [&](std::string name, int64_t ne0, int64_t ne1, int64_t ne2 = 1,
                     bool keep_f32 = false) {
     const DType to = keep_f32 ? DType::F32 : fitting_type(c.type, ne0);
-    if (to != c.type && note)
+    if (to != c.type && note && !keep_f32)
       note(name + ": row length " + std::to_string(ne0) + " does not fit " +
            std::string(dtype_name(c.type)) + "; using " + std::string(dtype_name(to)));
     const Stream s(c.seed, stream++);
