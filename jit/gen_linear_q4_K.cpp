@@ -705,20 +705,24 @@ bool build_x8(const X8Format& f, Isa isa, const GeneratorParams& params, kir::Mo
   const char* gen = name.c_str();
   const bool avx512 = isa != Isa::Avx2;
   const int want_rows = avx512 ? 16 : 8;
-  int rows = want_rows, tokens = 1;
-  if (!int_params(params, gen, {{"rows", &rows}, {"tokens", &tokens}}, err)) return false;
-  if (rows != want_rows || (tokens != 1 && tokens != 4 && tokens != 8)) {
-    *err =
-        fmt::format("generator '{}': tile {}x{} is not one it can emit (rows {}, tokens 1, 4 or 8)",
-                    gen, rows, tokens, want_rows);
+  int rows = want_rows, tokens = 1, gemv = 0;
+  if (!int_params(params, gen, {{"rows", &rows}, {"tokens", &tokens}, {"gemv", &gemv}}, err))
+    return false;
+  if (rows != want_rows || (tokens != 1 && tokens != 4 && tokens != 8) ||
+      (gemv != 0 && gemv != 1)) {
+    *err = fmt::format(
+        "generator '{}': tile {}x{} (gemv {}) is not one it can emit (rows {}, tokens 1, 4 or 8, "
+        "gemv 0 or 1)",
+        gen, rows, tokens, gemv, want_rows);
     return false;
   }
   m->isa = isa_features(isa);
   m->comment = fmt::format(
-      "generator {}, rows {}, tokens {}: ggml's repacked {}_8x8 gemm/gemv arithmetic of "
+      "generator {}, rows {}, tokens {}{}: ggml's repacked {}_8x8 {} arithmetic of "
       "contract linear.{}x8.ggml, one lane per row\n(activations: Q8_K rows from the plan's "
       "act_quant step)",
-      gen, rows, tokens, f.name, f.name);
+      gen, rows, tokens, gemv ? ", gemv 1" : "", f.name, gemv ? "gemv (every token)" : "gemm/gemv",
+      f.name);
   Builder e(
       *m, m->name,
       {Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::I64, Kind::I64, Kind::I64, Kind::I64, Kind::I64});
@@ -731,6 +735,11 @@ bool build_x8(const X8Format& f, Isa isa, const GeneratorParams& params, kir::Mo
   if (tokens == 1) {
     // Decode: one token, the gemv granule (the map's phase is decode only: T = 1).
     g.full_fn = tile(m->name + "_gemv1", 0, 1);
+  } else if (gemv) {
+    // Every token through the gemv granule, `tokens` at a time (the expert matmuls: ggml's
+    // mul_mat_id calls its repacked gemv once per pair, never the gemm).
+    g.full_fn = tile(fmt::format("{}_gemv{}", m->name, tokens), 0, tokens);
+    for (int r = 1; r < tokens; ++r) g.rem_fn[r] = tile(fmt::format("{}_gemv{}", m->name, r), 0, r);
   } else {
     // Whole groups through the gemm; a group's last r tokens: the 4 of a whole 4 (if any)
     // through the gemm, the T % 4 after them through the gemv.

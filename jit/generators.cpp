@@ -17,6 +17,7 @@
 #include "jit/gen_linear_q4_K.h"
 #include "jit/gen_linear_q6_K.h"
 #include "jit/gen_linear_tinyblas.h"
+#include "jit/gen_moe.h"
 #include "jit/gen_rmsnorm.h"
 #include "jit/gen_rope.h"
 #include "jit/jit_runtime.h"
@@ -72,8 +73,11 @@ constexpr gen::RopeFn kRope = nullptr;
 constexpr gen::LayerNormFn kLayerNorm = nullptr;
 constexpr gen::ReluSqrFn kReluSqr = nullptr;
 constexpr gen::GluFusedFn kGluFused = nullptr;
+constexpr gen::LinearIdFn kLinearId = nullptr;
+constexpr gen::MoeGatherFn kMoeGather = nullptr;
+constexpr gen::MoeCombineFn kMoeCombine = nullptr;
 
-const std::array<Generator, 110> kGenerators = {
+const std::array<Generator, 118> kGenerators = {
     make_generator("linear_q8_0__avx512vnni",
                    "q8_0 linear, ggml vec_dot lanes, 2 rows per zmm, vpdpbusd", kAvx512Vnni,
                    kLinear, &gen::build_linear_q8_0_avx512vnni),
@@ -398,6 +402,34 @@ const std::array<Generator, 110> kGenerators = {
     make_generator("linear_q5_1__avx2",
                    "q5_1 linear, ggml vec_dot_q5_1_q8_1 lanes + min term, vpmaddubsw", kAvx2,
                    kLinear, &gen::build_linear_q5_1_avx2),
+    make_generator("linear_id__avx512vnni",
+                   "expert matmuls (mul_mat_id): per expert, a generated AVX-512 VNNI linear "
+                   "kernel on its pairs",
+                   kAvx512Vnni, kLinearId, &gen::build_linear_id_avx512vnni),
+    make_generator("linear_id__avx512bf16",
+                   "expert matmuls (mul_mat_id): per expert, a generated AVX-512 BF16 linear "
+                   "kernel on its pairs",
+                   kAvx512Bf16, kLinearId, &gen::build_linear_id_avx512bf16),
+    make_generator("linear_id__avx512",
+                   "expert matmuls (mul_mat_id): per expert, a generated AVX-512 linear kernel "
+                   "on its pairs",
+                   kAvx512, kLinearId, &gen::build_linear_id_avx512),
+    make_generator("linear_id__avx2",
+                   "expert matmuls (mul_mat_id): per expert, a generated AVX2 linear kernel on "
+                   "its pairs",
+                   kAvx2, kLinearId, &gen::build_linear_id_avx2),
+    make_generator("moe_gather_f32__avx512",
+                   "MoE pair rows gathered from their tokens' rows, 16 lanes per zmm", kAvx512,
+                   kMoeGather, &gen::build_moe_gather_f32_avx512),
+    make_generator("moe_gather_f32__avx2",
+                   "MoE pair rows gathered from their tokens' rows, 16 lanes as ymm pairs", kAvx2,
+                   kMoeGather, &gen::build_moe_gather_f32_avx2),
+    make_generator("moe_combine_f32__avx512",
+                   "MoE weighted sum of the experts' outputs in slot order, 16 lanes per zmm",
+                   kAvx512, kMoeCombine, &gen::build_moe_combine_f32_avx512),
+    make_generator("moe_combine_f32__avx2",
+                   "MoE weighted sum of the experts' outputs in slot order, ymm pairs", kAvx2,
+                   kMoeCombine, &gen::build_moe_combine_f32_avx2),
 };
 
 }  // namespace

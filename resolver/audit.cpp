@@ -48,9 +48,11 @@ void check_circuits(const std::filesystem::path& dir, const Registry* reg, Audit
     if (!c) continue;
     ++r->n_circuits;
     archs->insert(c->architecture);
-    if (c->architecture != path.stem().string())
-      r->errors.push_back(fmt::format("{}: architecture '{}' differs from the file name",
-                                      path.string(), c->architecture));
+    if (!circuit_stem_matches(path.stem().string(), c->architecture))
+      r->errors.push_back(
+          fmt::format("{}: architecture '{}' differs from the file name (<architecture>.yaml or "
+                      "<architecture>.<name>.yaml)",
+                      path.string(), c->architecture));
     for (const auto* section : {&c->header, &c->layer, &c->footer}) {
       for (const NodeSpec& n : *section) {
         ops->insert(op_key(n.op, n.variant));
@@ -334,7 +336,8 @@ AuditReport run_audit(const AuditOptions& o) {
   if (!o.results.empty()) {
     ran = scan_test_results(o.results);
     if (ran->reports == 0)
-      r.errors.push_back(fmt::format("--results {}: no GoogleTest XML reports", o.results.string()));
+      r.errors.push_back(
+          fmt::format("--results {}: no GoogleTest XML reports", o.results.string()));
   }
   std::set<std::string> tested, production;
   for (const KernelMap& m : reg->maps()) {

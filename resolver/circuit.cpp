@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "resolver/data_file.h"
@@ -47,6 +48,7 @@ class CircuitParser {
     if (auto s = f.str("schema", true); s && *s != "cke.circuit/1")
       sink_->error("schema", fmt::format("unsupported schema '{}' (expected cke.circuit/1)", *s));
     if (auto s = f.ident("architecture", true)) c_->architecture = *s;
+    if (f.has("select")) c_->select = detail::to_expr(f.get("select", true), "select", sink_);
     hparams(f.get("hparams", true));
     derived(f.get("derived", false));
     if (auto e = detail::to_expr(f.get("layers", true), "layers", sink_)) c_->layers = *e;
@@ -321,6 +323,7 @@ class CircuitParser {
       if (h.default_value) check(*h.default_value, "hparams." + h.name + ".default", false, false);
     for (const auto& d : c_->derived) check(d.second, "derived." + d.first, false, false);
     check(c_->layers, "layers", false, false);
+    if (c_->select) check(*c_->select, "select", false, false);
     for (size_t i = 0; i < c_->checks.size(); ++i)
       check(c_->checks[i], fmt::format("checks[{}]", i), false, false);
     for (const WeightSpec& w : c_->weights)
@@ -373,6 +376,29 @@ std::optional<std::filesystem::path> find_circuit(std::string_view architecture,
     if (std::filesystem::is_regular_file(p, ec)) return p;
   }
   return std::nullopt;
+}
+
+bool circuit_stem_matches(std::string_view stem, std::string_view architecture) {
+  return stem == architecture ||
+         (stem.size() > architecture.size() + 1 &&
+          stem.substr(0, architecture.size()) == architecture && stem[architecture.size()] == '.' &&
+          stem.find('.', architecture.size() + 1) == std::string_view::npos);
+}
+
+std::vector<std::filesystem::path> circuit_files(std::string_view architecture,
+                                                 const std::vector<std::filesystem::path>& dirs) {
+  std::map<std::string, std::filesystem::path> by_name;
+  for (const auto& d : dirs) {
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(d, ec)) {
+      if (e.path().extension() != ".yaml" || !e.is_regular_file(ec)) continue;
+      const std::string stem = e.path().stem().string();
+      if (circuit_stem_matches(stem, architecture)) by_name.emplace(stem, e.path());
+    }
+  }
+  std::vector<std::filesystem::path> out;
+  for (auto& [name, p] : by_name) out.push_back(std::move(p));
+  return out;
 }
 
 }  // namespace cke

@@ -74,6 +74,11 @@ struct Circuit {
   std::string file;
   std::string sha256;
   std::string architecture;
+  // Which models of `architecture` this circuit describes: a predicate over hparams and
+  // derived values (e.g. "n_expert > 0"); absent = every model. Several circuits may serve
+  // one architecture (`<arch>.yaml`, `<arch>.<name>.yaml`): a model must be selected by
+  // exactly one of them (select_circuit, resolver/graph.h), else it fails to load.
+  std::optional<Expr> select;
   std::vector<HparamSpec> hparams;
   std::vector<std::pair<std::string, Expr>> derived;
   Expr layers = Expr::constant(Value::integer(0), "0");  // number of layers
@@ -95,5 +100,11 @@ std::optional<Circuit> load_circuit(const std::filesystem::path& path,
 // `<dir>/<architecture>.yaml` in the first dir that has it.
 std::optional<std::filesystem::path> find_circuit(std::string_view architecture,
                                                   const std::vector<std::filesystem::path>& dirs);
+// Every circuit file of `architecture`: `<architecture>.yaml` and `<architecture>.<name>.yaml`
+// in dirs, a file name in an earlier dir hiding the same name in later ones; sorted by name.
+std::vector<std::filesystem::path> circuit_files(std::string_view architecture,
+                                                 const std::vector<std::filesystem::path>& dirs);
+// Whether a file name (stem) names a circuit of `architecture`: "llama" or "llama.<name>".
+bool circuit_stem_matches(std::string_view stem, std::string_view architecture);
 
 }  // namespace cke

@@ -151,6 +151,25 @@ class Instantiator {
     return std::move(g_);
   }
 
+  // The circuit's `select` over the model's values (true without one).
+  std::optional<bool> selects(std::string* why) {
+    if (!c_.select) {
+      *why = "no select: every model of the architecture";
+      return true;
+    }
+    std::optional<Value> v = eval(*c_.select, "select", values_only());
+    if (!v) return std::nullopt;
+    std::string e;
+    std::optional<bool> t = truthy(*v, &e);
+    if (!t) {
+      error("select", e);
+      return std::nullopt;
+    }
+    *why = fmt::format("select '{}' is {} ({})", c_.select->text(), *t ? "true" : "false",
+                       describe(*c_.select));
+    return t;
+  }
+
  private:
   const Circuit& c_;
   const ModelFacts& facts_;
@@ -479,6 +498,47 @@ class Instantiator {
 std::optional<Graph> instantiate(const Circuit& circuit, const ModelFacts& facts,
                                  const InstanceOptions& options, std::vector<LoadError>* errors) {
   return Instantiator(circuit, facts, options, errors).run();
+}
+
+std::optional<bool> circuit_selects(const Circuit& circuit, const ModelFacts& facts,
+                                    std::vector<LoadError>* errors, std::string* why) {
+  const InstanceOptions o{1, 1, DType::F32};
+  return Instantiator(circuit, facts, o, errors).selects(why);
+}
+
+std::optional<Circuit> select_circuit(std::string_view architecture,
+                                      const std::vector<std::filesystem::path>& dirs,
+                                      const ModelFacts& facts, std::string* err) {
+  const std::vector<std::filesystem::path> files = circuit_files(architecture, dirs);
+  std::vector<Circuit> chosen;
+  std::string seen;
+  for (const auto& f : files) {
+    std::vector<LoadError> errors;
+    std::optional<Circuit> c = load_circuit(f, &errors);
+    if (c && c->architecture != architecture)
+      errors.push_back(
+          {f.string(), "architecture",
+           fmt::format("'{}' in a file of architecture '{}'", c->architecture, architecture), 0});
+    std::string why;
+    std::optional<bool> yes =
+        c && errors.empty() ? circuit_selects(*c, facts, &errors, &why) : std::nullopt;
+    if (!yes) {
+      *err = format_errors(errors);
+      return std::nullopt;
+    }
+    seen += fmt::format("\n  {}: {}", f.string(), why);
+    if (*yes) chosen.push_back(std::move(*c));
+  }
+  if (files.empty()) {
+    *err = fmt::format("no circuit for architecture '{}'", architecture);
+    return std::nullopt;
+  }
+  if (chosen.size() != 1) {
+    *err = fmt::format("{} circuits of architecture '{}' describe this model (exactly one must):{}",
+                       chosen.empty() ? "no" : std::to_string(chosen.size()), architecture, seen);
+    return std::nullopt;
+  }
+  return std::move(chosen.front());
 }
 
 }  // namespace cke

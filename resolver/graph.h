@@ -105,6 +105,20 @@ struct InstanceOptions {
   DType cache_type = DType::F32;
 };
 
+// Whether `circuit` describes this model: its `select` predicate evaluated over the model's
+// hparams and derived values (true without one). nullopt + errors when the predicate cannot
+// be evaluated (a key it needs is absent and has no default, ...). *why: the predicate with
+// the values it saw and where each came from.
+std::optional<bool> circuit_selects(const Circuit& circuit, const ModelFacts& facts,
+                                    std::vector<LoadError>* errors, std::string* why);
+
+// The circuit of a model of `architecture` (circuit_files in dirs): the one whose `select`
+// holds. None, several, a file that does not load or a predicate that cannot be evaluated
+// is an error naming the circuits and the values they saw (fail closed); nullopt + *err.
+std::optional<Circuit> select_circuit(std::string_view architecture,
+                                      const std::vector<std::filesystem::path>& dirs,
+                                      const ModelFacts& facts, std::string* err);
+
 // nullopt + errors naming the circuit and the key, tensor, weight or node at fault.
 std::optional<Graph> instantiate(const Circuit& circuit, const ModelFacts& facts,
                                  const InstanceOptions& options, std::vector<LoadError>* errors);

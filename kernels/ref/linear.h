@@ -39,3 +39,35 @@ CKE_REF_LINEAR(linear_q4_Kx8_f32__ref);
 CKE_REF_LINEAR(linear_q5_K_f32__ref);
 CKE_REF_LINEAR(linear_q6_K_f32__ref);
 }
+
+// Expert matmuls (ggml's MUL_MAT_ID) on pairs grouped by expert (moe_group, ops.h):
+//   x: [K, P] activations of the sorted pairs (already in the weight's vec_dot type: pair j
+//      at x + j * row_bytes(act, K)); w: [K, N, E], expert e's N rows at
+//      w + e * N * row_bytes(wtype, K); sched: [2E] i32, count then first pair of each expert;
+//   y: [N, P] f32 (pair j at y + j * N).
+// For every expert e and pair j of it, rows [n0, n1): y[j] = W_e x[j] with the per-token
+// arithmetic of the linear reference of that format (T = 1: vec_dot, or the repacked gemv),
+// as ggml's mul_mat_id computes every (row, pair) with vec_dot and its repacked path with
+// one gemv per pair.
+#define CKE_REF_LINEAR_ID(name)                                                                 \
+  void name(const void* x, const void* w, const int32_t* sched, float* y, int64_t K, int64_t N, \
+            int64_t E, int64_t P, int64_t n0, int64_t n1)
+
+extern "C" {
+CKE_REF_LINEAR_ID(linear_id_f32_f32__ref);
+CKE_REF_LINEAR_ID(linear_id_f16_f32__ref);
+CKE_REF_LINEAR_ID(linear_id_bf16_f32__ref);
+CKE_REF_LINEAR_ID(linear_id_q8_0_f32__ref);
+CKE_REF_LINEAR_ID(linear_id_q4_0_f32__ref);
+CKE_REF_LINEAR_ID(linear_id_q4_0x8_f32__ref);
+CKE_REF_LINEAR_ID(linear_id_q4_1_f32__ref);
+CKE_REF_LINEAR_ID(linear_id_q5_0_f32__ref);
+CKE_REF_LINEAR_ID(linear_id_q5_1_f32__ref);
+CKE_REF_LINEAR_ID(linear_id_q2_K_f32__ref);
+CKE_REF_LINEAR_ID(linear_id_q2_Kx8_f32__ref);
+CKE_REF_LINEAR_ID(linear_id_q3_K_f32__ref);
+CKE_REF_LINEAR_ID(linear_id_q4_K_f32__ref);
+CKE_REF_LINEAR_ID(linear_id_q4_Kx8_f32__ref);
+CKE_REF_LINEAR_ID(linear_id_q5_K_f32__ref);
+CKE_REF_LINEAR_ID(linear_id_q6_K_f32__ref);
+}

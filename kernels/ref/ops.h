@@ -94,4 +94,35 @@ void swiglu_f32__ref(const float* gate, const float* up, float* y, int64_t n, in
 void swiglu_fused_f32__ref(const float* x, float* y, int64_t n, int64_t T);
 // GeGLU (tanh GELU through ggml's FP16 table, ±10 edges): y = gelu(gate) * up.
 void geglu_f32__ref(const float* gate, const float* up, float* y, int64_t n, int64_t T);
+
+// §9 Mixture of experts (llama.cpp's build_moe_ffn, softmax gating, weights normalised).
+// Token t's n_used "slots" are its selected experts in descending probability; a "pair"
+// is (slot, token). The expert FFN runs on the P = n_used * T pairs grouped by expert
+// (moe_group), so each expert's weights are read once per chunk (linear_id, linear.h).
+//
+// Routing of tokens [t0, t1): logits [n_expert, T] (the router matmul) -> probabilities by
+// ggml's soft_max (max, ggml_v_expf on 16-groups into a double sum by reduce_add16, libm
+// expf on the tail, p = fl(e * (float)(1 / sum))); ids [n_used, T] = the first n_used of
+// ggml's argsort (std::sort, descending, comparator p[a] > p[b], from 0..n_expert-1);
+// weights [n_used, T] = p[id] / max(sum, 6.103515625e-5f), sum = (float) of a double sum in
+// slot order (ggml's SUM_ROWS, CLAMP, DIV).
+void moe_route_softmax_norm_f32__ref(const float* logits, int32_t* ids, float* weights,
+                                     int64_t n_expert, int64_t n_used, int64_t T, int64_t t0,
+                                     int64_t t1);
+// Groups the pairs by expert as ggml's mul_mat_id does (tokens ascending, then slots): sched
+// [2 * n_expert] = count then first sorted position of each expert; rows [2 * n_used, T]:
+// rows[j], j < P, the token of sorted pair j; rows[P + t * n_used + s] the sorted position of
+// (slot s, token t). Integer bookkeeping only. ids outside [0, n_expert) are not counted.
+void moe_group__ref(const int32_t* ids, int32_t* sched, int32_t* rows, int64_t n_expert,
+                    int64_t n_used, int64_t T);
+// y[j] = x[rows[j]] (rows of n floats) for sorted pairs j in [j0, j1): each pair's token
+// row, for the gate and up experts. P = n_used * T.
+void moe_gather_f32__ref(const float* x, const int32_t* rows, float* y, int64_t n, int64_t P,
+                         int64_t j0, int64_t j1);
+// Tokens [t0, t1): y[t] = (((x[pos(0,t)] * w[0,t]) + x[pos(1,t)] * w[1,t]) + ...) in slot
+// order, every product and sum rounded to float (ggml's MUL by the weights, then the ADDs of
+// the slot views); pos(s,t) = rows[n_used * T + t * n_used + s]. x: [n, n_used * T] in
+// sorted pair order; y: [n, T].
+void moe_combine_f32__ref(const float* x, const float* weights, const int32_t* rows, float* y,
+                          int64_t n, int64_t n_used, int64_t T, int64_t t0, int64_t t1);
 }

@@ -26,6 +26,23 @@ std::span<const KernelSymbol> ref_linear_symbols() {
       CKE_KERNEL_SYMBOL(linear_f32_tinyblas_f32__ref),
       CKE_KERNEL_SYMBOL(linear_f16_tinyblas_f32__ref),
       CKE_KERNEL_SYMBOL(linear_bf16_tinyblas_f32__ref),
+      // expert matmuls (ggml's MUL_MAT_ID, contracts linear_id.<w>.ggml)
+      CKE_KERNEL_SYMBOL(linear_id_f32_f32__ref),
+      CKE_KERNEL_SYMBOL(linear_id_f16_f32__ref),
+      CKE_KERNEL_SYMBOL(linear_id_bf16_f32__ref),
+      CKE_KERNEL_SYMBOL(linear_id_q8_0_f32__ref),
+      CKE_KERNEL_SYMBOL(linear_id_q4_0_f32__ref),
+      CKE_KERNEL_SYMBOL(linear_id_q4_0x8_f32__ref),
+      CKE_KERNEL_SYMBOL(linear_id_q4_1_f32__ref),
+      CKE_KERNEL_SYMBOL(linear_id_q5_0_f32__ref),
+      CKE_KERNEL_SYMBOL(linear_id_q5_1_f32__ref),
+      CKE_KERNEL_SYMBOL(linear_id_q2_K_f32__ref),
+      CKE_KERNEL_SYMBOL(linear_id_q2_Kx8_f32__ref),
+      CKE_KERNEL_SYMBOL(linear_id_q3_K_f32__ref),
+      CKE_KERNEL_SYMBOL(linear_id_q4_K_f32__ref),
+      CKE_KERNEL_SYMBOL(linear_id_q4_Kx8_f32__ref),
+      CKE_KERNEL_SYMBOL(linear_id_q5_K_f32__ref),
+      CKE_KERNEL_SYMBOL(linear_id_q6_K_f32__ref),
   };
   return kSymbols;
 }

@@ -2,7 +2,8 @@
 //
 //   cke-gguf info FILE
 //   cke-gguf quantize IN OUT TYPE
-//   cke-gguf synth --preset tiny|tinyllama-1.1b [--arch llama] [--dims k=v,...] [--type T]
+//   cke-gguf synth --preset tiny|tinyllama-1.1b|qwen3-30b-a3b [--arch llama|qwen3moe] [--dims
+//   k=v,...] [--type T]
 //                  [--vocab-from FILE] [--seed N] -o OUT
 //
 // Exit codes: 0 ok, 1 bad input (message on stderr), 2 bad usage.
@@ -76,14 +77,15 @@ int run_quantize(const std::string& in, const std::string& out, const std::strin
 }
 
 struct SynthArgs {
-  std::string arch = "llama", preset, dims, type = "f32", vocab, out;
+  std::string arch, preset, dims, type = "f32", vocab, out;
   uint64_t seed = 0;
 };
 
 int run_synth(const SynthArgs& a) {
   auto c = synth_preset(a.preset);
-  if (!c) return usage_error("unknown preset '" + a.preset + "' (tiny, tinyllama-1.1b)");
-  c->arch = a.arch;
+  if (!c)
+    return usage_error("unknown preset '" + a.preset + "' (tiny, tinyllama-1.1b, qwen3-30b-a3b)");
+  if (!a.arch.empty()) c->arch = a.arch;  // else the preset's
   c->seed = a.seed;
   std::string why;
   auto type = parse_type(a.type, &why);
@@ -125,11 +127,14 @@ int main(int argc, char** argv) {
 
   SynthArgs s;
   auto* synth = app.add_subcommand("synth", "write a random-weight model with a real tokenizer");
-  synth->add_option("--arch", s.arch, "architecture (llama)");
-  synth->add_option("--preset", s.preset, "tiny | tinyllama-1.1b")->required();
+  synth->add_option("--arch", s.arch,
+                    "architecture: llama (dense, or with n_expert), qwen3moe "
+                    "(default: the preset's)");
+  synth->add_option("--preset", s.preset, "tiny | tinyllama-1.1b | qwen3-30b-a3b")->required();
   synth->add_option("--dims", s.dims,
                     "overrides: n_embd=..,n_layer=..,n_head=..,n_head_kv=..,"
-                    "n_ff=..,n_ctx=..,rms_eps=..,rope_base=..");
+                    "n_ff=..,n_ctx=..,head_dim=..,n_expert=..,n_expert_used=..,n_ff_exp=..,"
+                    "rms_eps=..,rope_base=..");
   synth->add_option("--type", s.type, "matrix type (default f32)");
   synth->add_option("--vocab-from", s.vocab,
                     "GGUF whose tokenizer.* keys are copied (default: a built-in byte vocabulary)");

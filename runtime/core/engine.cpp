@@ -66,6 +66,13 @@ struct AlignedBuf {
   }
 };
 
+// Rows of a tensor: every dim after the first (a 3-D expert tensor [K, N, E] is E * N rows;
+// a repacked layout's row groups then never straddle two experts when N is a multiple of
+// the group, which the expert matmuls' maps require).
+int64_t tensor_rows(const gguf::TensorInfo& t) {
+  return t.ne[1] * t.ne[2] * t.ne[3];
+}
+
 std::string available_circuits(const std::vector<std::filesystem::path>& dirs) {
   std::set<std::string> names;
   for (const auto& d : dirs) {
@@ -173,7 +180,7 @@ bool Engine::Impl::compile(std::string* err) {
          build_plans(err) && repack_weights(err) && make_backend(err);
 }
 
-bool Engine::Impl::load_data(GgufFacts&, std::string* err) {
+bool Engine::Impl::load_data(GgufFacts& facts, std::string* err) {
   gguf::GgufError gerr;
   auto a = file->str("general.architecture", &gerr);
   if (!a) {
@@ -192,15 +199,16 @@ bool Engine::Impl::load_data(GgufFacts&, std::string* err) {
     *err = "kernel maps: " + format_errors(errors);
     return false;
   }
-  auto cpath = find_circuit(arch, dirs.circuits);
-  if (!cpath) {
+  if (circuit_files(arch, dirs.circuits).empty()) {
     *err = fmt::format("{}: no circuit for architecture '{}' (available: {})", opt.model_path, arch,
                        available_circuits(dirs.circuits));
     return false;
   }
-  circuit = load_circuit(*cpath, &errors);
+  // The one circuit of the architecture whose `select` holds for this model.
+  std::string serr;
+  circuit = select_circuit(arch, dirs.circuits, facts, &serr);
   if (!circuit) {
-    *err = format_errors(errors);
+    *err = opt.model_path + ": " + serr;
     return false;
   }
   return true;
@@ -306,7 +314,7 @@ bool Engine::Impl::build_plans(std::string* err) {
   for (const Repack& r : repacks) {
     const gguf::TensorInfo* t = file->tensor(graph->buffers[r.buffer].tensor);
     repack_offset.push_back(repack_bytes);
-    const size_t n = find_weight_layout(r.layout)->bytes(t->ne[0], t->ne[1]);
+    const size_t n = find_weight_layout(r.layout)->bytes(t->ne[0], tensor_rows(*t));
     repack_bytes += (n + 63) / 64 * 64;
   }
   const uint64_t need =
@@ -419,7 +427,7 @@ bool Engine::Impl::fill_repacked(AlignedBuf& buf, std::string* err) {
       const Repack& r = repacks[i];
       const WeightLayout& l = *find_weight_layout(r.layout);
       const gguf::TensorInfo* t = file->tensor(graph->buffers[r.buffer].tensor);
-      const int64_t K = t->ne[0], N = t->ne[1], groups = (N + l.row_group - 1) / l.row_group;
+      const int64_t K = t->ne[0], N = tensor_rows(*t), groups = (N + l.row_group - 1) / l.row_group;
       tbb::parallel_for(int64_t(0), groups, int64_t(16), [&](int64_t g0) {
         l.repack(t->data, base + repack_offset[i], K, N, g0, std::min(groups, g0 + 16));
       });
@@ -467,12 +475,23 @@ void Engine::Impl::count_weights() {
   std::vector<bool> seen(graph->buffers.size(), false);
   for (const PlanStep& s : decode.steps) {
     if (s.provider->op == "embed") continue;
+    // An expert matmul reads the experts its pairs were routed to: at most P of E ([K, N, E]
+    // weights, x: [K, P]), the active weights of a mixture of experts.
+    int64_t used = 1, of = 1;
+    if (s.provider->op == "linear_id") {
+      const GraphNode& n = graph->nodes[s.node];
+      const GraphPort *x = n.port("x"), *w = n.port("w");
+      if (x && w && x->shape.size() == 2 && w->shape.size() == 3) {
+        of = w->shape[2].i;
+        used = std::min(of, x->shape[1].at_tokens(1).i);
+      }
+    }
     for (const PlanArg& a : s.args) {
       if (a.kind != PlanArg::Kind::Weight || seen[size_t(a.buffer)]) continue;
       seen[size_t(a.buffer)] = true;
       const gguf::TensorInfo* t = file->tensor(graph->buffers[a.buffer].tensor);
-      stats.decode_weight_bytes += int64_t(t->n_bytes);
-      stats.decode_weight_elements += t->n_elements();
+      stats.decode_weight_bytes += int64_t(t->n_bytes) / of * used;
+      stats.decode_weight_elements += t->n_elements() / of * used;
     }
   }
 }

@@ -47,7 +47,8 @@ struct EngineStats {
   int64_t n_params = 0;        // elements of every tensor in the file (llama-bench's "params")
   int64_t file_bytes = 0;
   // Weight bytes one decode step reads: every weight a decode step takes whole (an embed
-  // step reads one row, so its table is not counted unless a matmul also reads it).
+  // step reads one row, so its table is not counted unless a matmul also reads it); of an
+  // expert tensor, the experts one token uses (expert_used_count of expert_count).
   int64_t decode_weight_bytes = 0;
   int64_t decode_weight_elements = 0;  // their elements: the multiply-adds of one token
 };

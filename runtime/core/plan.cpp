@@ -52,8 +52,11 @@ static bool check_abi(const KernelMap& m, const KernelSymbol& k, std::string* er
   return ok;
 }
 
-// Bytes of one token row of b, or 0 when b is not a whole number of token rows.
+// Bytes of one token row of b, or 0 when b is not a whole number of token rows. A token row
+// is a buffer's last dim being T itself: a buffer of c*T rows (c > 1) holds c rows per token in
+// an order the plan does not know (the pairs of a mixture of experts, grouped by expert).
 static size_t token_row_bytes(const GraphBuffer& b) {
+  if (b.shape.empty() || !b.shape.back().is_tokens() || b.shape.back().i != 1) return 0;
   const size_t one = buffer_bytes(b, 1), two = buffer_bytes(b, 2);
   return one > 0 && two == 2 * one ? one : 0;
 }

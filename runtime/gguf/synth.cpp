@@ -92,6 +92,11 @@ std::optional<SynthConfig> synth_preset(std::string_view name) {
     c.n_embd = 2048, c.n_layer = 22, c.n_head = 32, c.n_head_kv = 4, c.n_ff = 5632, c.n_ctx = 2048;
   } else if (name == "tiny") {
     c.n_embd = 256, c.n_layer = 2, c.n_head = 4, c.n_head_kv = 2, c.n_ff = 768, c.n_ctx = 4096;
+  } else if (name == "qwen3-30b-a3b") {
+    c.arch = "qwen3moe";
+    c.n_embd = 2048, c.n_layer = 48, c.n_head = 32, c.n_head_kv = 4, c.n_ff = 6144, c.n_ctx = 4096;
+    c.head_dim = 128, c.n_expert = 128, c.n_expert_used = 8, c.n_ff_exp = 768;
+    c.rms_eps = 1e-6, c.rope_base = 1e6;
   } else {
     return std::nullopt;
   }
@@ -103,7 +108,9 @@ bool synth_check(const SynthConfig& c, std::string* why) {
     if (why) *why = w;
     return false;
   };
-  if (c.arch != "llama") return bad("unsupported architecture '" + c.arch + "' (only llama)");
+  const bool qwen = c.arch == "qwen3moe";
+  if (c.arch != "llama" && !qwen)
+    return bad("unsupported architecture '" + c.arch + "' (llama, qwen3moe)");
   for (auto [n, v] : {std::pair{"n_embd", c.n_embd},
                       {"n_layer", c.n_layer},
                       {"n_head", c.n_head},
@@ -111,8 +118,21 @@ bool synth_check(const SynthConfig& c, std::string* why) {
                       {"n_ff", c.n_ff},
                       {"n_ctx", c.n_ctx}})
     if (v <= 0 || v > (int64_t{1} << 24)) return bad(std::string(n) + " must be in 1..2^24");
-  if (c.n_embd % c.n_head != 0) return bad("n_embd must be a multiple of n_head");
+  for (auto [n, v] : {std::pair{"head_dim", c.head_dim},
+                      {"n_expert", c.n_expert},
+                      {"n_expert_used", c.n_expert_used},
+                      {"n_ff_exp", c.n_ff_exp}})
+    if (v < 0 || v > (int64_t{1} << 24)) return bad(std::string(n) + " must be in 0..2^24");
+  if (c.head_dim == 0 && c.n_embd % c.n_head != 0)
+    return bad("n_embd must be a multiple of n_head (or give head_dim)");
+  if (c.head_dim % 2 != 0) return bad("head_dim must be even");
   if (c.n_head % c.n_head_kv != 0) return bad("n_head must be a multiple of n_head_kv");
+  if (qwen && c.n_expert == 0) return bad("qwen3moe needs experts (n_expert > 0)");
+  if (c.n_expert > 512) return bad("n_expert must be at most 512 (llama.cpp's LLAMA_MAX_EXPERTS)");
+  if (c.n_expert > 0 && (c.n_expert_used < 1 || c.n_expert_used > c.n_expert))
+    return bad("n_expert_used must be in 1..n_expert");
+  if (c.n_expert == 0 && (c.n_expert_used != 0 || c.n_ff_exp != 0))
+    return bad("n_expert_used and n_ff_exp need experts (n_expert > 0)");
   if (!(c.rms_eps > 0)) return bad("rms_eps must be positive");
   if (!(c.rope_base > 0)) return bad("rope_base must be positive");
   if (!is_quantize_target(c.type))
@@ -131,13 +151,17 @@ bool synth_apply_dims(SynthConfig* c, std::string_view spec, std::string* why) {
       return false;
     }
     const std::string_view k = item.substr(0, eq), v = item.substr(eq + 1);
-    int64_t* field = k == "n_embd"      ? &c->n_embd
-                     : k == "n_layer"   ? &c->n_layer
-                     : k == "n_head"    ? &c->n_head
-                     : k == "n_head_kv" ? &c->n_head_kv
-                     : k == "n_ff"      ? &c->n_ff
-                     : k == "n_ctx"     ? &c->n_ctx
-                                        : nullptr;
+    int64_t* field = k == "n_embd"          ? &c->n_embd
+                     : k == "n_layer"       ? &c->n_layer
+                     : k == "n_head"        ? &c->n_head
+                     : k == "n_head_kv"     ? &c->n_head_kv
+                     : k == "n_ff"          ? &c->n_ff
+                     : k == "n_ctx"         ? &c->n_ctx
+                     : k == "head_dim"      ? &c->head_dim
+                     : k == "n_expert"      ? &c->n_expert
+                     : k == "n_expert_used" ? &c->n_expert_used
+                     : k == "n_ff_exp"      ? &c->n_ff_exp
+                                            : nullptr;
     bool ok;
     if (field)
       ok = parse_int(v, field);
@@ -147,7 +171,8 @@ bool synth_apply_dims(SynthConfig* c, std::string_view spec, std::string* why) {
       ok = parse_real(v, &c->rope_base);
     else {
       *why = "unknown dimension '" + std::string(k) +
-             "' (n_embd, n_layer, n_head, n_head_kv, n_ff, n_ctx, rms_eps, rope_base)";
+             "' (n_embd, n_layer, n_head, n_head_kv, n_ff, n_ctx, head_dim, n_expert, "
+             "n_expert_used, n_ff_exp, rms_eps, rope_base)";
       return false;
     }
     if (!ok) {
@@ -209,21 +234,35 @@ bool synth_write(const SynthConfig& c, const File* vocab, const std::string& out
       return false;
     }
   }
-  const int64_t n_embd_kv = c.n_embd / c.n_head * c.n_head_kv;
+  const int64_t head_dim = c.head_dim > 0 ? c.head_dim : c.n_embd / c.n_head;
+  const int64_t q_dim = head_dim * c.n_head, n_embd_kv = head_dim * c.n_head_kv;
+  const bool qwen = c.arch == "qwen3moe", moe = c.n_expert > 0;
+  const int64_t n_ff_exp = c.n_ff_exp > 0 ? c.n_ff_exp : c.n_ff;
+  auto key = [&c](const char* k) { return c.arch + "." + k; };
 
   Writer w;
-  w.add_str("general.architecture", "llama");
+  w.add_str("general.architecture", c.arch);
   w.add_str("general.name", "cke-synth " + (c.preset.empty() ? std::string("custom") : c.preset));
-  w.add_u32("llama.vocab_size", static_cast<uint32_t>(n_vocab));
-  w.add_u32("llama.context_length", static_cast<uint32_t>(c.n_ctx));
-  w.add_u32("llama.embedding_length", static_cast<uint32_t>(c.n_embd));
-  w.add_u32("llama.block_count", static_cast<uint32_t>(c.n_layer));
-  w.add_u32("llama.feed_forward_length", static_cast<uint32_t>(c.n_ff));
-  w.add_u32("llama.rope.dimension_count", static_cast<uint32_t>(c.n_embd / c.n_head));
-  w.add_u32("llama.attention.head_count", static_cast<uint32_t>(c.n_head));
-  w.add_u32("llama.attention.head_count_kv", static_cast<uint32_t>(c.n_head_kv));
-  w.add_f32("llama.attention.layer_norm_rms_epsilon", static_cast<float>(c.rms_eps));
-  w.add_f32("llama.rope.freq_base", static_cast<float>(c.rope_base));
+  w.add_u32(key("vocab_size"), static_cast<uint32_t>(n_vocab));
+  w.add_u32(key("context_length"), static_cast<uint32_t>(c.n_ctx));
+  w.add_u32(key("embedding_length"), static_cast<uint32_t>(c.n_embd));
+  w.add_u32(key("block_count"), static_cast<uint32_t>(c.n_layer));
+  // llama reads its expert width from feed_forward_length; qwen3moe has its own key.
+  w.add_u32(key("feed_forward_length"), static_cast<uint32_t>(moe && !qwen ? n_ff_exp : c.n_ff));
+  w.add_u32(key("rope.dimension_count"), static_cast<uint32_t>(head_dim));
+  w.add_u32(key("attention.head_count"), static_cast<uint32_t>(c.n_head));
+  w.add_u32(key("attention.head_count_kv"), static_cast<uint32_t>(c.n_head_kv));
+  if (head_dim * c.n_head != c.n_embd) {
+    w.add_u32(key("attention.key_length"), static_cast<uint32_t>(head_dim));
+    w.add_u32(key("attention.value_length"), static_cast<uint32_t>(head_dim));
+  }
+  w.add_f32(key("attention.layer_norm_rms_epsilon"), static_cast<float>(c.rms_eps));
+  w.add_f32(key("rope.freq_base"), static_cast<float>(c.rope_base));
+  if (moe) {
+    w.add_u32(key("expert_count"), static_cast<uint32_t>(c.n_expert));
+    w.add_u32(key("expert_used_count"), static_cast<uint32_t>(c.n_expert_used));
+    if (qwen) w.add_u32(key("expert_feed_forward_length"), static_cast<uint32_t>(n_ff_exp));
+  }
   if (dtype_info(c.type).block_size > 1) w.add_u32("general.quantization_version", 2);
   w.add_u32("general.file_type", *llama_ftype(c.type));
   if (vocab) {
@@ -235,17 +274,23 @@ bool synth_write(const SynthConfig& c, const File* vocab, const std::string& out
 
   // Tensors in llama.cpp's order; the stream of tensor i is i.
   uint64_t stream = 0;
-  auto matrix = [&](std::string name, int64_t ne0, int64_t ne1) {
-    const DType to = fitting_type(c.type, ne0);
-    if (to != c.type && note)
+  // A matrix of ne1 rows of ne0, or ne2 such matrices (the experts' [ne0, ne1, ne2]);
+  // `keep_f32`: llama-quantize never quantizes it (the MoE router).
+  auto matrix = [&](std::string name, int64_t ne0, int64_t ne1, int64_t ne2 = 1,
+                    bool keep_f32 = false) {
+    const DType to = keep_f32 ? DType::F32 : fitting_type(c.type, ne0);
+    if (to != c.type && note && !keep_f32)
       note(name + ": row length " + std::to_string(ne0) + " does not fit " +
            std::string(dtype_name(c.type)) + "; using " + std::string(dtype_name(to)));
     const Stream s(c.seed, stream++);
+    std::vector<int64_t> ne = {ne0, ne1};
+    if (ne2 > 1) ne.push_back(ne2);
+    const int64_t rows = ne1 * ne2;
     w.add_tensor_fill(
-        std::move(name), to, {ne0, ne1}, [s, to, ne0, ne1](std::span<uint8_t> dst, GgufError*) {
+        std::move(name), to, ne, [s, to, ne0, rows](std::span<uint8_t> dst, GgufError*) {
           const size_t rb = row_bytes(to, ne0);
           tbb::parallel_for(
-              tbb::blocked_range<int64_t>(0, ne1, 8), [&](const tbb::blocked_range<int64_t>& r) {
+              tbb::blocked_range<int64_t>(0, rows, 8), [&](const tbb::blocked_range<int64_t>& r) {
                 std::vector<float> row(static_cast<size_t>(ne0));
                 for (int64_t i = r.begin(); i < r.end(); ++i) {
                   fill_normal(s, static_cast<uint64_t>(i * ne0), row.size(), 0.02, 0.0, row.data());
@@ -268,14 +313,25 @@ bool synth_write(const SynthConfig& c, const File* vocab, const std::string& out
   for (int64_t l = 0; l < c.n_layer; ++l) {
     const std::string b = "blk." + std::to_string(l) + ".";
     norm(b + "attn_norm.weight", c.n_embd);
-    matrix(b + "attn_q.weight", c.n_embd, c.n_embd);
+    matrix(b + "attn_q.weight", c.n_embd, q_dim);
     matrix(b + "attn_k.weight", c.n_embd, n_embd_kv);
     matrix(b + "attn_v.weight", c.n_embd, n_embd_kv);
-    matrix(b + "attn_output.weight", c.n_embd, c.n_embd);
+    if (qwen) {
+      norm(b + "attn_q_norm.weight", head_dim);
+      norm(b + "attn_k_norm.weight", head_dim);
+    }
+    matrix(b + "attn_output.weight", q_dim, c.n_embd);
     norm(b + "ffn_norm.weight", c.n_embd);
-    matrix(b + "ffn_gate.weight", c.n_embd, c.n_ff);
-    matrix(b + "ffn_up.weight", c.n_embd, c.n_ff);
-    matrix(b + "ffn_down.weight", c.n_ff, c.n_embd);
+    if (moe) {
+      matrix(b + "ffn_gate_inp.weight", c.n_embd, c.n_expert, 1, true);
+      matrix(b + "ffn_gate_exps.weight", c.n_embd, n_ff_exp, c.n_expert);
+      matrix(b + "ffn_up_exps.weight", c.n_embd, n_ff_exp, c.n_expert);
+      matrix(b + "ffn_down_exps.weight", n_ff_exp, c.n_embd, c.n_expert);
+    } else {
+      matrix(b + "ffn_gate.weight", c.n_embd, c.n_ff);
+      matrix(b + "ffn_up.weight", c.n_embd, c.n_ff);
+      matrix(b + "ffn_down.weight", c.n_ff, c.n_embd);
+    }
   }
   norm("output_norm.weight", c.n_embd);
   matrix("output.weight", c.n_embd, n_vocab);

@@ -311,6 +311,76 @@ TEST(GgufTools, SynthTinyStructure) {
   EXPECT_EQ(q[301], static_cast<float>(0.02 * synth_normal(1001, 2, 301)));
 }
 
+// The mixtures of experts: the tensor set and shapes of llama.cpp's qwen3moe and llama with
+// experts (as the shared synth-qwen3moe-F32 / synth-llamamoe-F32, made by gguf-py), their
+// expert keys, the router kept F32 when the matrices are quantized; and the real-shaped
+// qwen3-30b-a3b preset.
+TEST(GgufTools, SynthMixturesOfExperts) {
+  CKE_REQUIRE_SHARED(vocab_path, "models/stories260K.gguf");
+  auto vocab = open_ok(vocab_path);
+  ASSERT_TRUE(vocab);
+  for (const std::string arch : {"qwen3moe", "llama"}) {
+    SCOPED_TRACE(arch);
+    auto c = synth_preset("tiny");
+    c->arch = arch;
+    std::string why;
+    ASSERT_TRUE(synth_apply_dims(
+        &*c,
+        arch == "qwen3moe" ? "n_ff=256,n_expert=4,n_expert_used=2,n_ff_exp=128,rms_eps=1e-6"
+                           : "n_ff=128,n_expert=4,n_expert_used=2",
+        &why))
+        << why;
+    c->type = DType::Q8_0;
+    TempFile out("synth_moe");
+    GgufError err;
+    ASSERT_TRUE(synth_write(*c, vocab.get(), out.path, &err)) << err.message;
+    auto f = open_ok(out.path);
+    ASSERT_TRUE(f);
+    EXPECT_EQ(f->str("general.architecture", &err), arch);
+    EXPECT_EQ(f->u32(arch + ".expert_count", &err), 4u);
+    EXPECT_EQ(f->u32(arch + ".expert_used_count", &err), 2u);
+    // llama reads the expert width from feed_forward_length, qwen3moe from its own key.
+    EXPECT_EQ(f->u32(arch + ".feed_forward_length", &err), arch == "llama" ? 128u : 256u);
+    if (arch == "qwen3moe") {
+      EXPECT_EQ(f->u32(arch + ".expert_feed_forward_length", &err), 128u);
+    }
+    CKE_REQUIRE_SHARED(ref_path, "models/synthetic/synth-" +
+                                     std::string(arch == "llama" ? "llamamoe" : "qwen3moe") +
+                                     "-F32.gguf");
+    auto ref = open_ok(ref_path);
+    ASSERT_TRUE(ref);
+    ASSERT_EQ(f->tensors().size(), ref->tensors().size());
+    for (const TensorInfo& r : ref->tensors()) {
+      const TensorInfo* t = f->tensor(r.name);
+      ASSERT_TRUE(t) << r.name;
+      EXPECT_EQ(t->n_dims, r.n_dims) << r.name;
+      for (int d = 0; d < 4; ++d) EXPECT_EQ(t->ne[d], r.ne[d]) << r.name;
+      const bool router = r.name.find("ffn_gate_inp") != std::string::npos;
+      EXPECT_EQ(t->type, r.n_dims == 1 || router ? DType::F32 : DType::Q8_0) << r.name;
+    }
+  }
+  // The real-shaped preset: 128 experts of 768, 8 used, heads of 128 (q_dim 4096 > n_embd).
+  auto q = synth_preset("qwen3-30b-a3b");
+  ASSERT_TRUE(q);
+  EXPECT_EQ(q->arch, "qwen3moe");
+  EXPECT_EQ(q->n_expert, 128);
+  EXPECT_EQ(q->n_expert_used, 8);
+  EXPECT_EQ(q->n_ff_exp, 768);
+  EXPECT_EQ(q->head_dim, 128);
+  std::string why;
+  EXPECT_TRUE(synth_apply_dims(&*q, "n_layer=2", &why)) << why;
+  // Bad expert counts are refused.
+  EXPECT_FALSE(synth_apply_dims(&*q, "n_expert_used=129", &why));
+  EXPECT_NE(why.find("n_expert_used"), std::string::npos) << why;
+  EXPECT_FALSE(synth_apply_dims(&*q, "n_expert=0,n_expert_used=0,n_ff_exp=0", &why));
+  EXPECT_NE(why.find("qwen3moe needs experts"), std::string::npos) << why;
+  EXPECT_FALSE(synth_apply_dims(&*q, "n_expert=600", &why));
+  auto d = synth_preset("tiny");
+  d->arch = "gemma3";
+  EXPECT_FALSE(synth_check(*d, &why));
+  EXPECT_NE(why.find("unsupported architecture 'gemma3'"), std::string::npos) << why;
+}
+
 TEST(GgufTools, SynthIsDeterministic) {
   CKE_REQUIRE_SHARED(vocab_path, "models/stories260K.gguf");
   auto vocab = open_ok(vocab_path);

@@ -44,6 +44,8 @@ TEST(JitGenerators, TableIsConsistent) {
     }
     const KernelSymbol* ref = find_kernel_symbol(fmt + "__ref");
     if (!ref) ref = find_kernel_symbol(fmt + "_f32__ref");
+    // The expert matmuls (linear_id__<isa>, any format): linear_id_<w>_f32__ref share one ABI.
+    if (!ref) ref = find_kernel_symbol(fmt + "_f32_f32__ref");
     ASSERT_NE(ref, nullptr);
     ASSERT_EQ(g.n_args, ref->n_args);
     for (int i = 0; i < g.n_args; ++i) EXPECT_EQ(g.args[i], ref->args[i]) << "argument " << i;

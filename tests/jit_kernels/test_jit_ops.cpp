@@ -642,11 +642,14 @@ TEST(JitOps, EveryGeneratedProviderHasATest) {
       // test_jit_families.cpp
       "layernorm_f32_f32_16l__avx2", "layernorm_f32_f32_16l__avx512", "relu_sqr_f32_f32_16l__avx2",
       "relu_sqr_f32_f32_16l__avx512", "swiglu_fused_f32_f32_16l__avx2",
-      "swiglu_fused_f32_f32_16l__avx512"};
+      "swiglu_fused_f32_f32_16l__avx512",
+      // test_jit_moe.cpp (the expert matmuls, linear_id: test_jit_linear_id.cpp)
+      "moe_gather_f32__avx2", "moe_gather_f32__avx512", "moe_combine_f32__avx2",
+      "moe_combine_f32__avx512"};
   std::vector<std::string> maps;
   for (const KernelMap& m : real_registry().maps())
-    if (m.op != "linear" && m.op != "attention" && m.op != "act_quant" && m.op != "embed" &&
-        !m.impl.generator.empty())
+    if (m.op != "linear" && m.op != "linear_id" && m.op != "attention" && m.op != "act_quant" &&
+        m.op != "embed" && !m.impl.generator.empty())
       maps.push_back(m.id);
   std::sort(maps.begin(), maps.end());
   std::sort(tested.begin(), tested.end());

@@ -89,7 +89,8 @@ std::vector<std::string> reference_stems(const std::string& sub) {
 }
 
 std::vector<std::string> next_reference_stems() {
-  static constexpr const char* kRunning[] = {"synth-glm4-", "synth-nemotron-"};
+  static constexpr const char* kRunning[] = {"synth-glm4-", "synth-nemotron-", "synth-qwen3moe-",
+                                             "synth-llamamoe-"};
   std::vector<std::string> stems;
   for (const std::string& stem : reference_stems("next")) {
     const std::string model = stem.substr(stem.find('/') + 1);

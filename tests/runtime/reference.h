@@ -42,8 +42,8 @@ double nmse(const float* x, const float* ref, size_t n);
 std::vector<std::string> reference_stems(const std::string& sub = "");
 
 // The stems of reference/next/ (families being brought up) whose circuits run and must
-// pass like every other reference: "next/synth-glm4-*" and "next/synth-nemotron-*" (not
-// yet the MoE ones, qwen3moe and llamamoe).
+// pass like every other reference: "next/synth-glm4-*", "next/synth-nemotron-*" and the
+// mixtures of experts "next/synth-qwen3moe-*" and "next/synth-llamamoe-*".
 std::vector<std::string> next_reference_stems();
 
 }  // namespace cke::test

@@ -140,6 +140,83 @@ TEST(BadModel, WrongTypeHasNoProvider) {
   EXPECT_NE(err.find("f16"), std::string::npos) << err;
 }
 
+// Mixtures of experts: expert counts the file's tensors or llama.cpp's loader disagree with
+// are load errors naming the key or the tensor (circuits/qwen3moe.yaml, llama.moe.yaml).
+std::function<bool(std::string_view, gguf::Writer&, const gguf::Value&)> set_u32(std::string key,
+                                                                                 uint32_t v) {
+  return [key, v](std::string_view k, gguf::Writer& w, const gguf::Value&) {
+    if (k != key) return false;
+    w.add_u32(key, v);
+    return true;
+  };
+}
+
+TEST(BadModel, ExpertCountsNameTheKey) {
+  CKE_REQUIRE_SHARED(qwen, "models/synthetic/synth-qwen3moe-Q8_0.gguf");
+  CKE_REQUIRE_SHARED(llama, "models/synthetic/synth-llamamoe-Q8_0.gguf");
+  struct Case {
+    std::string src, key;
+    uint32_t value;
+    std::vector<std::string> want;
+  };
+  const std::vector<Case> cases = {
+      // more experts used than there are
+      {qwen,
+       "qwen3moe.expert_used_count",
+       5,
+       {"qwen3moe.expert_used_count", "n_used = 5", "n_expert = 4"}},
+      {qwen, "qwen3moe.expert_used_count", 0, {"qwen3moe.expert_used_count", "n_used = 0"}},
+      {llama, "llama.expert_used_count", 6, {"llama.expert_used_count", "llama.moe.yaml"}},
+      {llama, "llama.expert_used_count", 0, {"llama.expert_used_count", "n_used = 0"}},
+      // an expert count the expert tensors disagree with: the tensor is named
+      {qwen, "qwen3moe.expert_count", 8, {"blk.0.ffn_gate_inp.weight", "[256, 4]", "[256, 8]"}},
+      {llama, "llama.expert_count", 3, {"ffn_gate_exps.weight", "[256, 128, 4]", "[256, 128, 3]"}},
+      // a count past llama.cpp's LLAMA_MAX_EXPERTS
+      {qwen, "qwen3moe.expert_count", 600, {"qwen3moe.expert_count", "n_expert = 600"}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.key + " = " + std::to_string(c.value));
+    const std::string path =
+        rewrite(c.src, "moe_" + std::to_string(c.value), set_u32(c.key, c.value), keep_tensor);
+    const std::string err = load_error(path);
+    for (const std::string& w : c.want) EXPECT_NE(err.find(w), std::string::npos) << err;
+  }
+}
+
+TEST(BadModel, ExpertTensorShapeIsNamed) {
+  CKE_REQUIRE_SHARED(src, "models/synthetic/synth-qwen3moe-F32.gguf");
+  // blk.1.ffn_up_exps with 3 experts where expert_count says 4.
+  auto path = rewrite(src, "moe_shape", keep_kv, [](const gguf::TensorInfo& t, gguf::Writer& w) {
+    if (t.name != "blk.1.ffn_up_exps.weight") return false;
+    w.add_tensor(std::string(t.name), t.type, {256, 128, 3}, {t.data, size_t(256 * 128 * 3 * 4)});
+    return true;
+  });
+  const std::string err = load_error(path);
+  EXPECT_NE(err.find("blk.1.ffn_up_exps.weight"), std::string::npos) << err;
+  EXPECT_NE(err.find("[256, 128, 3]"), std::string::npos) << err;
+  EXPECT_NE(err.find("the circuit expects [256, 128, 4]"), std::string::npos) << err;
+}
+
+// A llama file is the dense circuit's or the experts' by llama.expert_count: a negative count
+// is neither's, and the error names both circuits and the value they saw.
+TEST(BadModel, NoCircuitOfTheArchitectureSelectsTheModel) {
+  CKE_REQUIRE_SHARED(src, "models/synthetic/synth-llamamoe-Q8_0.gguf");
+  auto path = rewrite(
+      src, "moe_negative",
+      [](std::string_view k, gguf::Writer& w, const gguf::Value&) {
+        if (k != "llama.expert_count") return false;
+        w.add_i32("llama.expert_count", -2);
+        return true;
+      },
+      keep_tensor);
+  const std::string err = load_error(path);
+  EXPECT_NE(err.find("no circuits of architecture 'llama' describe this model"), std::string::npos)
+      << err;
+  EXPECT_NE(err.find("llama.yaml: select 'n_expert == 0' is false"), std::string::npos) << err;
+  EXPECT_NE(err.find("llama.moe.yaml: select 'n_expert > 0' is false"), std::string::npos) << err;
+  EXPECT_NE(err.find("n_expert = -2 (llama.expert_count)"), std::string::npos) << err;
+}
+
 TEST(BadModel, NotAFileOrTruncated) {
   EXPECT_NE(load_error("/nonexistent/model.gguf").find("/nonexistent/model.gguf"),
             std::string::npos);
