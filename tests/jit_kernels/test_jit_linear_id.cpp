@@ -254,6 +254,12 @@ void run_all(const std::string& id) {
 TEST(JitLinearId, linear_id_bf16_f32_4x1__avx512bf16) {
   run_all("linear_id_bf16_f32_4x1__avx512bf16");
 }
+TEST(JitLinearId, linear_id_bf16_f32_4x1__avx512) {
+  run_all("linear_id_bf16_f32_4x1__avx512");
+}
+TEST(JitLinearId, linear_id_bf16_f32_2x1__avx2) {
+  run_all("linear_id_bf16_f32_2x1__avx2");
+}
 TEST(JitLinearId, linear_id_f16_f32_1x1__avx2) {
   run_all("linear_id_f16_f32_1x1__avx2");
 }
@@ -422,6 +428,8 @@ TEST(JitLinearId, linear_id_q5_1_f32_8x4__avx512vnni) {
 
 TEST(JitLinearId, EveryGeneratedProviderHasATest) {
   const std::vector<std::string> tested = {"linear_id_bf16_f32_4x1__avx512bf16",
+                                           "linear_id_bf16_f32_4x1__avx512",
+                                           "linear_id_bf16_f32_2x1__avx2",
                                            "linear_id_f16_f32_1x1__avx2",
                                            "linear_id_f16_f32_2x3__avx512",
                                            "linear_id_f16_f32_4x1__avx512",
