@@ -294,6 +294,10 @@ class Instantiator {
       error(path, fmt::format("metadata key '{}' = {} is not an integer", h.key, *d));
       return std::nullopt;
     }
+    if (const auto* u = std::get_if<MetaUnreadable>(&*m)) {
+      error(path, fmt::format("metadata key '{}' is {}, expected a number", h.key, u->what));
+      return std::nullopt;
+    }
     error(path, fmt::format("metadata key '{}' is a string, expected a number", h.key));
     return std::nullopt;
   }

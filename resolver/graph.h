@@ -26,7 +26,12 @@ struct TensorFact {
   std::vector<int64_t> shape;  // ggml order
 };
 
-using MetaValue = std::variant<int64_t, double, std::string>;
+// A key that is present but holds nothing a circuit can read (an array, an integer past
+// int64): its description, for the error that names the key (never a silent default).
+struct MetaUnreadable {
+  std::string what;  // e.g. "an array of 3 u32"
+};
+using MetaValue = std::variant<int64_t, double, std::string, MetaUnreadable>;
 
 // What instantiate() needs to know about a model (the runtime adapts its GGUF reader).
 class ModelFacts {

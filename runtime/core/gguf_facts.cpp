@@ -1,5 +1,7 @@
 #include "runtime/core/gguf_facts.h"
 
+#include <fmt/format.h>
+
 namespace cke {
 
 std::optional<MetaValue> GgufFacts::key(std::string_view name) const {
@@ -12,7 +14,8 @@ std::optional<MetaValue> GgufFacts::key(std::string_view name) const {
     case T::U32:
     case T::U64: {
       const uint64_t u = std::get<uint64_t>(v->scalar);
-      if (u > uint64_t(INT64_MAX)) return std::nullopt;
+      if (u > uint64_t(INT64_MAX))
+        return MetaValue{MetaUnreadable{fmt::format("{} (past int64)", u)}};
       return MetaValue{int64_t(u)};
     }
     case T::I8:
@@ -28,7 +31,7 @@ std::optional<MetaValue> GgufFacts::key(std::string_view name) const {
     case T::STRING:
       return MetaValue{std::string(std::get<std::string_view>(v->scalar))};
     case T::ARRAY:
-      return std::nullopt;
+      return MetaValue{MetaUnreadable{fmt::format("an array of {} values", v->array_size())}};
   }
   return std::nullopt;
 }

@@ -151,6 +151,39 @@ std::function<bool(std::string_view, gguf::Writer&, const gguf::Value&)> set_u32
   };
 }
 
+// A key the circuit reads that holds an array or an integer past int64 is an error naming
+// the key, never "absent, use the default" (which would run another model than the file's).
+TEST(BadModel, UnreadableKeyIsNamed) {
+  CKE_REQUIRE_SHARED(src, "models/stories260K.gguf");
+  struct Case {
+    const char* name;
+    std::function<void(gguf::Writer&)> write;
+    std::string want;
+  };
+  const std::vector<Case> cases = {
+      {"array",
+       [](gguf::Writer& w) {
+         w.add_i32_array("llama.rope.dimension_count", {16, 16, 16});
+       },
+       "metadata key 'llama.rope.dimension_count' is an array of 3 values"},
+      {"u64", [](gguf::Writer& w) { w.add_u64("llama.rope.dimension_count", ~uint64_t(0)); },
+       "metadata key 'llama.rope.dimension_count' is 18446744073709551615 (past int64)"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const std::string path = rewrite(
+        src, std::string("unreadable_") + c.name,
+        [&](std::string_view k, gguf::Writer& w, const gguf::Value&) {
+          if (k != "llama.rope.dimension_count") return false;
+          c.write(w);
+          return true;
+        },
+        keep_tensor);
+    const std::string err = load_error(path);
+    EXPECT_NE(err.find(c.want), std::string::npos) << err;
+  }
+}
+
 TEST(BadModel, ExpertCountsNameTheKey) {
   CKE_REQUIRE_SHARED(qwen, "models/synthetic/synth-qwen3moe-Q8_0.gguf");
   CKE_REQUIRE_SHARED(llama, "models/synthetic/synth-llamamoe-Q8_0.gguf");
