@@ -29,6 +29,8 @@ const std::vector<Seq>& sequences() {
       {{1, 403, 407, 263, 431}, {292, 127, 338, 263, 217, 300}},
       {{1, 91, 17, 444, 201, 333, 78, 12, 290}, {55, 410, 3, 99}},
       {{1, 250, 260}, {270, 280, 290, 300, 310}},
+      {{1, 5, 6, 7, 8, 9, 10}, {11, 12, 13, 14, 15, 16, 17}},
+      {{1, 120}, {121, 122, 123, 124, 125, 126, 127, 128}},
   };
   return s;
 }
@@ -63,9 +65,10 @@ std::vector<std::vector<float>> alone(Engine& e) {
   return out;
 }
 
-// The same rows from one engine of three sequences: sequences 0 and 1 prefilled, one
-// batched step of both, sequence 2 prefilled between steps, then batched steps of every
-// sequence that has tokens left (3, then 2, then 1).
+// The same rows from one engine of five sequences: sequences 0 and 1 prefilled, one
+// batched step of both, the others prefilled between steps, then batched steps of every
+// sequence that has tokens left (5, then fewer as they finish: 4 and more tokens run
+// ggml's repacked gemm where a contract has one, so those steps must run per token).
 std::vector<std::vector<float>> together(Engine& e) {
   const auto& S = sequences();
   std::vector<std::vector<float>> out(S.size());
@@ -97,7 +100,10 @@ std::vector<std::vector<float>> together(Engine& e) {
   prefill(1);
   step({0, 1});
   prefill(2);
-  while (step({2, 0, 1})) {
+  prefill(3);
+  step({3, 1, 2});
+  prefill(4);
+  while (step({2, 0, 4, 1, 3})) {
   }
   for (size_t s = 0; s < S.size(); ++s)
     EXPECT_EQ(e.pos(int32_t(s)), int32_t(S[s].prompt.size() + S[s].next.size()));
@@ -119,6 +125,10 @@ struct Case {
   std::string cache;
 };
 
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.model << " (" << c.cache << " cache)";
+}
+
 class BatchDecode : public ::testing::TestWithParam<Case> {};
 
 TEST_P(BatchDecode, BitIdenticalToEachSequenceAlone) {
@@ -128,9 +138,9 @@ TEST_P(BatchDecode, BitIdenticalToEachSequenceAlone) {
   ASSERT_TRUE(one);
   const auto want = alone(*one);
   for (int threads : {1, 2}) {
-    auto e = load(path, 3, threads, cache);
+    auto e = load(path, 5, threads, cache);
     ASSERT_TRUE(e);
-    EXPECT_EQ(e->n_seq(), 3);
+    EXPECT_EQ(e->n_seq(), 5);
     expect_same_bits(together(*e), want, std::to_string(threads) + " thread(s)");
   }
 }
@@ -186,7 +196,7 @@ TEST(BatchDecodeErrors, BadBatchesAreRefused) {
   EXPECT_NE(err.find("n_seq 8"), std::string::npos) << err;
 }
 
-// The emitted C of an engine of three sequences has the batch entry and computes the JIT's
+// The emitted C of an engine of five sequences has the batch entry and computes the JIT's
 // bits (a model whose linears run once per batch, and one whose repacked linears run per
 // token).
 TEST(BatchDecodeEmitC, EmittedBatchIsBitIdenticalToTheJit) {
@@ -195,13 +205,13 @@ TEST(BatchDecodeEmitC, EmittedBatchIsBitIdenticalToTheJit) {
     const fs::path dir = fs::temp_directory_path() /
                          ("cke_batch_emit_" + std::to_string(getpid()) + "_" +
                           fs::path(model).stem().string());
-    auto jit = load(path, 3, 1, "f32");
+    auto jit = load(path, 5, 1, "f32");
     ASSERT_TRUE(jit);
     std::string err;
     ASSERT_TRUE(jit->emit_c(dir.string(), &err)) << err;
     const auto want = together(*jit);
     for (int threads : {1, 2}) {
-      auto c = load(path, 3, threads, "f32", dir.string());
+      auto c = load(path, 5, threads, "f32", dir.string());
       ASSERT_TRUE(c);
       ASSERT_TRUE(c->runs_emitted_c());
       expect_same_bits(together(*c), want, model + " emitted C");
@@ -229,7 +239,9 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"synthetic/synth-qwen3-Q8_0.gguf", "f32"},
                       Case{"synthetic/synth-gemma3-Q8_0.gguf", "f32"},
                       Case{"synthetic/synth-gemma3-Q4_K_M.gguf", "f16"},
-                      Case{"synthetic/synth-qwen2-F32.gguf", "f32"}),
+                      Case{"synthetic/synth-qwen2-F32.gguf", "f32"},
+                      Case{"synthetic/synth-glm4-Q8_0.gguf", "f32"},
+                      Case{"synthetic/synth-nemotron-Q4_K_M.gguf", "f32"}),
     case_name);
 
 }  // namespace
