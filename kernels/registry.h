@@ -36,8 +36,10 @@ struct KernelSymbol {
 namespace detail {
 template <class T>
 constexpr ArgKind arg_kind() {
-  if constexpr (std::is_pointer_v<T>) return ArgKind::Ptr;
-  else if constexpr (std::is_same_v<T, int64_t>) return ArgKind::I64;
+  if constexpr (std::is_pointer_v<T>)
+    return ArgKind::Ptr;
+  else if constexpr (std::is_same_v<T, int64_t>)
+    return ArgKind::I64;
   else {
     static_assert(std::is_same_v<T, float>, "kernel args are pointers, int64_t or float");
     return ArgKind::F32;

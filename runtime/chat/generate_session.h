@@ -75,8 +75,8 @@ class Session {
   // The engine must outlive the session. The session empties the KV cells of the engine's
   // sequence `seq` and owns them from then on. `tmpl` is needed only by generate_chat().
   // `via` (optional, must outlive the session) evaluates its tokens instead of the engine.
-  explicit Session(Engine& engine, std::optional<ChatTemplate> tmpl = std::nullopt,
-                   int32_t seq = 0, SequenceEvaluator* via = nullptr);
+  explicit Session(Engine& engine, std::optional<ChatTemplate> tmpl = std::nullopt, int32_t seq = 0,
+                   SequenceEvaluator* via = nullptr);
 
   // Generates after `prompt` (token ids, used as given). Returns false with *err on an
   // engine error, a token id out of the vocab, an empty prompt or a prompt that does not

@@ -103,8 +103,9 @@ void render_phase(const EmitInput& in, const PhasePlan& p, std::string* tasks, s
       "/* Phase {}: {} steps, arena {} bytes, T {} {}. Tokens in at A + {}, logits out at A + {}. "
       "*/\n"
       "void cke_plan_{}(const cke_run_context* ctx) {{\n",
-      ph, p.steps.size(), p.arena_bytes, p.phase == Phase::Decode && !p.batch ? "=" : "<=",
-      p.max_tokens, p.tokens_offset, p.logits_offset, ph);
+      ph, p.steps.size(), p.arena_bytes,
+      p.phase == Phase::Decode && !p.batch ? "=" : "<=", p.max_tokens, p.tokens_offset,
+      p.logits_offset, ph);
   for (size_t i = 0; i < p.steps.size(); ++i) {
     const PlanStep& s = p.steps[i];
     const GraphNode& n = in.graph->nodes[s.node];
@@ -132,8 +133,7 @@ void render_phase(const EmitInput& in, const PhasePlan& p, std::string* tasks, s
       continue;
     }
     const std::string step = fmt::format("{}_token{}", ph, i);
-    *tasks +=
-        fmt::format("static void {}(const cke_run_context* ctx) {{\n  {}\n}}\n", step, code);
+    *tasks += fmt::format("static void {}(const cke_run_context* ctx) {{\n  {}\n}}\n", step, code);
     *body += fmt::format("  cke_for_each_token(ctx, {});\n", step);
   }
   *body += "}\n\n";
@@ -152,26 +152,26 @@ bool emit_c(const EmitInput& in, EmittedC* out, std::string* err) {
     if (p)
       for (const PlanStep& s : p->steps) all.push_back(&s);
   for (const PlanStep* step : all) {
-      const PlanStep& s = *step;
-      if (!used.insert(s.provider->id).second) continue;
-      std::string d = fmt::format("{}(", s.provider->id);
-      for (int i = 0; i < s.symbol.n_args; ++i)
-        d += (i ? ", " : "") + std::string(c_type(s.symbol.args[i]));
-      d += ");\n";
-      if (s.provider->impl.generator.empty()) {
-        decls += "extern void " + d;
-        continue;
-      }
-      std::string c;
-      if (!jit::kernel_c_source(s.provider->impl.generator, s.provider->impl.generator_params,
-                                s.provider->id, &c, err)) {
-        *err = fmt::format("--emit-c: provider '{}': {}", s.provider->id, *err);
-        return false;
-      }
-      kernels += c + "\n";
-      protos += "void " + d;
-      for (Feature f : s.provider->isa) isa.emplace_back(feature_name(f));
+    const PlanStep& s = *step;
+    if (!used.insert(s.provider->id).second) continue;
+    std::string d = fmt::format("{}(", s.provider->id);
+    for (int i = 0; i < s.symbol.n_args; ++i)
+      d += (i ? ", " : "") + std::string(c_type(s.symbol.args[i]));
+    d += ");\n";
+    if (s.provider->impl.generator.empty()) {
+      decls += "extern void " + d;
+      continue;
     }
+    std::string c;
+    if (!jit::kernel_c_source(s.provider->impl.generator, s.provider->impl.generator_params,
+                              s.provider->id, &c, err)) {
+      *err = fmt::format("--emit-c: provider '{}': {}", s.provider->id, *err);
+      return false;
+    }
+    kernels += c + "\n";
+    protos += "void " + d;
+    for (Feature f : s.provider->isa) isa.emplace_back(feature_name(f));
+  }
   std::vector<std::string> unknown;
   out->kernel_flags = jit::kir::c_isa_flags(isa, &unknown);
   if (!unknown.empty()) {

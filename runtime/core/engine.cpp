@@ -97,8 +97,8 @@ struct Engine::Impl {
   std::optional<nlohmann::json> trace;
   std::string arch;
   int32_t n_ctx = 0, n_vocab = 0;
-  std::vector<int32_t> pos;         // per sequence: tokens in its cells
-  PhasePlan prefill, decode, batch;  // batch: with n_seq > 1 (plan.h)
+  std::vector<int32_t> pos;                        // per sequence: tokens in its cells
+  PhasePlan prefill, decode, batch;                // batch: with n_seq > 1 (plan.h)
   std::vector<std::unique_ptr<AlignedBuf>> state;  // per graph buffer (null if not state)
   std::unique_ptr<AlignedBuf> arena;
   // The repacked weights (plan_repacks): one buffer, each copy at its offset.
@@ -491,8 +491,9 @@ bool Engine::Impl::run(const PhasePlan& p, jit::GlueFn fn, int32_t seq,
   std::memcpy(base + p.tokens_offset, toks.data(), toks.size() * sizeof(int32_t));
   // The output tail (plan.h) computes every row's logits or the last row's only.
   const int64_t T = int64_t(toks.size()), p0 = pos[size_t(seq)];
-  RunContext ctx{p0,         T, p0 + T, pool.get(), all_logits ? 0 : T - 1, all_logits ? T : 1,
-                 int64_t(seq), nullptr, nullptr};
+  RunContext ctx{
+      p0,           T,       p0 + T, pool.get(), all_logits ? 0 : T - 1, all_logits ? T : 1,
+      int64_t(seq), nullptr, nullptr};
   fn(&ctx);
   pos[size_t(seq)] += int32_t(toks.size());
   if (logits_out) {

@@ -65,9 +65,7 @@ class JitBackend : public Backend {
   std::unique_ptr<jit::KernelModule> prefill_, decode_, batch_;
   jit::GlueFn prefill() const override { return prefill_->entry_as<jit::GlueFn>(); }
   jit::GlueFn decode() const override { return decode_->entry_as<jit::GlueFn>(); }
-  jit::GlueFn batch() const override {
-    return batch_ ? batch_->entry_as<jit::GlueFn>() : nullptr;
-  }
+  jit::GlueFn batch() const override { return batch_ ? batch_->entry_as<jit::GlueFn>() : nullptr; }
 };
 
 }  // namespace

@@ -213,10 +213,10 @@ bool build_plan(const Graph& graph, const std::vector<PlanSource>& steps, PhaseP
       if (a.kind != PlanArg::Kind::Arena) continue;
       a.row_bytes = token_row_bytes(graph.buffers[a.buffer]);
       if (a.row_bytes == 0) {
-        *err = fmt::format("{}: {} runs per token in a batched decode but its buffer {} is not "
-                           "in rows of tokens",
-                           graph.circuit_file, graph.nodes[s.node].label(),
-                           graph.buffers[a.buffer].label());
+        *err = fmt::format(
+            "{}: {} runs per token in a batched decode but its buffer {} is not "
+            "in rows of tokens",
+            graph.circuit_file, graph.nodes[s.node].label(), graph.buffers[a.buffer].label());
         return false;
       }
     }

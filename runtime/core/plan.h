@@ -39,7 +39,7 @@ struct PlanStep {
   bool split_by_tokens = false;
   RuntimeValue split_by = RuntimeValue::NTokens;  // NOut in the output tail
   int64_t split_align = 1;
-  bool out_tail = false;  // in the output tail (see PhasePlan)
+  bool out_tail = false;   // in the output tail (see PhasePlan)
   bool per_token = false;  // a batch plan's step run once per token (see PhasePlan)
 };
 

@@ -117,8 +117,7 @@ void BatchScheduler::prefill_chunk(Call* c) {
     return;
   }
   if (out) {
-    if (c->done == 0 || !c->all_logits)
-      c->logits->clear();
+    if (c->done == 0 || !c->all_logits) c->logits->clear();
     c->logits->insert(c->logits->end(), rows.begin(), rows.end());
   }
   c->done += n;

@@ -34,8 +34,8 @@ class BatchScheduler : public SequenceEvaluator {
   explicit BatchScheduler(Engine& engine);  // starts the thread
   ~BatchScheduler() override;               // finishes what is queued, stops the thread
 
-  bool eval(int32_t seq, std::span<const int32_t> ids, std::vector<float>* logits,
-            bool all_logits, std::string* err) override;
+  bool eval(int32_t seq, std::span<const int32_t> ids, std::vector<float>* logits, bool all_logits,
+            std::string* err) override;
   // A sequence is active while its slot is leased: steps wait (at most kGather) for its call.
   void set_active(int32_t seq, bool active);
 

@@ -134,17 +134,16 @@ int main(int argc, char** argv) {
   fmt::print(stderr,
              "cke-server: {} slot(s) of {} ({}), context {} each, {} thread(s); load {:.1f} "
              "ms, compile {:.1f} ms\n",
-             parallel, eo.model_path, engine->architecture(), engine->n_ctx(),
-             engine->n_threads(), engine->stats().load_ms, engine->stats().compile_ms);
+             parallel, eo.model_path, engine->architecture(), engine->n_ctx(), engine->n_threads(),
+             engine->stats().load_ms, engine->stats().compile_ms);
   const std::filesystem::path model_file(eo.model_path);
   cfg.model_id = alias.empty() ? model_file.stem().string() : alias;
   cfg.model_names = {cfg.model_id, model_file.filename().string(), model_file.stem().string(),
                      eo.model_path};
   // Every slot and every waiting request holds an HTTP thread; a few more serve /health etc.
   cfg.http_threads = size_t(parallel + queue + 4);
-  cke::server::SlotPool pool(std::move(slots), size_t(queue), [&](int id, bool leased) {
-    scheduler.set_active(id, leased);
-  });
+  cke::server::SlotPool pool(std::move(slots), size_t(queue),
+                             [&](int id, bool leased) { scheduler.set_active(id, leased); });
   cke::server::HttpServer server(cfg, pool, tmpl, &scheduler);
   if (!server.bind(&err)) {
     fmt::print(stderr, "cke-server: {}\n", err);

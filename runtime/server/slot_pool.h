@@ -21,7 +21,7 @@
 namespace cke::server {
 
 struct Slot {
-  int id = 0;              // = the engine sequence of its session
+  int id = 0;                // = the engine sequence of its session
   Engine* engine = nullptr;  // shared by every slot
   std::unique_ptr<Session> session;
 };

@@ -202,9 +202,8 @@ TEST(BatchDecodeErrors, BadBatchesAreRefused) {
 TEST(BatchDecodeEmitC, EmittedBatchIsBitIdenticalToTheJit) {
   for (const std::string model : {"stories260K.gguf", "synthetic/stories260K-Q4_0.gguf"}) {
     CKE_REQUIRE_SHARED(path, "models/" + model);
-    const fs::path dir = fs::temp_directory_path() /
-                         ("cke_batch_emit_" + std::to_string(getpid()) + "_" +
-                          fs::path(model).stem().string());
+    const fs::path dir = fs::temp_directory_path() / ("cke_batch_emit_" + std::to_string(getpid()) +
+                                                      "_" + fs::path(model).stem().string());
     auto jit = load(path, 5, 1, "f32");
     ASSERT_TRUE(jit);
     std::string err;
@@ -227,22 +226,22 @@ std::string case_name(const ::testing::TestParamInfo<Case>& info) {
   return n;
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Models, BatchDecode,
-    ::testing::Values(Case{"stories260K.gguf", "f32"}, Case{"stories260K.gguf", "f16"},
-                      Case{"synthetic/stories260K-Q8_0.gguf", "f32"},
-                      Case{"synthetic/stories260K-Q4_0.gguf", "f32"},
-                      Case{"synthetic/stories260K-F16.gguf", "f32"},
-                      Case{"synthetic/stories260K-Q4_1.gguf", "f32"},
-                      Case{"synthetic/synth-llama-Q4_K_M.gguf", "f32"},
-                      Case{"synthetic/synth-llama-Q8_0.gguf", "f16"},
-                      Case{"synthetic/synth-qwen3-Q8_0.gguf", "f32"},
-                      Case{"synthetic/synth-gemma3-Q8_0.gguf", "f32"},
-                      Case{"synthetic/synth-gemma3-Q4_K_M.gguf", "f16"},
-                      Case{"synthetic/synth-qwen2-F32.gguf", "f32"},
-                      Case{"synthetic/synth-glm4-Q8_0.gguf", "f32"},
-                      Case{"synthetic/synth-nemotron-Q4_K_M.gguf", "f32"}),
-    case_name);
+INSTANTIATE_TEST_SUITE_P(Models, BatchDecode,
+                         ::testing::Values(Case{"stories260K.gguf", "f32"},
+                                           Case{"stories260K.gguf", "f16"},
+                                           Case{"synthetic/stories260K-Q8_0.gguf", "f32"},
+                                           Case{"synthetic/stories260K-Q4_0.gguf", "f32"},
+                                           Case{"synthetic/stories260K-F16.gguf", "f32"},
+                                           Case{"synthetic/stories260K-Q4_1.gguf", "f32"},
+                                           Case{"synthetic/synth-llama-Q4_K_M.gguf", "f32"},
+                                           Case{"synthetic/synth-llama-Q8_0.gguf", "f16"},
+                                           Case{"synthetic/synth-qwen3-Q8_0.gguf", "f32"},
+                                           Case{"synthetic/synth-gemma3-Q8_0.gguf", "f32"},
+                                           Case{"synthetic/synth-gemma3-Q4_K_M.gguf", "f16"},
+                                           Case{"synthetic/synth-qwen2-F32.gguf", "f32"},
+                                           Case{"synthetic/synth-glm4-Q8_0.gguf", "f32"},
+                                           Case{"synthetic/synth-nemotron-Q4_K_M.gguf", "f32"}),
+                         case_name);
 
 }  // namespace
 }  // namespace cke

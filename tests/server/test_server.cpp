@@ -346,10 +346,8 @@ TEST_F(Server, ConcurrentClientsAreDecodedInBatchedSteps) {
   const std::vector<std::string> prompts = {"Once upon a time", "The little dog"};
   const json no_eos = ban_eos();
   auto request = [&](const std::string& prompt) {
-    const json body = {{"prompt", prompt},
-                       {"max_tokens", 900},
-                       {"temperature", 0},
-                       {"logit_bias", no_eos}};
+    const json body = {
+        {"prompt", prompt}, {"max_tokens", 900}, {"temperature", 0}, {"logit_bias", no_eos}};
     httplib::Client c("127.0.0.1", server_->port());
     c.set_read_timeout(60, 0);
     auto r = c.Post("/v1/completions", body.dump(), "application/json");
