@@ -219,6 +219,15 @@ bool Engine::Impl::build_graph(GgufFacts& facts, std::string* err) {
   }
   n_ctx = int32_t(n);
   const int64_t max_tokens = std::max<int64_t>(1, std::min<int64_t>(opt.n_batch, n_ctx));
+  // A batched decode is one chunk of the prefill's size at most (its row-wise steps are the
+  // prefill's, resolved for up to max_tokens).
+  if (opt.n_seq > max_tokens) {
+    *err = fmt::format(
+        "{}: {} sequences do not fit a chunk of {} tokens (the smaller of n_batch "
+        "{} and the context {})",
+        opt.model_path, opt.n_seq, max_tokens, opt.n_batch, n_ctx);
+    return false;
+  }
   std::vector<LoadError> errors;
   const DType cache_type = opt.cache_type == "f16" ? DType::F16 : DType::F32;
   graph = instantiate(*circuit, facts, {n_ctx, max_tokens, cache_type}, &errors);
@@ -326,10 +335,11 @@ bool Engine::Impl::build_plans(std::string* err) {
     constexpr double kGiB = 1024.0 * 1024 * 1024;
     *err = fmt::format(
         "{}: needs {:.2f} GiB (weights {:.2f}, repacked weights {:.2f}, KV cache and state "
-        "{:.2f} for {} sequence(s) of {} tokens, activations {:.2f}) but {} {:.2f} GiB; use a "
+        "{:.2f} for {}a context of {} tokens, activations {:.2f}) but {} {:.2f} GiB; use a "
         "smaller -c",
         opt.model_path, double(need) / kGiB, double(file->bytes().size()) / kGiB,
-        double(repack_bytes) / kGiB, double(state_bytes) / kGiB, opt.n_seq, graph->n_ctx,
+        double(repack_bytes) / kGiB, double(state_bytes) / kGiB,
+        opt.n_seq > 1 ? fmt::format("{} sequences, each ", opt.n_seq) : "", graph->n_ctx,
         double(arena_bytes) / kGiB,
         opt.memory_limit_bytes > 0 ? "the memory limit is" : "this machine has",
         double(have) / kGiB);

@@ -194,6 +194,10 @@ TEST(BatchDecodeErrors, BadBatchesAreRefused) {
   o.n_batch = 4;
   EXPECT_FALSE(Engine::load(o, &err));
   EXPECT_NE(err.find("n_seq 8"), std::string::npos) << err;
+  o.n_batch = 256;
+  o.n_ctx = 4;  // the prefill chunk is the smaller of n_batch and the context
+  EXPECT_FALSE(Engine::load(o, &err));
+  EXPECT_NE(err.find("8 sequences do not fit a chunk of 4 tokens"), std::string::npos) << err;
 }
 
 // The emitted C of an engine of five sequences has the batch entry and computes the JIT's
