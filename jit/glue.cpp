@@ -117,6 +117,44 @@ std::unique_ptr<KernelModule> emit_glue(const std::string& name, const std::vect
     task_labels[i] = f->label();
   }
 
+  // Step i in the current function: a direct call, or its split through cke_parallel_for.
+  auto emit_step = [&](size_t i, const x86::Gp& ctx) {
+    const GlueStep& s = steps[i];
+    if (s.split_total <= 0) {
+      emit_call(cc, s, ctx, nullptr, nullptr);
+      return;
+    }
+    x86::Gp task = cc.newIntPtr("task");
+    cc.lea(task, x86::ptr(task_labels[i]));
+    x86::Gp total = cc.newInt64("total"), align = cc.newInt64("align");
+    if (s.split_by_tokens) {
+      cc.mov(total, x86::qword_ptr(ctx, int32_t(runtime_value_offset(s.split_by))));
+      if (s.split_total != 1) cc.imul(total, total, int32_t(s.split_total));
+    } else {
+      cc.mov(total, s.split_total);
+    }
+    cc.mov(align, s.split_align);
+    InvokeNode* call = nullptr;
+    cc.invoke(&call, uint64_t(uintptr_t(&cke_parallel_for)),
+              FuncSignatureT<void, const RunContext*, TaskFn, int64_t, int64_t>());
+    call->setArg(0, ctx);
+    call->setArg(1, task);
+    call->setArg(2, total);
+    call->setArg(3, align);
+  };
+
+  // Per-token steps: void step(const RunContext*), called by cke_for_each_token.
+  std::vector<Label> token_labels(steps.size());
+  for (size_t i = 0; i < steps.size(); ++i) {
+    if (!steps[i].per_token) continue;
+    FuncNode* f = cc.addFunc(FuncSignatureT<void, const RunContext*>());
+    x86::Gp ctx = cc.newIntPtr("ctx");
+    f->setArg(0, ctx);
+    emit_step(i, ctx);
+    cc.endFunc();
+    token_labels[i] = f->label();
+  }
+
   // Straight-line calls in plan order, in parts of kPartSteps steps: asmjit's register
   // allocation grows faster than linearly with a function's size, and a 450-step body
   // was a third of the compile time. Each part is void part(const RunContext*).
@@ -127,28 +165,17 @@ std::unique_ptr<KernelModule> emit_glue(const std::string& name, const std::vect
     x86::Gp ctx = cc.newIntPtr("ctx");
     part->setArg(0, ctx);
     for (size_t i = first; i < std::min(steps.size(), first + kPartSteps); ++i) {
-      const GlueStep& s = steps[i];
-      if (s.split_total <= 0) {
-        emit_call(cc, s, ctx, nullptr, nullptr);
+      if (!steps[i].per_token) {
+        emit_step(i, ctx);
         continue;
       }
-      x86::Gp task = cc.newIntPtr("task");
-      cc.lea(task, x86::ptr(task_labels[i]));
-      x86::Gp total = cc.newInt64("total"), align = cc.newInt64("align");
-      if (s.split_by_tokens) {
-        cc.mov(total, x86::qword_ptr(ctx, int32_t(runtime_value_offset(s.split_by))));
-        if (s.split_total != 1) cc.imul(total, total, int32_t(s.split_total));
-      } else {
-        cc.mov(total, s.split_total);
-      }
-      cc.mov(align, s.split_align);
+      x86::Gp fn = cc.newIntPtr("step");
+      cc.lea(fn, x86::ptr(token_labels[i]));
       InvokeNode* call = nullptr;
-      cc.invoke(&call, uint64_t(uintptr_t(&cke_parallel_for)),
-                FuncSignatureT<void, const RunContext*, TaskFn, int64_t, int64_t>());
+      cc.invoke(&call, uint64_t(uintptr_t(&cke_for_each_token)),
+                FuncSignatureT<void, const RunContext*, StepFn>());
       call->setArg(0, ctx);
-      call->setArg(1, task);
-      call->setArg(2, total);
-      call->setArg(3, align);
+      call->setArg(1, fn);
     }
     cc.endFunc();
     parts.push_back(part->label());

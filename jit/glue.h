@@ -50,6 +50,9 @@ struct GlueStep {
   bool split_by_tokens = false;  // total = ctx[split_by] * split_total
   RuntimeValue split_by = RuntimeValue::NTokens;
   int64_t split_align = 1;
+  // Run once per token of the call through cke_for_each_token (a batched decode's step that
+  // needs its token's own position and sequence; runtime/exec/parallel.h).
+  bool per_token = false;
 };
 
 using GlueFn = void (*)(const RunContext* ctx);

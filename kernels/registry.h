@@ -20,8 +20,9 @@ enum class ArgKind : uint8_t { Ptr, I64, F32 };
 // of the chunk's first token, the tokens in the chunk, and the cache cells visible after it.
 // OutFirst and NOut are the plan's own, never a map's: the first token row and the number of
 // rows its output tail computes (0 and n_tokens for every row's logits, n_tokens - 1 and 1
-// for the last row's; plan.h).
-enum class RuntimeValue : uint8_t { Pos0, NTokens, NKv, OutFirst, NOut };
+// for the last row's; plan.h). Seq is the plan's too: the sequence whose KV cells a call
+// (or a batched decode's per-token step) reads and writes.
+enum class RuntimeValue : uint8_t { Pos0, NTokens, NKv, OutFirst, NOut, Seq };
 
 constexpr int kMaxKernelArgs = 16;
 
@@ -35,8 +36,10 @@ struct KernelSymbol {
 namespace detail {
 template <class T>
 constexpr ArgKind arg_kind() {
-  if constexpr (std::is_pointer_v<T>) return ArgKind::Ptr;
-  else if constexpr (std::is_same_v<T, int64_t>) return ArgKind::I64;
+  if constexpr (std::is_pointer_v<T>)
+    return ArgKind::Ptr;
+  else if constexpr (std::is_same_v<T, int64_t>)
+    return ArgKind::I64;
   else {
     static_assert(std::is_same_v<T, float>, "kernel args are pointers, int64_t or float");
     return ArgKind::F32;

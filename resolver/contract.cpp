@@ -134,6 +134,8 @@ std::optional<Contract> parse_contract(std::string_view yaml, const std::string&
   }
   if (auto b = f.boolean("thread_count_changes_arithmetic", true))
     c.thread_count_changes_arithmetic = *b;
+  if (auto b = f.boolean("token_count_changes_arithmetic", false))
+    c.token_count_changes_arithmetic = *b;
   if (auto s = f.ident("reference", true)) c.reference = *s;
   if (auto s = f.str("comparison", true)) {
     if (auto cmp = parse_comparison(*s))

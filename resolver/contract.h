@@ -61,6 +61,10 @@ struct Contract {
   std::string reduction_order;            // prose, exact
   std::vector<std::string> rounding;      // rounding points, prose
   bool thread_count_changes_arithmetic = false;
+  // A row's result depends on how many tokens the call has (ggml's repacked gemm for groups
+  // of 4 tokens and gemv for the rest; the flash loop tiled from 64 tokens; a layout that
+  // interleaves rows). A batched decode (plan.h) runs such steps one token at a time.
+  bool token_count_changes_arithmetic = false;
   std::string reference;  // provider id of the scalar oracle
   Comparison comparison;
   // Optional: the shapes the contract covers, over <port>_ne<i> (dimension i of a port, ggml

@@ -45,7 +45,7 @@ std::string_view storage_name(Storage s) {
   return k[static_cast<int>(s)];
 }
 std::string_view runtime_value_name(RuntimeValue r) {
-  constexpr std::string_view k[] = {"pos0", "n_tokens", "n_kv", "out_first", "n_out"};
+  constexpr std::string_view k[] = {"pos0", "n_tokens", "n_kv", "out_first", "n_out", "seq"};
   return k[static_cast<int>(r)];
 }
 

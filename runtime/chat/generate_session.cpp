@@ -32,9 +32,10 @@ const char* finish_reason_name(FinishReason r) {
   return "?";
 }
 
-Session::Session(Engine& engine, std::optional<ChatTemplate> tmpl)
-    : engine_(engine), tmpl_(std::move(tmpl)) {
-  engine_.rewind(0);  // the token stream starts empty, so must the KV cache
+Session::Session(Engine& engine, std::optional<ChatTemplate> tmpl, int32_t seq,
+                 SequenceEvaluator* via)
+    : engine_(engine), tmpl_(std::move(tmpl)), seq_(seq), via_(via) {
+  engine_.rewind(seq_, 0);  // the token stream starts empty, so must the KV cache
 }
 
 void Session::set_logits_observer(LogitsObserver obs, bool all_prompt_logits) {
@@ -49,10 +50,12 @@ size_t Session::cached_prefix(std::span<const int32_t> prompt) const {
 }
 
 bool Session::eval(std::span<const int32_t> ids, bool all_logits, std::string* err) {
-  const int32_t before = engine_.pos();
+  const int32_t before = engine_.pos(seq_);
   have_logits_ = false;
-  if (!engine_.eval(ids, &logits_, all_logits, err)) {
-    engine_.rewind(before);  // whatever a failed call left behind is forgotten
+  const bool ok = via_ ? via_->eval(seq_, ids, &logits_, all_logits, err)
+                       : engine_.eval(seq_, ids, &logits_, all_logits, err);
+  if (!ok) {
+    engine_.rewind(seq_, before);  // whatever a failed call left behind is forgotten
     return false;
   }
   if (observer_) observer_(logits_);
@@ -104,7 +107,7 @@ bool Session::generate(std::span<const int32_t> prompt, const GenerateParams& pa
   // Evaluate what the cache does not hold. A prompt the cache holds whole is sampled from
   // the logits at hand, or else its last token is evaluated again for them.
   auto t0 = std::chrono::steady_clock::now();
-  if (size_t(engine_.pos()) != kv_tokens_.size()) {
+  if (size_t(engine_.pos(seq_)) != kv_tokens_.size()) {
     // Someone evaluated or rewound the engine behind the session: its cache is unknown.
     kv_tokens_.clear();
     have_logits_ = false;
@@ -113,7 +116,7 @@ bool Session::generate(std::span<const int32_t> prompt, const GenerateParams& pa
   const bool logits_at_hand = keep == prompt.size() && keep == kv_tokens_.size() && have_logits_;
   if (!logits_at_hand) {
     keep = std::min(keep, prompt.size() - 1);
-    engine_.rewind(int32_t(keep));
+    engine_.rewind(seq_, int32_t(keep));
     kv_tokens_.resize(keep);
     if (!eval(prompt.subspan(keep), all_prompt_logits_, err)) return false;
   }
@@ -155,7 +158,7 @@ bool Session::generate(std::span<const int32_t> prompt, const GenerateParams& pa
       break;
     }
     if (r.completion_tokens == limit) break;
-    if (engine_.pos() >= engine_.n_ctx()) {
+    if (engine_.pos(seq_) >= engine_.n_ctx()) {
       r.finish = FinishReason::kContext;
       break;
     }

@@ -59,11 +59,24 @@ using TokenCallback = std::function<bool(int32_t id, std::string_view text)>;
 // Called with the logits every Engine::eval returns (n rows of n_vocab), for parity tools.
 using LogitsObserver = std::function<void(const std::vector<float>& rows)>;
 
+// How a Session's tokens reach its engine: Engine::eval of its sequence, unless it is given
+// an evaluator — cke-server's scheduler, which batches the decode steps of its slots'
+// sessions into one plan call (runtime/server/batch_scheduler.h). Same arguments, same
+// logits as Engine::eval(seq, ...).
+class SequenceEvaluator {
+ public:
+  virtual ~SequenceEvaluator() = default;
+  virtual bool eval(int32_t seq, std::span<const int32_t> ids, std::vector<float>* logits,
+                    bool all_logits, std::string* err) = 0;
+};
+
 class Session {
  public:
-  // The engine must outlive the session. The session empties the engine's KV cache and owns
-  // it from then on. `tmpl` is needed only by generate_chat().
-  explicit Session(Engine& engine, std::optional<ChatTemplate> tmpl = std::nullopt);
+  // The engine must outlive the session. The session empties the KV cells of the engine's
+  // sequence `seq` and owns them from then on. `tmpl` is needed only by generate_chat().
+  // `via` (optional, must outlive the session) evaluates its tokens instead of the engine.
+  explicit Session(Engine& engine, std::optional<ChatTemplate> tmpl = std::nullopt, int32_t seq = 0,
+                   SequenceEvaluator* via = nullptr);
 
   // Generates after `prompt` (token ids, used as given). Returns false with *err on an
   // engine error, a token id out of the vocab, an empty prompt or a prompt that does not
@@ -93,6 +106,7 @@ class Session {
   void set_logits_observer(LogitsObserver obs, bool all_prompt_logits);
 
   Engine& engine() { return engine_; }
+  int32_t sequence() const { return seq_; }
   const std::optional<ChatTemplate>& chat_template() const { return tmpl_; }
   const std::vector<int32_t>& kv_tokens() const { return kv_tokens_; }  // in position order
 
@@ -101,6 +115,8 @@ class Session {
 
   Engine& engine_;
   std::optional<ChatTemplate> tmpl_;
+  int32_t seq_ = 0;
+  SequenceEvaluator* via_ = nullptr;
   std::vector<int32_t> kv_tokens_;
   std::vector<float> logits_;  // of the last evaluated token, valid while have_logits_
   bool have_logits_ = false;

@@ -38,10 +38,13 @@ class Backend {
   virtual ~Backend() = default;
   virtual jit::GlueFn prefill() const = 0;
   virtual jit::GlueFn decode() const = 0;
+  virtual jit::GlueFn batch() const = 0;  // null without a batch plan (one sequence)
 };
 
+// `batch` may be null (one sequence: no batch plan).
 std::unique_ptr<Backend> make_jit_backend(const PhasePlan& prefill, const PhasePlan& decode,
-                                          const PlanMemory& memory, std::string* err);
+                                          const PhasePlan* batch, const PlanMemory& memory,
+                                          std::string* err);
 
 // `emitted` is the C this plan emits (its flags are the compile flags); `dir` must hold the
 // same plan (its cke_plan_sha256 must be `plan_sha256`), else an error says whose it is.

@@ -72,6 +72,9 @@ std::string render_arg(const EmitInput& in, const PlanArg& a) {
                            a.layout);
       return fmt::format("W + {} /* {} */", in.weight_offset[a.buffer], g.buffers[a.buffer].tensor);
     case PlanArg::Kind::State:
+      if (a.seq_bytes)
+        return fmt::format("S[{}] + ctx->seq * {} /* {}, cells of sequence seq */",
+                           in.state_slot[a.buffer], a.seq_bytes, g.buffers[a.buffer].label());
       return fmt::format("S[{}] /* {} */", in.state_slot[a.buffer], g.buffers[a.buffer].label());
     case PlanArg::Kind::I64:
       return fmt::format("{}", a.i64);
@@ -95,32 +98,43 @@ std::string render_call(const EmitInput& in, const PlanStep& s) {
 }
 
 void render_phase(const EmitInput& in, const PhasePlan& p, std::string* tasks, std::string* body) {
-  const std::string ph(phase_name(p.phase));
+  const std::string ph(plan_name(p));
   *body += fmt::format(
       "/* Phase {}: {} steps, arena {} bytes, T {} {}. Tokens in at A + {}, logits out at A + {}. "
       "*/\n"
       "void cke_plan_{}(const cke_run_context* ctx) {{\n",
-      ph, p.steps.size(), p.arena_bytes, p.phase == Phase::Decode ? "=" : "<=", p.max_tokens,
-      p.tokens_offset, p.logits_offset, ph);
+      ph, p.steps.size(), p.arena_bytes,
+      p.phase == Phase::Decode && !p.batch ? "=" : "<=", p.max_tokens, p.tokens_offset,
+      p.logits_offset, ph);
   for (size_t i = 0; i < p.steps.size(); ++i) {
     const PlanStep& s = p.steps[i];
     const GraphNode& n = in.graph->nodes[s.node];
-    *body += fmt::format("  /* [{}] {}: {} — {}{} */\n", i, n.label(), s.provider->id,
-                         why(*in.res, s.node, p.phase),
-                         s.out_tail ? " (output tail: rows out_first .. +n_out)" : "");
+    *body += fmt::format("  /* [{}] {}: {} — {}{}{} */\n", i, n.label(), s.provider->id,
+                         why(*in.res, s.node, s.phase),
+                         s.out_tail ? " (output tail: rows out_first .. +n_out)" : "",
+                         s.per_token ? " (per token: its position, its sequence's cells)" : "");
+    // The step's code: a call, or its split through cke_parallel_for.
+    std::string code;
     if (s.split_total <= 0) {
-      *body += "  " + render_call(in, s) + "\n";
+      code = render_call(in, s);
+    } else {
+      const std::string task = fmt::format("{}_step{}", ph, i);
+      *tasks += fmt::format(
+          "static void {}(const cke_run_context* ctx, int64_t begin, int64_t end) {{\n  {}\n}}\n",
+          task, render_call(in, s));
+      const std::string total =
+          s.split_by_tokens
+              ? fmt::format("ctx->{} * {}", runtime_value_name(s.split_by), s.split_total)
+              : fmt::format("{}", s.split_total);
+      code = fmt::format("cke_parallel_for(ctx, {}, {}, {});", task, total, s.split_align);
+    }
+    if (!s.per_token) {
+      *body += "  " + code + "\n";
       continue;
     }
-    const std::string task = fmt::format("{}_step{}", ph, i);
-    *tasks += fmt::format(
-        "static void {}(const cke_run_context* ctx, int64_t begin, int64_t end) {{\n  {}\n}}\n",
-        task, render_call(in, s));
-    const std::string total =
-        s.split_by_tokens
-            ? fmt::format("ctx->{} * {}", runtime_value_name(s.split_by), s.split_total)
-            : fmt::format("{}", s.split_total);
-    *body += fmt::format("  cke_parallel_for(ctx, {}, {}, {});\n", task, total, s.split_align);
+    const std::string step = fmt::format("{}_token{}", ph, i);
+    *tasks += fmt::format("static void {}(const cke_run_context* ctx) {{\n  {}\n}}\n", step, code);
+    *body += fmt::format("  cke_for_each_token(ctx, {});\n", step);
   }
   *body += "}\n\n";
 }
@@ -133,27 +147,31 @@ bool emit_c(const EmitInput& in, EmittedC* out, std::string* err) {
   std::set<std::string> used;
   std::string decls, kernels, protos;
   std::vector<std::string> isa;
-  for (const PhasePlan* p : {in.prefill, in.decode})
-    for (const PlanStep& s : p->steps) {
-      if (!used.insert(s.provider->id).second) continue;
-      std::string d = fmt::format("{}(", s.provider->id);
-      for (int i = 0; i < s.symbol.n_args; ++i)
-        d += (i ? ", " : "") + std::string(c_type(s.symbol.args[i]));
-      d += ");\n";
-      if (s.provider->impl.generator.empty()) {
-        decls += "extern void " + d;
-        continue;
-      }
-      std::string c;
-      if (!jit::kernel_c_source(s.provider->impl.generator, s.provider->impl.generator_params,
-                                s.provider->id, &c, err)) {
-        *err = fmt::format("--emit-c: provider '{}': {}", s.provider->id, *err);
-        return false;
-      }
-      kernels += c + "\n";
-      protos += "void " + d;
-      for (Feature f : s.provider->isa) isa.emplace_back(feature_name(f));
+  std::vector<const PlanStep*> all;
+  for (const PhasePlan* p : {in.prefill, in.decode, in.batch})
+    if (p)
+      for (const PlanStep& s : p->steps) all.push_back(&s);
+  for (const PlanStep* step : all) {
+    const PlanStep& s = *step;
+    if (!used.insert(s.provider->id).second) continue;
+    std::string d = fmt::format("{}(", s.provider->id);
+    for (int i = 0; i < s.symbol.n_args; ++i)
+      d += (i ? ", " : "") + std::string(c_type(s.symbol.args[i]));
+    d += ");\n";
+    if (s.provider->impl.generator.empty()) {
+      decls += "extern void " + d;
+      continue;
     }
+    std::string c;
+    if (!jit::kernel_c_source(s.provider->impl.generator, s.provider->impl.generator_params,
+                              s.provider->id, &c, err)) {
+      *err = fmt::format("--emit-c: provider '{}': {}", s.provider->id, *err);
+      return false;
+    }
+    kernels += c + "\n";
+    protos += "void " + d;
+    for (Feature f : s.provider->isa) isa.emplace_back(feature_name(f));
+  }
   std::vector<std::string> unknown;
   out->kernel_flags = jit::kir::c_isa_flags(isa, &unknown);
   if (!unknown.empty()) {
@@ -185,7 +203,10 @@ bool emit_c(const EmitInput& in, EmittedC* out, std::string* err) {
       "  void* pool;       /* thread pool for cke_parallel_for */\n"
       "  int64_t out_first; /* first row of the output tail: 0, or n_tokens - 1 for the last "
       "row's logits */\n"
-      "  int64_t n_out;    /* rows of the output tail: n_tokens, or 1 */\n}} cke_run_context;\n\n"
+      "  int64_t n_out;    /* rows of the output tail: n_tokens, or 1 */\n"
+      "  int64_t seq;      /* the sequence whose KV cells the call uses */\n"
+      "  const int64_t* seq_of; /* batch: the sequence of each token */\n"
+      "  const int64_t* pos_of; /* batch: the position of each token */\n}} cke_run_context;\n\n"
       "extern const char cke_plan_sha256[];\n"
       "#define CKE_PLAN_STATE_BUFFERS {}\n"
       "/* weights: the GGUF file image; arena: >= the larger phase arena; state: KV buffers;\n"
@@ -194,12 +215,15 @@ bool emit_c(const EmitInput& in, EmittedC* out, std::string* err) {
       "void cke_plan_bind(const uint8_t* weights, uint8_t* arena, uint8_t* const* state,\n"
       "                   const uint8_t* repacked);\n"
       "void cke_plan_prefill(const cke_run_context* ctx);\n"
-      "void cke_plan_decode(const cke_run_context* ctx);\n#endif\n",
-      in.model_name, in.plan_sha256, in.n_state);
+      "void cke_plan_decode(const cke_run_context* ctx);\n{}#endif\n",
+      in.model_name, in.plan_sha256, in.n_state,
+      in.batch ? "void cke_plan_batch(const cke_run_context* ctx);\n" : "");
+  out->has_batch = in.batch != nullptr;
 
   std::string tasks, body;
   render_phase(in, *in.prefill, &tasks, &body);
   render_phase(in, *in.decode, &tasks, &body);
+  if (in.batch) render_phase(in, *in.batch, &tasks, &body);
   std::string states;
   for (size_t b = 0; b < in.state_slot.size(); ++b)
     if (in.state_slot[b] >= 0)
@@ -216,7 +240,9 @@ bool emit_c(const EmitInput& in, EmittedC* out, std::string* err) {
       " * generated ones are in cke_kernels.c. */\n{}"
       "extern void cke_parallel_for(const cke_run_context* ctx,\n"
       "    void (*task)(const cke_run_context*, int64_t, int64_t), int64_t total, int64_t "
-      "align);\n\n"
+      "align);\n"
+      "extern void cke_for_each_token(const cke_run_context* ctx,\n"
+      "    void (*step)(const cke_run_context*));\n\n"
       "static uint8_t* W;\nstatic uint8_t* R;\nstatic uint8_t* A;\nstatic uint8_t* S[{}];\n\n"
       "void cke_plan_bind(const uint8_t* weights, uint8_t* arena, uint8_t* const* state,\n"
       "                   const uint8_t* repacked) {{\n"

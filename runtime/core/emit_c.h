@@ -26,6 +26,7 @@ struct EmitInput {
   const Resolution* res;
   const PhasePlan* prefill;
   const PhasePlan* decode;
+  const PhasePlan* batch = nullptr;  // several sequences: the batched decode (cke_plan_batch)
   // Byte offset of each weight buffer in the weight blob (Graph::buffers index; -1 if not a
   // weight).
   std::vector<int64_t> weight_offset;
@@ -44,6 +45,7 @@ struct EmittedC {
   std::string kernels_header;  // cke_kernels.h: prototypes of the generated kernels
   std::string kernels;         // cke_kernels.c: their C, rendered from KIR
   std::string kernel_flags;    // the -m flags of the CPU features those kernels use
+  bool has_batch = false;      // cke_plan_batch is defined
 };
 
 // The flags the emitted C is compiled with: jit::kir::kCNumericsFlags and the kernels' -m

@@ -18,9 +18,10 @@ class EmittedBackend : public Backend {
     if (handle_) dlclose(handle_);
   }
   void* handle_ = nullptr;
-  jit::GlueFn prefill_ = nullptr, decode_ = nullptr;
+  jit::GlueFn prefill_ = nullptr, decode_ = nullptr, batch_ = nullptr;
   jit::GlueFn prefill() const override { return prefill_; }
   jit::GlueFn decode() const override { return decode_; }
+  jit::GlueFn batch() const override { return batch_; }
 };
 
 }  // namespace
@@ -48,7 +49,9 @@ std::unique_ptr<Backend> load_emitted_c_backend(const std::string& dir, const Em
       dlsym(b->handle_, "cke_plan_bind"));
   b->prefill_ = reinterpret_cast<jit::GlueFn>(dlsym(b->handle_, "cke_plan_prefill"));
   b->decode_ = reinterpret_cast<jit::GlueFn>(dlsym(b->handle_, "cke_plan_decode"));
-  if (!sha || !bind || !b->prefill_ || !b->decode_) {
+  if (emitted.has_batch)
+    b->batch_ = reinterpret_cast<jit::GlueFn>(dlsym(b->handle_, "cke_plan_batch"));
+  if (!sha || !bind || !b->prefill_ || !b->decode_ || (emitted.has_batch && !b->batch_)) {
     *err = "--run-emitted: " + so + " lacks the cke_plan_* entry points";
     return nullptr;
   }

@@ -103,8 +103,9 @@ struct Engine::Impl {
   // thousands of entries), which costs more than resolving itself.
   std::optional<nlohmann::json> trace;
   std::string arch;
-  int32_t n_ctx = 0, n_vocab = 0, pos = 0;
-  PhasePlan prefill, decode;
+  int32_t n_ctx = 0, n_vocab = 0;
+  std::vector<int32_t> pos;                        // per sequence: tokens in its cells
+  PhasePlan prefill, decode, batch;                // batch: with n_seq > 1 (plan.h)
   std::vector<std::unique_ptr<AlignedBuf>> state;  // per graph buffer (null if not state)
   std::unique_ptr<AlignedBuf> arena;
   // The repacked weights (plan_repacks): one buffer, each copy at its offset.
@@ -130,8 +131,9 @@ struct Engine::Impl {
   bool make_backend(std::string* err);  // JIT glue or emitted C
   PlanMemory memory() const;
   void count_weights();  // EngineStats n_params, file_bytes, decode_weight_bytes
-  bool run(const PhasePlan& p, jit::GlueFn fn, std::span<const int32_t> toks, float* logits_out,
-           bool all_logits);
+  bool run(const PhasePlan& p, jit::GlueFn fn, int32_t seq, std::span<const int32_t> toks,
+           float* logits_out, bool all_logits);
+  bool has_batch() const { return opt.n_seq > 1; }
   EmitInput emit_input() const;
 };
 
@@ -141,6 +143,7 @@ EmitInput Engine::Impl::emit_input() const {
   in.res = &res;
   in.prefill = &prefill;
   in.decode = &decode;
+  in.batch = has_batch() ? &batch : nullptr;
   in.weight_offset.assign(graph->buffers.size(), -1);
   in.state_slot.assign(graph->buffers.size(), -1);
   for (size_t i = 0; i < graph->buffers.size(); ++i) {
@@ -224,6 +227,15 @@ bool Engine::Impl::build_graph(GgufFacts& facts, std::string* err) {
   }
   n_ctx = int32_t(n);
   const int64_t max_tokens = std::max<int64_t>(1, std::min<int64_t>(opt.n_batch, n_ctx));
+  // A batched decode is one chunk of the prefill's size at most (its row-wise steps are the
+  // prefill's, resolved for up to max_tokens).
+  if (opt.n_seq > max_tokens) {
+    *err = fmt::format(
+        "{}: {} sequences do not fit a chunk of {} tokens (the smaller of n_batch "
+        "{} and the context {})",
+        opt.model_path, opt.n_seq, max_tokens, opt.n_batch, n_ctx);
+    return false;
+  }
   std::vector<LoadError> errors;
   const DType cache_type = opt.cache_type == "f16" ? DType::F16 : DType::F32;
   graph = instantiate(*circuit, facts, {n_ctx, max_tokens, cache_type}, &errors);
@@ -301,13 +313,18 @@ bool Engine::Impl::build_plans(std::string* err) {
   if (!build_phase_plan(*graph, res, Phase::Prefill, graph->max_tokens, lookup, &prefill, err) ||
       !build_phase_plan(*graph, res, Phase::Decode, 1, lookup, &decode, err))
     return false;
-  plan_sha256 = sha256_hex(cke::plan_text(*graph, prefill) + cke::plan_text(*graph, decode));
+  if (has_batch() && !build_batch_plan(*graph, res, opt.n_seq, lookup, &batch, err)) return false;
+  for (PhasePlan* p : {&prefill, &decode, &batch}) address_sequences(*graph, opt.n_seq, p);
+  plan_sha256 = sha256_hex(cke::plan_text(*graph, prefill) + cke::plan_text(*graph, decode) +
+                           (has_batch() ? cke::plan_text(*graph, batch) : ""));
   // Everything the plans will touch, before any of it is mapped: the pages are reserved
   // lazily, so an oversized -c would otherwise fail much later, as the OOM killer.
   uint64_t state_bytes = 0;
   for (const GraphBuffer& b : graph->buffers)
-    if (b.kind == BufferKind::State) state_bytes += buffer_bytes(b, graph->max_tokens);
-  const uint64_t arena_bytes = std::max(prefill.arena_bytes, decode.arena_bytes);
+    if (b.kind == BufferKind::State)
+      state_bytes += buffer_bytes(b, graph->max_tokens) * uint64_t(opt.n_seq);
+  const uint64_t arena_bytes =
+      std::max({prefill.arena_bytes, decode.arena_bytes, has_batch() ? batch.arena_bytes : 0});
   repacks = plan_repacks(prefill, decode);
   repack_offset.clear();
   repack_bytes = 0;
@@ -326,10 +343,11 @@ bool Engine::Impl::build_plans(std::string* err) {
     constexpr double kGiB = 1024.0 * 1024 * 1024;
     *err = fmt::format(
         "{}: needs {:.2f} GiB (weights {:.2f}, repacked weights {:.2f}, KV cache and state "
-        "{:.2f} for a context of {} tokens, activations {:.2f}) but {} {:.2f} GiB; use a "
+        "{:.2f} for {}a context of {} tokens, activations {:.2f}) but {} {:.2f} GiB; use a "
         "smaller -c",
         opt.model_path, double(need) / kGiB, double(file->bytes().size()) / kGiB,
-        double(repack_bytes) / kGiB, double(state_bytes) / kGiB, graph->n_ctx,
+        double(repack_bytes) / kGiB, double(state_bytes) / kGiB,
+        opt.n_seq > 1 ? fmt::format("{} sequences, each ", opt.n_seq) : "", graph->n_ctx,
         double(arena_bytes) / kGiB,
         opt.memory_limit_bytes > 0 ? "the memory limit is" : "this machine has",
         double(have) / kGiB);
@@ -338,7 +356,7 @@ bool Engine::Impl::build_plans(std::string* err) {
   state.resize(graph->buffers.size());
   for (size_t i = 0; i < graph->buffers.size(); ++i) {
     if (graph->buffers[i].kind != BufferKind::State) continue;
-    const size_t bytes = buffer_bytes(graph->buffers[i], graph->max_tokens);
+    const size_t bytes = buffer_bytes(graph->buffers[i], graph->max_tokens) * size_t(opt.n_seq);
     state[i] = std::make_unique<AlignedBuf>(bytes);
     if (!state[i]->p) {
       *err = fmt::format("out of memory for {} ({} bytes; -c sets the context)",
@@ -346,7 +364,7 @@ bool Engine::Impl::build_plans(std::string* err) {
       return false;
     }
   }
-  arena = std::make_unique<AlignedBuf>(std::max(prefill.arena_bytes, decode.arena_bytes));
+  arena = std::make_unique<AlignedBuf>(arena_bytes);
   if (!arena->p) {
     *err = "out of memory for the activation arena";
     return false;
@@ -455,7 +473,7 @@ PlanMemory Engine::Impl::memory() const {
 
 bool Engine::Impl::make_backend(std::string* err) {
   if (opt.run_emitted_dir.empty()) {
-    backend = make_jit_backend(prefill, decode, memory(), err);
+    backend = make_jit_backend(prefill, decode, has_batch() ? &batch : nullptr, memory(), err);
   } else {
     // The flags come from this plan's own C; the directory must hold the same plan.
     EmittedC c;
@@ -496,15 +514,17 @@ void Engine::Impl::count_weights() {
   }
 }
 
-bool Engine::Impl::run(const PhasePlan& p, jit::GlueFn fn, std::span<const int32_t> toks,
-                       float* logits_out, bool all_logits) {
+bool Engine::Impl::run(const PhasePlan& p, jit::GlueFn fn, int32_t seq,
+                       std::span<const int32_t> toks, float* logits_out, bool all_logits) {
   uint8_t* base = static_cast<uint8_t*>(arena->p);
   std::memcpy(base + p.tokens_offset, toks.data(), toks.size() * sizeof(int32_t));
   // The output tail (plan.h) computes every row's logits or the last row's only.
-  const int64_t T = int64_t(toks.size());
-  RunContext ctx{pos, T, pos + T, pool.get(), all_logits ? 0 : T - 1, all_logits ? T : 1};
+  const int64_t T = int64_t(toks.size()), p0 = pos[size_t(seq)];
+  RunContext ctx{
+      p0,           T,       p0 + T, pool.get(), all_logits ? 0 : T - 1, all_logits ? T : 1,
+      int64_t(seq), nullptr, nullptr};
   fn(&ctx);
-  pos += int32_t(toks.size());
+  pos[size_t(seq)] += int32_t(toks.size());
   if (logits_out) {
     const float* l = reinterpret_cast<const float*>(base + p.logits_offset);
     if (all_logits)
@@ -560,6 +580,12 @@ std::unique_ptr<Engine> Engine::load(const EngineOptions& options, std::string* 
     *err = "n_batch must be >= 1";
     return nullptr;
   }
+  // A batched decode is a chunk of one token per sequence: it fits the prefill chunk.
+  if (options.n_seq < 1 || options.n_seq > options.n_batch) {
+    *err = fmt::format("n_seq {}: expected 1 .. n_batch ({})", options.n_seq, options.n_batch);
+    return nullptr;
+  }
+  impl->pos.assign(size_t(options.n_seq), 0);
   gguf::GgufError gerr;
   impl->file = gguf::File::open(options.model_path, &gerr);
   if (!impl->file) {
@@ -593,8 +619,14 @@ int32_t Engine::n_ctx() const {
 int32_t Engine::n_threads() const {
   return impl_->pool->n_threads();
 }
-int32_t Engine::pos() const {
-  return impl_->pos;
+int32_t Engine::n_batch() const {
+  return int32_t(impl_->prefill.max_tokens);
+}
+int32_t Engine::n_seq() const {
+  return impl_->opt.n_seq;
+}
+int32_t Engine::pos(int32_t seq) const {
+  return seq >= 0 && seq < impl_->opt.n_seq ? impl_->pos[size_t(seq)] : 0;
 }
 const std::string& Engine::architecture() const {
   return impl_->arch;
@@ -612,26 +644,84 @@ const nlohmann::json& Engine::trace() const {
 }
 
 void Engine::rewind(int32_t pos) {
-  impl_->pos = std::clamp(pos, 0, impl_->pos);
+  rewind(0, pos);
+}
+
+void Engine::rewind(int32_t seq, int32_t pos) {
+  if (seq < 0 || seq >= impl_->opt.n_seq) return;
+  int32_t& p = impl_->pos[size_t(seq)];
+  p = std::clamp(pos, 0, p);
 }
 
 bool Engine::eval(std::span<const int32_t> tokens, std::vector<float>* logits, bool all_logits,
                   std::string* err) {
-  Impl& m = *impl_;
+  return eval(0, tokens, logits, all_logits, err);
+}
+
+// The checks of eval and decode_batch: a sequence that exists, tokens in the vocabulary that
+// fit its context.
+static bool check_tokens(int32_t seq, int32_t n_seq, int32_t pos, int32_t n_ctx, int32_t n_vocab,
+                         std::span<const int32_t> tokens, std::string* err) {
+  if (seq < 0 || seq >= n_seq) {
+    *err = fmt::format("eval: sequence {} out of range [0, {})", seq, n_seq);
+    return false;
+  }
   if (tokens.empty()) {
     *err = "eval: no tokens";
     return false;
   }
-  if (int64_t(m.pos) + int64_t(tokens.size()) > m.n_ctx) {
+  if (int64_t(pos) + int64_t(tokens.size()) > n_ctx) {
     *err = fmt::format("eval: {} tokens at position {} exceed the context of {} (use -c)",
-                       tokens.size(), m.pos, m.n_ctx);
+                       tokens.size(), pos, n_ctx);
     return false;
   }
   for (int32_t t : tokens)
-    if (t < 0 || t >= m.n_vocab) {
-      *err = fmt::format("eval: token id {} out of range [0, {})", t, m.n_vocab);
+    if (t < 0 || t >= n_vocab) {
+      *err = fmt::format("eval: token id {} out of range [0, {})", t, n_vocab);
       return false;
     }
+  return true;
+}
+
+bool Engine::decode_batch(std::span<const int32_t> seqs, std::span<const int32_t> tokens,
+                          std::vector<float>* logits, std::string* err) {
+  Impl& m = *impl_;
+  if (seqs.size() != tokens.size() || seqs.empty() || seqs.size() > size_t(m.opt.n_seq)) {
+    *err = fmt::format("decode_batch: {} sequences and {} tokens (expected 1 .. {} of each)",
+                       seqs.size(), tokens.size(), m.opt.n_seq);
+    return false;
+  }
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    const int32_t s = seqs[i];
+    if (!check_tokens(s, m.opt.n_seq, pos(s), m.n_ctx, m.n_vocab, tokens.subspan(i, 1), err))
+      return false;
+    for (size_t j = 0; j < i; ++j)
+      if (seqs[j] == s) {
+        *err = fmt::format("decode_batch: sequence {} appears twice", s);
+        return false;
+      }
+  }
+  if (seqs.size() == 1) return eval(seqs[0], tokens, logits, false, err);
+  const size_t B = seqs.size(), V = size_t(m.n_vocab);
+  std::vector<int64_t> seq_of(seqs.begin(), seqs.end()), pos_of(B);
+  for (size_t i = 0; i < B; ++i) pos_of[i] = m.pos[size_t(seqs[i])];
+  uint8_t* base = static_cast<uint8_t*>(m.arena->p);
+  std::memcpy(base + m.batch.tokens_offset, tokens.data(), B * sizeof(int32_t));
+  const int64_t T = int64_t(B);
+  RunContext ctx{0, T, 0, m.pool.get(), 0, T, 0, seq_of.data(), pos_of.data()};
+  m.backend->batch()(&ctx);
+  for (int32_t s : seqs) ++m.pos[size_t(s)];
+  if (logits) {
+    logits->resize(B * V);
+    std::memcpy(logits->data(), base + m.batch.logits_offset, B * V * sizeof(float));
+  }
+  return true;
+}
+
+bool Engine::eval(int32_t seq, std::span<const int32_t> tokens, std::vector<float>* logits,
+                  bool all_logits, std::string* err) {
+  Impl& m = *impl_;
+  if (!check_tokens(seq, m.opt.n_seq, pos(seq), m.n_ctx, m.n_vocab, tokens, err)) return false;
   if (logits) logits->resize((all_logits ? tokens.size() : 1) * size_t(m.n_vocab));
   size_t done = 0;
   while (done < tokens.size()) {
@@ -641,9 +731,9 @@ bool Engine::eval(std::span<const int32_t> tokens, std::vector<float>* logits, b
     if (logits && all_logits) out = logits->data() + done * size_t(m.n_vocab);
     if (logits && !all_logits && last) out = logits->data();
     if (n == 1)
-      m.run(m.decode, m.backend->decode(), tokens.subspan(done, 1), out, all_logits);
+      m.run(m.decode, m.backend->decode(), seq, tokens.subspan(done, 1), out, all_logits);
     else
-      m.run(m.prefill, m.backend->prefill(), tokens.subspan(done, n), out, all_logits);
+      m.run(m.prefill, m.backend->prefill(), seq, tokens.subspan(done, n), out, all_logits);
     done += n;
   }
   return true;
@@ -660,7 +750,8 @@ bool Engine::runs_emitted_c() const {
 
 std::string Engine::plan_text() const {
   return cke::plan_text(*impl_->graph, impl_->prefill) +
-         cke::plan_text(*impl_->graph, impl_->decode);
+         cke::plan_text(*impl_->graph, impl_->decode) +
+         (impl_->has_batch() ? cke::plan_text(*impl_->graph, impl_->batch) : "");
 }
 
 }  // namespace cke

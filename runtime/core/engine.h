@@ -20,6 +20,10 @@ struct EngineOptions {
   std::string model_path;
   int32_t n_ctx = 0;      // KV cache cells; 0: the model's context_length, at most 4096
   int32_t n_batch = 256;  // prefill chunk (tokens per prefill call)
+  // Sequences: each has n_ctx cells of its own in the KV cache (cke-server's slots). With
+  // more than one, decode_batch evaluates one token of several sequences in one plan call.
+  // At most n_batch.
+  int32_t n_seq = 1;
   // KV cache type: "f32" (llama.cpp's `exact` configuration: no flash attention) or "f16"
   // (llama.cpp's default: F16 cache with flash attention; half the cache bytes).
   std::string cache_type = "f32";
@@ -69,7 +73,9 @@ class Engine {
   int32_t n_vocab() const;
   int32_t n_ctx() const;
   int32_t n_threads() const;
-  int32_t pos() const;  // tokens in the KV cache
+  int32_t n_seq() const;
+  int32_t n_batch() const;  // tokens of one prefill call: eval runs longer prompts in chunks
+  int32_t pos(int32_t seq = 0) const;  // tokens in the KV cache of sequence `seq`
   const std::string& architecture() const;
   const EngineStats& stats() const;
 
@@ -78,8 +84,18 @@ class Engine {
   // `logits` receives n rows of n_vocab (all_logits) or the last row only.
   bool eval(std::span<const int32_t> tokens, std::vector<float>* logits, bool all_logits,
             std::string* err);
-  // Forgets cache cells at and after `pos` (0 = empty).
+  // The same for sequence `seq` (its own cells; eval above is sequence 0).
+  bool eval(int32_t seq, std::span<const int32_t> tokens, std::vector<float>* logits,
+            bool all_logits, std::string* err);
+  // One decode step of several sequences in one plan call: tokens[i] is appended to sequence
+  // seqs[i] (distinct) at its position pos(seqs[i]); the weights are read once for all of
+  // them. `logits` receives one row of n_vocab per token, the bits each sequence's own
+  // eval of that token would give.
+  bool decode_batch(std::span<const int32_t> seqs, std::span<const int32_t> tokens,
+                    std::vector<float>* logits, std::string* err);
+  // Forgets cache cells at and after `pos` (0 = empty), of sequence 0 or of `seq`.
   void rewind(int32_t pos);
+  void rewind(int32_t seq, int32_t pos);
 
   // Writes the frozen plan as C (cke_plan.h, cke_plan.c) into `dir` (cke-run --emit-c).
   bool emit_c(const std::string& dir, std::string* err) const;

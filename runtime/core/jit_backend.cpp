@@ -23,8 +23,11 @@ jit::GlueArg lower(const PlanArg& a, const PlanMemory& m) {
       if (a.row_bytes)
         return jit::GlueArg::ptr_plus(address(a, m), RuntimeValue::OutFirst, int64_t(a.row_bytes));
       return jit::GlueArg::ptr(address(a, m));
-    case PlanArg::Kind::Weight:
     case PlanArg::Kind::State:
+      if (a.seq_bytes)
+        return jit::GlueArg::ptr_plus(address(a, m), RuntimeValue::Seq, int64_t(a.seq_bytes));
+      return jit::GlueArg::ptr(address(a, m));
+    case PlanArg::Kind::Weight:
       return jit::GlueArg::ptr(address(a, m));
     case PlanArg::Kind::I64:
       return jit::GlueArg::i64(a.i64);
@@ -51,27 +54,31 @@ std::unique_ptr<jit::KernelModule> glue(const PhasePlan& p, const PlanMemory& m,
     g.split_by_tokens = s.split_by_tokens;
     g.split_by = s.split_by;
     g.split_align = s.split_align;
+    g.per_token = s.per_token;
     steps.push_back(std::move(g));
   }
-  return jit::emit_glue(std::string(phase_name(p.phase)), steps, err);
+  return jit::emit_glue(std::string(plan_name(p)), steps, err);
 }
 
 class JitBackend : public Backend {
  public:
-  std::unique_ptr<jit::KernelModule> prefill_, decode_;
+  std::unique_ptr<jit::KernelModule> prefill_, decode_, batch_;
   jit::GlueFn prefill() const override { return prefill_->entry_as<jit::GlueFn>(); }
   jit::GlueFn decode() const override { return decode_->entry_as<jit::GlueFn>(); }
+  jit::GlueFn batch() const override { return batch_ ? batch_->entry_as<jit::GlueFn>() : nullptr; }
 };
 
 }  // namespace
 
 std::unique_ptr<Backend> make_jit_backend(const PhasePlan& prefill, const PhasePlan& decode,
-                                          const PlanMemory& memory, std::string* err) {
+                                          const PhasePlan* batch, const PlanMemory& memory,
+                                          std::string* err) {
   auto b = std::make_unique<JitBackend>();
   b->prefill_ = glue(prefill, memory, err);
   if (!b->prefill_) return nullptr;
   b->decode_ = glue(decode, memory, err);
   if (!b->decode_) return nullptr;
+  if (batch && !(b->batch_ = glue(*batch, memory, err))) return nullptr;
   return b;
 }
 

@@ -87,11 +87,17 @@ static void mark_output_tail(const Graph& graph, PhasePlan* p) {
   }
 }
 
-bool build_phase_plan(const Graph& graph, const Resolution& res, Phase phase, int64_t max_tokens,
-                      const KernelLookup& lookup, PhasePlan* out, std::string* err) {
-  PhasePlan p;
-  p.phase = phase;
-  p.max_tokens = max_tokens;
+namespace {
+
+struct PlanSource {
+  const Step* step;
+  bool per_token;
+};
+
+// The plan of `steps` in order (build_phase_plan, build_batch_plan).
+bool build_plan(const Graph& graph, const std::vector<PlanSource>& steps, PhasePlan p,
+                const KernelLookup& lookup, PhasePlan* out, std::string* err) {
+  const int64_t max_tokens = p.max_tokens;
   int input = -1, output = -1;
   for (size_t i = 0; i < graph.buffers.size(); ++i) {
     const BufferKind k = graph.buffers[i].kind;
@@ -114,9 +120,12 @@ bool build_phase_plan(const Graph& graph, const Resolution& res, Phase phase, in
   // 1. Steps and their arena uses (merged per buffer: an in-place port pair is one use).
   std::vector<std::vector<BufferUse>> uses;
   std::vector<std::vector<int>> use_buffer;
-  for (const Step* s : res.steps_for(phase)) {
+  for (const PlanSource& src : steps) {
+    const Step* s = src.step;
     PlanStep ps;
     ps.node = s->node;
+    ps.phase = s->phase;
+    ps.per_token = src.per_token;
     ps.provider = s->provider;
     std::optional<KernelSymbol> k = lookup(*s->provider, err);
     if (!k || !check_abi(*s->provider, *k, err)) return false;
@@ -200,15 +209,83 @@ bool build_phase_plan(const Graph& graph, const Resolution& res, Phase phase, in
     *err = graph.circuit_file + ": no step reads the input or writes the output";
     return false;
   }
-  if (phase == Phase::Prefill) mark_output_tail(graph, &p);
+  // A per-token step addresses its token's row: + out_first * row_bytes.
+  for (PlanStep& s : p.steps) {
+    if (!s.per_token) continue;
+    for (PlanArg& a : s.args) {
+      if (a.kind != PlanArg::Kind::Arena) continue;
+      a.row_bytes = token_row_bytes(graph.buffers[a.buffer]);
+      if (a.row_bytes == 0) {
+        *err = fmt::format(
+            "{}: {} runs per token in a batched decode but its buffer {} is not "
+            "in rows of tokens",
+            graph.circuit_file, graph.nodes[s.node].label(), graph.buffers[a.buffer].label());
+        return false;
+      }
+    }
+  }
+  if (p.phase == Phase::Prefill && !p.batch) mark_output_tail(graph, &p);
   *out = std::move(p);
   return true;
 }
 
+// Reads no state and no position: the same call computes each row of a chunk alone.
+bool row_wise(const Graph& graph, const Step& s) {
+  for (const BoundArg& a : s.args) {
+    if (a.kind == BoundArg::Kind::Buffer && graph.buffers[a.buffer].kind == BufferKind::State)
+      return false;
+    if (a.kind == BoundArg::Kind::Runtime && a.runtime != RuntimeValue::NTokens) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool build_phase_plan(const Graph& graph, const Resolution& res, Phase phase, int64_t max_tokens,
+                      const KernelLookup& lookup, PhasePlan* out, std::string* err) {
+  std::vector<PlanSource> steps;
+  for (const Step* s : res.steps_for(phase)) steps.push_back({s, false});
+  PhasePlan p;
+  p.phase = phase;
+  p.max_tokens = max_tokens;
+  return build_plan(graph, steps, std::move(p), lookup, out, err);
+}
+
+bool build_batch_plan(const Graph& graph, const Resolution& res, int64_t max_tokens,
+                      const KernelLookup& lookup, PhasePlan* out, std::string* err) {
+  std::map<size_t, const Step*> prefill;
+  for (const Step* s : res.steps_for(Phase::Prefill)) prefill[s->node] = s;
+  std::vector<PlanSource> steps;
+  for (const Step* d : res.steps_for(Phase::Decode)) {
+    auto it = prefill.find(d->node);
+    const Step* p = it == prefill.end() ? nullptr : it->second;
+    const bool whole = p && p->contract == d->contract &&
+                       !d->contract->token_count_changes_arithmetic && row_wise(graph, *p);
+    steps.push_back(whole ? PlanSource{p, false} : PlanSource{d, true});
+  }
+  PhasePlan p;
+  p.phase = Phase::Decode;
+  p.batch = true;
+  p.max_tokens = max_tokens;
+  return build_plan(graph, steps, std::move(p), lookup, out, err);
+}
+
+void address_sequences(const Graph& graph, int64_t n_seq, PhasePlan* p) {
+  if (n_seq <= 1) return;
+  for (PlanStep& s : p->steps)
+    for (PlanArg& a : s.args)
+      if (a.kind == PlanArg::Kind::State)
+        a.seq_bytes = buffer_bytes(graph.buffers[a.buffer], p->max_tokens);
+}
+
+std::string_view plan_name(const PhasePlan& p) {
+  return p.batch ? "batch" : phase_name(p.phase);
+}
+
 std::string plan_text(const Graph& graph, const PhasePlan& p) {
-  std::string s = fmt::format("phase {} (T {} {}), arena {} bytes, {} steps\n", phase_name(p.phase),
-                              p.phase == Phase::Decode ? "=" : "<=", p.max_tokens, p.arena_bytes,
-                              p.steps.size());
+  std::string s = fmt::format("phase {} (T {} {}), arena {} bytes, {} steps\n", plan_name(p),
+                              p.phase == Phase::Decode && !p.batch ? "=" : "<=", p.max_tokens,
+                              p.arena_bytes, p.steps.size());
   for (size_t i = 0; i < p.steps.size(); ++i) {
     const PlanStep& st = p.steps[i];
     s += fmt::format("  {:4} {:<22} {}(", i, graph.nodes[st.node].label(), st.provider->id);
@@ -226,6 +303,7 @@ std::string plan_text(const Graph& graph, const PhasePlan& p) {
           break;
         case PlanArg::Kind::State:
           s += graph.buffers[x.buffer].label();
+          if (x.seq_bytes) s += fmt::format("+seq*{}", x.seq_bytes);
           break;
         case PlanArg::Kind::I64:
           s += std::to_string(x.i64);
@@ -252,6 +330,7 @@ std::string plan_text(const Graph& graph, const PhasePlan& p) {
                        : st.split_by == RuntimeValue::NTokens ? "*T"
                                                               : "*n_out",
                        st.split_align);
+    if (st.per_token) s += "  (per token)";
     s += "\n";
   }
   return s;

@@ -22,7 +22,8 @@ struct PlanArg {
   int buffer = -1;       // Arena/Weight/State: Graph::buffers index
   std::string layout;    // Weight: "" (the file's blocks) or the repacked copy's layout
   size_t offset = 0;     // Arena: byte offset
-  size_t row_bytes = 0;  // Arena in the output tail: + ctx->out_first * row_bytes
+  size_t row_bytes = 0;  // Arena in the output tail or a per-token step: + out_first * row_bytes
+  size_t seq_bytes = 0;  // State with several sequences: + ctx->seq * seq_bytes (its cells)
   int64_t i64 = 0;       // I64: value; Runtime: multiplier
   float f32 = 0;
   RuntimeValue runtime{};
@@ -30,6 +31,7 @@ struct PlanArg {
 
 struct PlanStep {
   size_t node;                // Graph::nodes index
+  Phase phase;                // the resolution it comes from (a batch plan takes both)
   const KernelMap* provider;  // the winner (its id is the symbol)
   KernelSymbol symbol;        // the function: linked (impl.function) or generated
   std::vector<PlanArg> args;  // in call_abi order
@@ -37,7 +39,8 @@ struct PlanStep {
   bool split_by_tokens = false;
   RuntimeValue split_by = RuntimeValue::NTokens;  // NOut in the output tail
   int64_t split_align = 1;
-  bool out_tail = false;  // in the output tail (see PhasePlan)
+  bool out_tail = false;   // in the output tail (see PhasePlan)
+  bool per_token = false;  // a batch plan's step run once per token (see PhasePlan)
 };
 
 // The output tail of a prefill plan: the longest run of last steps that work row by row
@@ -47,9 +50,22 @@ struct PlanStep {
 // the last row (n_tokens - 1, 1) when it wants the next token's only — as llama.cpp's
 // output ids do. Each tail step then runs with T = 1, so a contract whose arithmetic
 // depends on T (the repacked gemm/gemv split) computes that row as a single token.
+//
+// A batch plan (batch = true) is one decode step of several sequences: token b of the call
+// belongs to sequence ctx->seq_of[b] at position ctx->pos_of[b]. It is the decode phase's
+// arithmetic, made of two kinds of steps:
+//   - a node whose prefill and decode steps share one contract whose rows do not depend on
+//     the token count (Contract::token_count_changes_arithmetic), and which reads no state
+//     and no position, runs the prefill step once over all B rows: the weights of every such
+//     linear are read once for B tokens. Same contract: the same bits per row as decode.
+//   - every other node (rope, kv_store, attention; linears whose decode and prefill
+//     arithmetic differ) runs its decode step per token (per_token): the glue calls
+//     cke_for_each_token, which gives the step a context of token b alone (its position,
+//     its sequence's cells, out_first = b for its rows): the decode step as it runs alone.
 struct PhasePlan {
   Phase phase;
-  int64_t max_tokens;  // 1 for decode
+  bool batch = false;
+  int64_t max_tokens;  // 1 for decode; the sequences for a batch plan
   std::vector<PlanStep> steps;
   size_t arena_bytes = 0;
   size_t tokens_offset = 0;  // where the glue reads the input token ids (i32 [T])
@@ -68,6 +84,18 @@ std::optional<KernelSymbol> linked_kernel(const KernelMap& m, std::string* err);
 // output) are returned as text.
 bool build_phase_plan(const Graph& graph, const Resolution& res, Phase phase, int64_t max_tokens,
                       const KernelLookup& lookup, PhasePlan* out, std::string* err);
+
+// The batch plan of a graph with several sequences (see PhasePlan), for B <= max_tokens
+// tokens. Errors (a per-token step whose arena buffer is not in rows of tokens) as text.
+bool build_batch_plan(const Graph& graph, const Resolution& res, int64_t max_tokens,
+                      const KernelLookup& lookup, PhasePlan* out, std::string* err);
+
+// A cache of n_seq sequences: each state buffer holds n_seq blocks of its bytes, and every
+// step addresses the block of ctx->seq (PlanArg::seq_bytes). Nothing changes for n_seq 1.
+void address_sequences(const Graph& graph, int64_t n_seq, PhasePlan* p);
+
+// "prefill", "decode" or "batch".
+std::string_view plan_name(const PhasePlan& p);
 
 // Bytes of a graph buffer with T = n_tokens.
 size_t buffer_bytes(const GraphBuffer& b, int64_t n_tokens);

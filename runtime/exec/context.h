@@ -21,6 +21,12 @@ struct RunContext {
   ThreadPool* pool;   // where parallel steps run (never null; 1 thread = inline)
   int64_t out_first;  // the output tail's first row: 0 (every row's logits) or n_tokens - 1
   int64_t n_out;      // rows the output tail computes: n_tokens or 1 (the last row's logits)
+  // The sequence whose KV cells this call reads and writes (0 with one sequence).
+  int64_t seq;
+  // A batched decode (plan.h): token b belongs to sequence seq_of[b] at position pos_of[b].
+  // Its per-token steps run once per token with a context of their own (cke_for_each_token).
+  const int64_t* seq_of;
+  const int64_t* pos_of;
 };
 
 // Where each runtime value (kernels/registry.h) sits in RunContext.
@@ -36,6 +42,8 @@ inline constexpr size_t runtime_value_offset(RuntimeValue v) {
       return offsetof(RunContext, out_first);
     case RuntimeValue::NOut:
       return offsetof(RunContext, n_out);
+    case RuntimeValue::Seq:
+      return offsetof(RunContext, seq);
   }
   return 0;
 }

@@ -53,3 +53,16 @@ extern "C" void cke_parallel_for(const cke::RunContext* ctx, cke::TaskFn task, i
                                  int64_t align) {
   ctx->pool->run(ctx, task, total, align);
 }
+
+extern "C" void cke_for_each_token(const cke::RunContext* ctx, cke::StepFn step) {
+  for (int64_t b = 0; b < ctx->n_tokens; ++b) {
+    cke::RunContext one = *ctx;
+    one.pos0 = ctx->pos_of[b];
+    one.n_tokens = 1;
+    one.n_kv = one.pos0 + 1;
+    one.seq = ctx->seq_of[b];
+    one.out_first = b;
+    one.n_out = 1;
+    step(&one);
+  }
+}

@@ -15,6 +15,7 @@
 namespace cke {
 
 using TaskFn = void (*)(const RunContext* ctx, int64_t begin, int64_t end);
+using StepFn = void (*)(const RunContext* ctx);
 
 struct ThreadPool {
   explicit ThreadPool(int n_threads);
@@ -36,3 +37,8 @@ void partition_chunk(int64_t total, int64_t align, int n, int i, int64_t* begin,
 // Called by the glue (machine code and emitted C) for each parallel step.
 extern "C" void cke_parallel_for(const cke::RunContext* ctx, cke::TaskFn task, int64_t total,
                                  int64_t align);
+
+// Called by the glue of a batched decode for each per-token step: runs `step` once per token
+// b of ctx, in order, with a context of one token: pos0 = pos_of[b], n_tokens = 1, n_kv =
+// pos0 + 1, seq = seq_of[b], out_first = b (the token's row), n_out = 1.
+extern "C" void cke_for_each_token(const cke::RunContext* ctx, cke::StepFn step);

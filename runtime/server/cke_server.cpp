@@ -3,8 +3,9 @@
 //   cke-server -m model.gguf [--host 127.0.0.1] [--port 8080] [--parallel N] [-c CTX]
 //              [-t THREADS] [--api-key KEY] [--queue Q] [--timeout S]
 //
-// --parallel N loads the model N times: N slots, each an Engine with its own plan and KV
-// cache (the weights are mmap'd, so the page cache holds them once). SIGTERM / SIGINT stop
+// --parallel N: N slots, the N sequences of one Engine (each its own KV cells); a scheduler
+// thread evaluates the next tokens of every generating slot in one batched plan call and
+// prefills waiting prompts in chunks between those steps. SIGTERM / SIGINT stop
 // accepting, let requests in flight finish within --grace seconds, and exit 0.
 #include <fmt/format.h>
 #include <signal.h>
@@ -16,6 +17,7 @@
 
 #include "runtime/chat/chat_prompt.h"
 #include "runtime/cli/llama_flags.h"
+#include "runtime/server/batch_scheduler.h"
 #include "runtime/server/http_server.h"
 
 namespace {
@@ -54,9 +56,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("-c,--ctx-size", eo.n_ctx, "context size per slot (0: model's, at most 4096)")
       ->check(CLI::Range(0, 1 << 24));
-  app.add_option("-t,--threads", eo.n_threads, "threads per slot (0: physical cores)")
+  app.add_option("-t,--threads", eo.n_threads, "threads (0: physical cores)")
       ->check(CLI::Range(0, 1024));
-  app.add_option("-b,--batch-size", eo.n_batch, "prefill chunk size")
+  app.add_option("-b,--batch-size", eo.n_batch,
+                 "prefill chunk size (a prompt is prefilled in chunks between decode steps)")
       ->check(CLI::Range(1, 1 << 16));
   app.add_option("--cache-type-k", type_k, "KV cache type of K: f32 or f16 (also -ctk)");
   app.add_option("--cache-type-v", type_v, "KV cache type of V: f32 or f16 (also -ctv)");
@@ -113,39 +116,35 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "cke-server: no chat template ({}); /v1/chat/completions answers 400\n",
                err);
 
+  eo.n_seq = parallel;
+  std::unique_ptr<cke::Engine> engine = cke::Engine::load(eo, &err);
+  if (!engine) {
+    fmt::print(stderr, "cke-server: {}\n", err);
+    return 1;
+  }
+  cke::server::BatchScheduler scheduler(*engine);
   std::vector<std::unique_ptr<cke::server::Slot>> slots;
   for (int32_t i = 0; i < parallel; ++i) {
     auto slot = std::make_unique<cke::server::Slot>();
     slot->id = i;
-    slot->engine = cke::Engine::load(eo, &err);
-    if (!slot->engine) {
-      fmt::print(stderr, "cke-server: {}\n", err);
-      return 1;
-    }
-    slot->session = std::make_unique<cke::Session>(*slot->engine, tmpl);
+    slot->engine = engine.get();
+    slot->session = std::make_unique<cke::Session>(*engine, tmpl, i, &scheduler);
     slots.push_back(std::move(slot));
   }
-  const cke::Engine& e0 = *slots[0]->engine;
   fmt::print(stderr,
-             "cke-server: {} slot(s) of {} ({}), context {} each, {} thread(s) each; load {:.1f} "
-             "ms, compile {:.1f} ms per slot\n",
-             parallel, eo.model_path, e0.architecture(), e0.n_ctx(), e0.n_threads(),
-             e0.stats().load_ms, e0.stats().compile_ms);
-
-  if (const unsigned cores = std::thread::hardware_concurrency();
-      cores > 0 && unsigned(parallel) * unsigned(e0.n_threads()) > cores)
-    fmt::print(stderr,
-               "cke-server: warning: {} slots x {} threads = {} threads on {} hardware threads; "
-               "give -t so that slots x threads fits\n",
-               parallel, e0.n_threads(), parallel * e0.n_threads(), cores);
+             "cke-server: {} slot(s) of {} ({}), context {} each, {} thread(s); load {:.1f} "
+             "ms, compile {:.1f} ms\n",
+             parallel, eo.model_path, engine->architecture(), engine->n_ctx(), engine->n_threads(),
+             engine->stats().load_ms, engine->stats().compile_ms);
   const std::filesystem::path model_file(eo.model_path);
   cfg.model_id = alias.empty() ? model_file.stem().string() : alias;
   cfg.model_names = {cfg.model_id, model_file.filename().string(), model_file.stem().string(),
                      eo.model_path};
   // Every slot and every waiting request holds an HTTP thread; a few more serve /health etc.
   cfg.http_threads = size_t(parallel + queue + 4);
-  cke::server::SlotPool pool(std::move(slots), size_t(queue));
-  cke::server::HttpServer server(cfg, pool, tmpl);
+  cke::server::SlotPool pool(std::move(slots), size_t(queue),
+                             [&](int id, bool leased) { scheduler.set_active(id, leased); });
+  cke::server::HttpServer server(cfg, pool, tmpl, &scheduler);
   if (!server.bind(&err)) {
     fmt::print(stderr, "cke-server: {}\n", err);
     return 1;

@@ -56,10 +56,12 @@ const char* reason_for(int status) {
 
 }  // namespace
 
-HttpServer::HttpServer(ServerConfig config, SlotPool& pool, std::optional<ChatTemplate> tmpl)
+HttpServer::HttpServer(ServerConfig config, SlotPool& pool, std::optional<ChatTemplate> tmpl,
+                       const BatchScheduler* scheduler)
     : cfg_(std::move(config)),
       pool_(pool),
       tmpl_(std::move(tmpl)),
+      scheduler_(scheduler),
       http_(std::make_unique<httplib::Server>()) {
   routes();
 }
@@ -88,7 +90,8 @@ void HttpServer::stop() {
 }
 
 std::string HttpServer::render_metrics() const {
-  return metrics_.render(pool_.busy(), pool_.size(), pool_.queued());
+  return metrics_.render(pool_.busy(), pool_.size(), pool_.queued()) +
+         (scheduler_ ? Metrics::render_scheduler(scheduler_->stats()) : "");
 }
 
 void HttpServer::routes() {

@@ -43,7 +43,9 @@ struct ServerConfig {
 
 class HttpServer {
  public:
-  HttpServer(ServerConfig config, SlotPool& pool, std::optional<ChatTemplate> tmpl);
+  // `scheduler` (optional): whose counters /metrics shows.
+  HttpServer(ServerConfig config, SlotPool& pool, std::optional<ChatTemplate> tmpl,
+             const BatchScheduler* scheduler = nullptr);
   ~HttpServer();
 
   // Binds the socket (false and *err when it cannot), then serves until stop().
@@ -71,6 +73,7 @@ class HttpServer {
   ServerConfig cfg_;
   SlotPool& pool_;
   std::optional<ChatTemplate> tmpl_;
+  const BatchScheduler* scheduler_;
   Metrics metrics_;
   std::unique_ptr<httplib::Server> http_;
   std::atomic<bool> cancel_{false};

@@ -52,4 +52,21 @@ std::string Metrics::render(size_t slots_busy, size_t slots_total, size_t queued
   return out;
 }
 
+std::string Metrics::render_scheduler(const BatchScheduler::Stats& s) {
+  std::string out;
+  auto metric = [&](const char* name, const char* type, const char* help, int64_t v) {
+    out += fmt::format("# HELP {} {}\n# TYPE {} {}\n{} {}\n", name, help, name, type, name, v);
+  };
+  metric("cke_decode_steps_total", "counter", "Decode steps (plan calls of the slots' tokens).",
+         s.decode_calls);
+  metric("cke_decode_step_tokens_total", "counter", "Tokens those steps evaluated.",
+         s.decode_tokens);
+  metric("cke_decode_batched_steps_total", "counter",
+         "Decode steps of two or more slots' tokens (one batched plan call).", s.batched_calls);
+  metric("cke_decode_batch_max", "gauge", "The most tokens of one decode step.", s.max_batch);
+  metric("cke_prefill_chunks_total", "counter", "Prompt chunks evaluated between decode steps.",
+         s.prefill_chunks);
+  return out;
+}
+
 }  // namespace cke::server

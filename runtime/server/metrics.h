@@ -7,6 +7,8 @@
 #include <string>
 #include <utility>
 
+#include "runtime/server/batch_scheduler.h"
+
 namespace cke::server {
 
 class Metrics {
@@ -16,6 +18,8 @@ class Metrics {
                         double generate_ms);
   // The text of /metrics; the gauges are read by the caller at that moment.
   std::string render(size_t slots_busy, size_t slots_total, size_t queued) const;
+  // The scheduler's counters (decode steps and their tokens: tokens / steps > 1 is batching).
+  static std::string render_scheduler(const BatchScheduler::Stats& s);
 
  private:
   mutable std::mutex mu_;

@@ -4,11 +4,13 @@
 
 namespace cke::server {
 
-SlotPool::SlotPool(std::vector<std::unique_ptr<Slot>> slots, size_t max_queue)
+SlotPool::SlotPool(std::vector<std::unique_ptr<Slot>> slots, size_t max_queue,
+                   std::function<void(int, bool)> on_lease)
     : slots_(std::move(slots)),
       busy_(slots_.size(), false),
       last_used_(slots_.size(), 0),
-      max_queue_(max_queue) {}
+      max_queue_(max_queue),
+      on_lease_(std::move(on_lease)) {}
 
 size_t SlotPool::busy() const {
   std::lock_guard lock(mu_);
@@ -40,6 +42,7 @@ std::unique_ptr<SlotPool::Lease> SlotPool::acquire(std::span<const int32_t> prom
   if (best_prefix * 10 < prompt.size()) best = lru;
   last_used_[best] = ++acquired_;
   busy_[best] = true;
+  if (on_lease_) on_lease_(slots_[best]->id, true);
   cv_.notify_all();  // the next in line may find another free slot
   return std::make_unique<Lease>(*this, *slots_[best]);
 }
@@ -49,6 +52,7 @@ void SlotPool::release(Slot& slot) {
     std::lock_guard lock(mu_);
     for (size_t i = 0; i < slots_.size(); ++i)
       if (slots_[i].get() == &slot) busy_[i] = false;
+    if (on_lease_) on_lease_(slot.id, false);
   }
   cv_.notify_all();
 }

@@ -1,5 +1,6 @@
-// The server's slots: N engines, each with its own Session (so its own compiled plan and KV
-// cache), handed out one request at a time. Requests beyond the free slots wait in a bounded
+// The server's slots: N sequences of one engine (each its own KV cells), each with its own
+// Session, handed out one request at a time; their tokens are evaluated by a BatchScheduler
+// that batches their decode steps. Requests beyond the free slots wait in a bounded
 // FIFO queue; past its bound acquire() refuses at once (the server answers 503). A request
 // goes to the free slot whose cache shares the longest prefix with its prompt; when no slot
 // holds at least a tenth of the prompt (say only BOS), to the least recently used free slot,
@@ -9,6 +10,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -19,14 +21,16 @@
 namespace cke::server {
 
 struct Slot {
-  int id = 0;
-  std::unique_ptr<Engine> engine;
+  int id = 0;                // = the engine sequence of its session
+  Engine* engine = nullptr;  // shared by every slot
   std::unique_ptr<Session> session;
 };
 
 class SlotPool {
  public:
-  SlotPool(std::vector<std::unique_ptr<Slot>> slots, size_t max_queue);
+  // `on_lease(slot id, true)` when a slot is handed out, (id, false) when it comes back.
+  SlotPool(std::vector<std::unique_ptr<Slot>> slots, size_t max_queue,
+           std::function<void(int, bool)> on_lease = {});
 
   // Returns the slot to the pool when destroyed.
   class Lease {
@@ -58,6 +62,7 @@ class SlotPool {
   std::vector<bool> busy_;
   std::vector<uint64_t> last_used_;  // acquire count when each slot was last handed out
   size_t max_queue_;
+  std::function<void(int, bool)> on_lease_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<uint64_t> queue_;  // tickets of waiting requests, oldest first

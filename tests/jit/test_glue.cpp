@@ -51,7 +51,7 @@ TEST(Glue, ConstantsFloatsAndRuntimeValuesReachTheKernel) {
   auto m = emit_glue("t", {s, s}, &err);
   ASSERT_TRUE(m) << err;
   ThreadPool pool(1);
-  RunContext ctx{11, 5, 16, &pool, 0, 5};
+  RunContext ctx{11, 5, 16, &pool, 0, 5, 0, nullptr, nullptr};
   m->entry_as<jit::GlueFn>()(&ctx);
   ASSERT_EQ(g_calls.size(), 2u);
   const std::vector<int64_t> want = {-7, 11, 5, 48, int64_t(1) << 40, 3, 9};
@@ -74,7 +74,7 @@ TEST(Glue, ParallelStepCoversEveryRowOnceForAnyThreadCount) {
     auto m = emit_glue("p", {s}, &err);
     ASSERT_TRUE(m) << err;
     ThreadPool pool(threads);
-    RunContext ctx{3, 1, 4, &pool, 0, 1};
+    RunContext ctx{3, 1, 4, &pool, 0, 1, 0, nullptr, nullptr};
     m->entry_as<jit::GlueFn>()(&ctx);
     for (int64_t r = 0; r < 37; ++r)
       EXPECT_EQ(y[r], r * 1000 + 3) << "row " << r << " threads " << threads;
@@ -93,7 +93,7 @@ TEST(Glue, ParallelStepSplitByTokens) {
   auto m = emit_glue("pt", {s}, &err);
   ASSERT_TRUE(m) << err;
   ThreadPool pool(2);
-  RunContext ctx{0, 7, 7, &pool, 0, 7};
+  RunContext ctx{0, 7, 7, &pool, 0, 7, 0, nullptr, nullptr};
   m->entry_as<jit::GlueFn>()(&ctx);
   for (int64_t r = 0; r < 40; ++r) EXPECT_EQ(y[r], r < 28 ? r * 1000 : -1) << "row " << r;
 }
@@ -116,7 +116,7 @@ TEST(Glue, OutputTailRowsFollowTheContext) {
     auto m = emit_glue("tail", {s}, &err);
     ASSERT_TRUE(m) << err;
     ThreadPool pool(2);
-    RunContext ctx{0, 7, 7, &pool, out_first, n_out};
+    RunContext ctx{0, 7, 7, &pool, out_first, n_out, 0, nullptr, nullptr};
     m->entry_as<jit::GlueFn>()(&ctx);
     for (int64_t r = 0; r < 40; ++r) {
       const int64_t local = r - 4 * out_first;  // row within the tail's first token row

@@ -342,6 +342,43 @@ TEST_F(Server, ConcurrentClientsAllCompleteWithTheSameGreedyText) {
   }
 }
 
+// Two clients at once are decoded together: the scheduler's steps carry both slots' tokens
+// (/metrics: tokens per decode step > 1, a step of 2), and each text is the one the same
+// request gets alone (a decode step of one token: the decode plan, not the batch plan).
+TEST_F(Server, ConcurrentClientsAreDecodedInBatchedSteps) {
+  const std::vector<std::string> prompts = {"Once upon a time", "The little dog"};
+  const json no_eos = ban_eos();
+  auto request = [&](const std::string& prompt) {
+    const json body = {
+        {"prompt", prompt}, {"max_tokens", 900}, {"temperature", 0}, {"logit_bias", no_eos}};
+    httplib::Client c("127.0.0.1", server_->port());
+    c.set_read_timeout(60, 0);
+    auto r = c.Post("/v1/completions", body.dump(), "application/json");
+    EXPECT_TRUE(r && r->status == 200);
+    return r && r->status == 200 ? json::parse(r->body)["choices"][0]["text"].get<std::string>()
+                                 : std::string();
+  };
+  std::vector<std::string> alone;
+  for (const std::string& p : prompts) alone.push_back(request(p));
+  auto c = client();
+  const double steps0 = metric(c, "cke_decode_steps_total"),
+               tokens0 = metric(c, "cke_decode_step_tokens_total"),
+               batched0 = metric(c, "cke_decode_batched_steps_total");
+  ASSERT_GE(steps0, 0);
+  std::vector<std::string> together(prompts.size());
+  std::vector<std::thread> th;
+  for (size_t i = 0; i < prompts.size(); ++i)
+    th.emplace_back([&, i] { together[i] = request(prompts[i]); });
+  for (auto& t : th) t.join();
+  for (size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ(together[i], alone[i]) << prompts[i];
+  const double steps = metric(c, "cke_decode_steps_total") - steps0,
+               tokens = metric(c, "cke_decode_step_tokens_total") - tokens0;
+  EXPECT_GT(metric(c, "cke_decode_batched_steps_total") - batched0, 0);
+  EXPECT_GE(metric(c, "cke_decode_batch_max"), 2);
+  ASSERT_GT(steps, 0);
+  EXPECT_GT(tokens / steps, 1.2) << tokens << " tokens in " << steps << " steps";
+}
+
 // A streaming client that goes away cancels its generation: the slot is free again long
 // before the 1000 tokens it asked for (EOS banned through logit_bias) could be generated.
 TEST_F(Server, DisconnectDuringStreamingFreesTheSlot) {
