@@ -244,7 +244,9 @@ INSTANTIATE_TEST_SUITE_P(Models, BatchDecode,
                                            Case{"synthetic/synth-gemma3-Q4_K_M.gguf", "f16"},
                                            Case{"synthetic/synth-qwen2-F32.gguf", "f32"},
                                            Case{"synthetic/synth-glm4-Q8_0.gguf", "f32"},
-                                           Case{"synthetic/synth-nemotron-Q4_K_M.gguf", "f32"}),
+                                           Case{"synthetic/synth-nemotron-Q4_K_M.gguf", "f32"},
+                                           Case{"synthetic/synth-qwen3moe-Q4_K_M.gguf", "f32"},
+                                           Case{"synthetic/synth-llamamoe-Q8_0.gguf", "f16"}),
                          case_name);
 
 }  // namespace
