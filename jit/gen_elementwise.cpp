@@ -121,6 +121,23 @@ bool build_scale(const char* generator, Isa isa, const GeneratorParams& params, 
   return true;
 }
 
+// The kv_store ABI's arguments; as the reference, a call outside the cache writes nothing.
+struct KvStoreArgs {
+  V k, v, kc, vc, kv, nctx, pos0, T;
+};
+KvStoreArgs kv_store_entry(Builder& b) {
+  const KvStoreArgs a{b.arg(0), b.arg(1), b.arg(2), b.arg(3),
+                      b.arg(4), b.arg(5), b.arg(6), b.arg(7)};
+  ret_if(b, a.pos0, Cmp::LT, 0);
+  ret_if(b, a.T, Cmp::LE, 0);
+  V end = b.i64("end");
+  b.add(end, a.pos0, a.T);
+  b.if_(end, Cmp::GT, a.nctx);
+  b.ret();
+  b.end_if();
+  return a;
+}
+
 bool build_kv_store(const char* generator, Isa isa, const GeneratorParams& params, kir::Module* m,
                     std::string* err) {
   if (!op_prologue(params, generator, isa,
@@ -131,16 +148,7 @@ bool build_kv_store(const char* generator, Isa isa, const GeneratorParams& param
   Builder b(
       *m, m->name,
       {Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::I64, Kind::I64, Kind::I64, Kind::I64});
-  const V k = b.arg(0), v = b.arg(1), kc = b.arg(2), vc = b.arg(3), kv = b.arg(4), nctx = b.arg(5),
-          pos0 = b.arg(6), T = b.arg(7);
-  // As the reference: a call outside the cache writes nothing.
-  ret_if(b, pos0, Cmp::LT, 0);
-  ret_if(b, T, Cmp::LE, 0);
-  V end = b.i64("end");
-  b.add(end, pos0, T);
-  b.if_(end, Cmp::GT, nctx);
-  b.ret();
-  b.end_if();
+  const auto [k, v, kc, vc, kv, nctx, pos0, T] = kv_store_entry(b);
   Lanes16 L(b, isa);
   // K: T * kv_dim contiguous floats to k_cache + pos0 * kv_dim.
   V cnt = b.i64("cnt"), full = b.i64("full"), bytes = b.i64("bytes"), off = b.i64("off"),
@@ -193,16 +201,7 @@ bool build_kv_store_f16(const char* generator, Isa isa, const GeneratorParams& p
   Builder b(
       *m, m->name,
       {Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::I64, Kind::I64, Kind::I64, Kind::I64});
-  const V k = b.arg(0), v = b.arg(1), kc = b.arg(2), vc = b.arg(3), kv = b.arg(4), nctx = b.arg(5),
-          pos0 = b.arg(6), T = b.arg(7);
-  // As the reference: a call outside the cache writes nothing.
-  ret_if(b, pos0, Cmp::LT, 0);
-  ret_if(b, T, Cmp::LE, 0);
-  V end = b.i64("end");
-  b.add(end, pos0, T);
-  b.if_(end, Cmp::GT, nctx);
-  b.ret();
-  b.end_if();
+  const auto [k, v, kc, vc, kv, nctx, pos0, T] = kv_store_entry(b);
   V cnt = b.i64("cnt"), off = b.i64("off"), zero = b.imm(0, "zero");
   V kdst = b.ptr("kdst"), vdst = b.ptr("vdst");
   b.mul(cnt, T, kv);

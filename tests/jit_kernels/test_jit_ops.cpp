@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstdio>
@@ -299,15 +300,11 @@ void run_scale(const std::string& id) {
 
 // ---- kv_store ----
 
-void run_kv_store(const std::string& id) {
-  std::string skip;
-  const Loaded l = load(id, "kv_store", &skip);
-  if (!skip.empty()) GTEST_SKIP() << skip;
-  ASSERT_NE(l.fn, nullptr);
-  ASSERT_NE(l.cfn, nullptr);
-  std::mt19937 rng(41);
-  using jit::gen::KvStoreFn;
-  for (auto [kv, nctx] : {std::pair<int64_t, int64_t>{256, 64}, {8, 37}, {130, 20}})
+// (kv_dim, n_ctx, pos0, T) of the kv_store tests: cache widths (one `odd` one, not a multiple
+// of the vector), chunks at the first and last cells, and calls outside the cache.
+std::vector<std::array<int64_t, 4>> kv_store_calls(int64_t odd) {
+  std::vector<std::array<int64_t, 4>> calls;
+  for (auto [kv, nctx] : {std::pair<int64_t, int64_t>{256, 64}, {odd, 37}, {130, 20}})
     for (auto [pos0, T] : {std::pair<int64_t, int64_t>{0, 1},
                            {5, 1},
                            {0, 7},
@@ -316,23 +313,34 @@ void run_kv_store(const std::string& id) {
                            {nctx - 4, 4},
                            {nctx - 2, 4},
                            {-1, 1},
-                           {0, 0}}) {
-      const auto k = glu_inputs(kv * std::max<int64_t>(T, 1), -5, 5, rng),
-                 v = glu_inputs(kv * std::max<int64_t>(T, 1), -5, 5, rng);
-      const size_t cache = size_t(kv * nctx);
-      std::vector<float> kr(cache, 9.0f), vr(cache, 9.0f), kj = kr, vj = vr, kc = kr, vcc = vr;
-      reinterpret_cast<KvStoreFn>(l.ref)(k.data(), v.data(), kr.data(), vr.data(), kv, nctx, pos0,
-                                         T);
-      reinterpret_cast<KvStoreFn>(l.fn)(k.data(), v.data(), kj.data(), vj.data(), kv, nctx, pos0,
-                                        T);
-      reinterpret_cast<KvStoreFn>(l.cfn)(k.data(), v.data(), kc.data(), vcc.data(), kv, nctx, pos0,
-                                         T);
-      const std::string where = fmt::format("kv={} n_ctx={} pos0={} T={}", kv, nctx, pos0, T);
-      EXPECT_EQ(0, std::memcmp(kj.data(), kr.data(), cache * 4)) << "K cache, " << where;
-      EXPECT_EQ(0, std::memcmp(vj.data(), vr.data(), cache * 4)) << "V cache, " << where;
-      EXPECT_EQ(0, std::memcmp(kc.data(), kj.data(), cache * 4)) << "K cache (C), " << where;
-      EXPECT_EQ(0, std::memcmp(vcc.data(), vj.data(), cache * 4)) << "V cache (C), " << where;
-    }
+                           {0, 0}})
+      calls.push_back({kv, nctx, pos0, T});
+  return calls;
+}
+
+void run_kv_store(const std::string& id) {
+  std::string skip;
+  const Loaded l = load(id, "kv_store", &skip);
+  if (!skip.empty()) GTEST_SKIP() << skip;
+  ASSERT_NE(l.fn, nullptr);
+  ASSERT_NE(l.cfn, nullptr);
+  std::mt19937 rng(41);
+  using jit::gen::KvStoreFn;
+  for (auto [kv, nctx, pos0, T] : kv_store_calls(8)) {
+    const auto k = glu_inputs(kv * std::max<int64_t>(T, 1), -5, 5, rng),
+               v = glu_inputs(kv * std::max<int64_t>(T, 1), -5, 5, rng);
+    const size_t cache = size_t(kv * nctx);
+    std::vector<float> kr(cache, 9.0f), vr(cache, 9.0f), kj = kr, vj = vr, kc = kr, vcc = vr;
+    reinterpret_cast<KvStoreFn>(l.ref)(k.data(), v.data(), kr.data(), vr.data(), kv, nctx, pos0, T);
+    reinterpret_cast<KvStoreFn>(l.fn)(k.data(), v.data(), kj.data(), vj.data(), kv, nctx, pos0, T);
+    reinterpret_cast<KvStoreFn>(l.cfn)(k.data(), v.data(), kc.data(), vcc.data(), kv, nctx, pos0,
+                                       T);
+    const std::string where = fmt::format("kv={} n_ctx={} pos0={} T={}", kv, nctx, pos0, T);
+    EXPECT_EQ(0, std::memcmp(kj.data(), kr.data(), cache * 4)) << "K cache, " << where;
+    EXPECT_EQ(0, std::memcmp(vj.data(), vr.data(), cache * 4)) << "V cache, " << where;
+    EXPECT_EQ(0, std::memcmp(kc.data(), kj.data(), cache * 4)) << "K cache (C), " << where;
+    EXPECT_EQ(0, std::memcmp(vcc.data(), vj.data(), cache * 4)) << "V cache (C), " << where;
+  }
 }
 
 // The F16 cache: random values spanning fp16's normal, subnormal and overflow ranges, with
@@ -378,35 +386,25 @@ void run_kv_store_f16(const std::string& id) {
   ASSERT_NE(l.cfn, nullptr);
   std::mt19937 rng(43);
   using jit::gen::KvStoreF16Fn;
-  for (auto [kv, nctx] : {std::pair<int64_t, int64_t>{256, 64}, {7, 37}, {130, 20}})
-    for (auto [pos0, T] : {std::pair<int64_t, int64_t>{0, 1},
-                           {5, 1},
-                           {0, 7},
-                           {3, 17},
-                           {nctx - 1, 1},
-                           {nctx - 4, 4},
-                           {nctx - 2, 4},
-                           {-1, 1},
-                           {0, 0}}) {
-      const auto k = f16_edge_values(kv * std::max<int64_t>(T, 1), rng),
-                 v = f16_edge_values(kv * std::max<int64_t>(T, 1), rng);
-      const size_t cache = size_t(kv * nctx);
-      std::vector<uint16_t> kr(cache, 0x5555), vr(cache, 0x5555), kj = kr, vj = vr, kc = kr,
-                                                                  vcc = vr;
-      reinterpret_cast<KvStoreF16Fn>(l.ref)(k.data(), v.data(), kr.data(), vr.data(), kv, nctx,
-                                            pos0, T);
-      reinterpret_cast<KvStoreF16Fn>(l.fn)(k.data(), v.data(), kj.data(), vj.data(), kv, nctx, pos0,
-                                           T);
-      reinterpret_cast<KvStoreF16Fn>(l.cfn)(k.data(), v.data(), kc.data(), vcc.data(), kv, nctx,
-                                            pos0, T);
-      const std::string where = fmt::format("kv={} n_ctx={} pos0={} T={}", kv, nctx, pos0, T);
-      for (size_t i = 0; i < cache; ++i) {
-        ASSERT_EQ(kj[i], kr[i]) << "K cache cell value " << i << ", " << where;
-        ASSERT_EQ(vj[i], vr[i]) << "V cache cell value " << i << ", " << where;
-        ASSERT_EQ(kc[i], kj[i]) << "K cache (C) " << i << ", " << where;
-        ASSERT_EQ(vcc[i], vj[i]) << "V cache (C) " << i << ", " << where;
-      }
+  for (auto [kv, nctx, pos0, T] : kv_store_calls(7)) {
+    const auto k = f16_edge_values(kv * std::max<int64_t>(T, 1), rng),
+               v = f16_edge_values(kv * std::max<int64_t>(T, 1), rng);
+    const size_t cache = size_t(kv * nctx);
+    std::vector<uint16_t> kr(cache, 0x5555), vr(cache, 0x5555), kj = kr, vj = vr, kc = kr, vcc = vr;
+    reinterpret_cast<KvStoreF16Fn>(l.ref)(k.data(), v.data(), kr.data(), vr.data(), kv, nctx, pos0,
+                                          T);
+    reinterpret_cast<KvStoreF16Fn>(l.fn)(k.data(), v.data(), kj.data(), vj.data(), kv, nctx, pos0,
+                                         T);
+    reinterpret_cast<KvStoreF16Fn>(l.cfn)(k.data(), v.data(), kc.data(), vcc.data(), kv, nctx, pos0,
+                                          T);
+    const std::string where = fmt::format("kv={} n_ctx={} pos0={} T={}", kv, nctx, pos0, T);
+    for (size_t i = 0; i < cache; ++i) {
+      ASSERT_EQ(kj[i], kr[i]) << "K cache cell value " << i << ", " << where;
+      ASSERT_EQ(vj[i], vr[i]) << "V cache cell value " << i << ", " << where;
+      ASSERT_EQ(kc[i], kj[i]) << "K cache (C) " << i << ", " << where;
+      ASSERT_EQ(vcc[i], vj[i]) << "V cache (C) " << i << ", " << where;
     }
+  }
 }
 
 }  // namespace
