@@ -106,7 +106,9 @@ TEST(RefOps, moe_route_softmax_norm_f32__ref) {
         total += w[size_t(t * used + k)];
       }
       for (int64_t k = 0; k < E; ++k)  // nothing left out is more probable
-        if (!seen.count(int32_t(k))) EXPECT_LE(e[size_t(k)] * s, prev);
+        if (!seen.count(int32_t(k))) {
+          EXPECT_LE(e[size_t(k)] * s, prev);
+        }
       for (int64_t k = 0; k < used; ++k)
         EXPECT_EQ(w[size_t(t * used + k)], e[size_t(ids[size_t(t * used + k)])] * s / float(acc));
       EXPECT_NEAR(total, 1.0f, 1e-5f);

@@ -77,7 +77,9 @@ TEST(MemoryPlan, RandomProgramsNeverOverlapLiveVersions) {
       for (int s = 0; s < n_steps; ++s) {
         for (size_t i = 0; i < uses[s].size(); ++i) {
           if (uses[s][i].buffer != name) continue;
-          if (uses[s][i].reads && writer >= 0) EXPECT_EQ(p.offsets[s][i], off);
+          if (uses[s][i].reads && writer >= 0) {
+            EXPECT_EQ(p.offsets[s][i], off);
+          }
           if (uses[s][i].writes) {
             writer = s;
             off = p.offsets[s][i];
