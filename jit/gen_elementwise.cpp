@@ -151,26 +151,13 @@ bool build_kv_store(const char* generator, Isa isa, const GeneratorParams& param
   const auto [k, v, kc, vc, kv, nctx, pos0, T] = kv_store_entry(b);
   Lanes16 L(b, isa);
   // K: T * kv_dim contiguous floats to k_cache + pos0 * kv_dim.
-  V cnt = b.i64("cnt"), full = b.i64("full"), bytes = b.i64("bytes"), off = b.i64("off"),
-    i = b.i64("i"), one = b.imm(1, "one"), zero = b.imm(0, "zero");
+  V cnt = b.i64("cnt"), off = b.i64("off"), one = b.imm(1, "one"), zero = b.imm(0, "zero");
   V dst = b.ptr("dst");
   b.mul(cnt, T, kv);
   b.mul(off, pos0, kv);
   b.ptr_add(dst, kc, off, 4);
-  b.andi(full, cnt, ~int64_t(15));
-  b.muli(bytes, full, 4);
-  b.for_(off, zero, bytes, b.imm(64, "group_bytes"));
-  {
-    V16 x = L.vec("x");
-    L.load(x, Mem{k, off, 1, 0});
-    L.store(Mem{dst, off, 1, 0}, x);
-  }
-  b.end_for();
+  copy_floats(L, k, dst, cnt);
   V s = b.vec(128, Cls::F, "s");
-  b.for_(i, full, cnt, one);
-  b.vload_ss(s, Mem{k, i, 4, 0});
-  b.vstore_ss(Mem{dst, i, 4, 0}, s);
-  b.end_for();
   // V: element (t, c) to v_cache[c * n_ctx + pos0 + t].
   V t = b.i64("t"), c = b.i64("c"), col = b.ptr("col"), src = b.ptr("src"),
     stride = b.i64("stride");

@@ -145,6 +145,25 @@ void pow2(Lanes16& L, const ExpConsts& c, V16 d, V16 k) {
 
 }  // namespace
 
+void copy_floats(Lanes16& L, V src, V dst, V n) {
+  kir::Builder& b = L.b;
+  V full = b.i64("full"), bytes = b.i64("bytes"), off = b.i64("off"), i = b.i64("i");
+  b.andi(full, n, ~int64_t(15));
+  b.muli(bytes, full, 4);
+  b.for_(off, b.imm(0, "zero"), bytes, b.imm(64, "group_bytes"));
+  {
+    V16 x = L.vec("x");
+    L.load(x, Mem{src, off, 1, 0});
+    L.store(Mem{dst, off, 1, 0}, x);
+  }
+  b.end_for();
+  V s = b.vec(128, kir::Cls::F, "s");
+  b.for_(i, full, n, b.imm(1, "one"));
+  b.vload_ss(s, Mem{src, i, 4, 0});
+  b.vstore_ss(Mem{dst, i, 4, 0}, s);
+  b.end_for();
+}
+
 ExpConsts exp_consts(Lanes16& L) {
   ExpConsts c;
   c.lo = L.splat(bits(-200.0f), "x_lo");

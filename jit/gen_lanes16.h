@@ -47,6 +47,9 @@ struct Lanes16 {
   kir::V reduce_max(V16 v);
 };
 
+// dst[i] = src[i] for i in [0, n): 16 floats per step, then one at a time (no rounding).
+void copy_floats(Lanes16& L, kir::V src, kir::V dst, kir::V n);
+
 // ggml_v_expf of an AVX-512 build on 16 lanes, bit for bit (kernels/ref/ops_ggml_math.cpp
 // ggml_expf), on both ISA levels. Its polynomial j ~ exp(x - n ln2) as ggml writes it;
 // its vscalefps(j, n) = j * 2^n rounded once as two power-of-two products:

@@ -30,13 +30,9 @@ bool build_gather(const char* generator, Isa isa, const GeneratorParams& params,
   ret_if(b, j0, Cmp::LT, 0);
   ret_if(b, j1, Cmp::GT, P);
   Lanes16 L(b, isa);
-  V full = b.i64("full"), end = b.i64("end"), row_bytes = b.i64("row_bytes"), off = b.i64("off"),
-    i = b.i64("i"), j = b.i64("j"), t = b.i64("t"), tmp = b.i64("tmp");
+  V row_bytes = b.i64("row_bytes"), j = b.i64("j"), t = b.i64("t"), tmp = b.i64("tmp");
   V xr = b.ptr("xr"), yr = b.ptr("yr");
-  b.andi(full, n, ~int64_t(15));
-  b.muli(end, full, 4);
   b.muli(row_bytes, n, 4);
-  V s = b.vec(128, Cls::F, "s");
   b.for_(j, j0, j1, b.imm(1, "one_j"));
   {
     b.load_i32(t, Mem{rows, j, 4, 0});
@@ -44,17 +40,7 @@ bool build_gather(const char* generator, Isa isa, const GeneratorParams& params,
     b.ptr_add(xr, x, tmp, 1);
     b.mul(tmp, j, row_bytes);
     b.ptr_add(yr, y, tmp, 1);
-    b.for_(off, b.imm(0, "zero"), end, b.imm(64, "group_bytes"));
-    {
-      V16 v = L.vec("v");
-      L.load(v, Mem{xr, off, 1, 0});
-      L.store(Mem{yr, off, 1, 0}, v);
-    }
-    b.end_for();
-    b.for_(i, full, n, b.imm(1, "one"));
-    b.vload_ss(s, Mem{xr, i, 4, 0});
-    b.vstore_ss(Mem{yr, i, 4, 0}, s);
-    b.end_for();
+    copy_floats(L, xr, yr, n);
   }
   b.end_for();
   return true;
