@@ -100,7 +100,10 @@ int emit_tile(kir::Module& m, const std::string& name, Isa isa, int accs, int R,
   } else {
     b.muli(end, a.n, step);
   }
+  RowPrefetch pf;  // decode streams the weights once: prefetched a tile ahead
+  if (TT == 1) pf = row_prefetch(b, a, R);
   b.for_(off, b.imm(0, "zero"), end, b.imm(step, "step_bytes"));
+  if (TT == 1) prefetch_rows(b, r, off, step, pf);
   for (int j = 0; j < accs; ++j) {
     if (native) {
       V xv[kMaxTile];

@@ -177,8 +177,9 @@ int KTile::build() {
   off_ = b.i64("off");
   V end = b.i64("end");
   b.muli(end, a_.n, f_.block);
+  const RowPrefetch pf = row_prefetch(b, a_, 1);
   b.for_(off_, b.imm(0, "zero"), end, b.imm(f_.block, "block_bytes"));
-  prefetch_rows(b, {a_.w}, off_, f_.block);
+  prefetch_rows(b, {a_.w}, off_, f_.block, pf);
   heads();
   if (avx512_) {
     for (V& v : base_) v = V{};

@@ -100,8 +100,9 @@ BlockLoop open_block_loop(kir::Builder& b, const TileArgs& a, QFormat f, TokenRo
   BlockLoop l{b.i64("off")};
   V end = b.i64("end");
   b.muli(end, a.n, q_block_bytes(f));
+  const RowPrefetch pf = row_prefetch(b, a, int(rows.size()));
   b.for_(l.off, b.imm(0, "zero"), end, b.imm(q_block_bytes(f), "block_bytes"));
-  prefetch_rows(b, rows, l.off, q_block_bytes(f));
+  prefetch_rows(b, rows, l.off, q_block_bytes(f), pf);
   return l;
 }
 kir::V act_scale(kir::Builder& b, const TokenRows& tr, int t, int bits) {

@@ -94,10 +94,9 @@ constexpr X8Format kQ4Kx8{false, "q4_K", int(sizeof(block_q4_K)), int(offsetof(b
                           8,     1};
 constexpr X8Format kQ2Kx8{true, "q2_K", int(sizeof(block_q2_K)), int(offsetof(block_q2_K, qs)), 8,
                           4,    4};
-// The tile reads its rows super-block by super-block, 16 (8) streams a row apart that hardware
-// prefetchers follow poorly: each row's super-block kPrefetch ahead is prefetched (decode
-// streams weights from DRAM ~1.2x faster with it, on this Xeon).
-constexpr int kPrefetch = 2;
+// Prefetch (gen_tile.h): the r16 copy is one stream, prefetched kStreamPrefetchAhead on;
+// row-major tiles read 8 streams a row apart, prefetched a tile ahead (decode streams weights
+// from DRAM ~1.2x faster with it, on this Xeon).
 
 // Frame buffer slots of one vector each: the super-block's f32 scales sc_j and mins m_j
 // (one slot per sub-block each), the AVX2 tile's W_hi (q4_K: it keeps only W_lo in registers;
@@ -229,19 +228,17 @@ int Tile::build() {
   V off = b.i64("off"), end = b.i64("end");
   wb_ = b.ptr("wb");
   b.muli(end, a_.n, wblock());
+  const RowPrefetch pf = row_prefetch(b, a_, rows_);
   b.for_(off, b.imm(0, "zero_i"), end, b.imm(wblock(), "block_bytes"));
   b.ptr_add(wb_, a_.w, off, 1);  // this super-block of row 0 (r16: of the group)
-  // The rows' super-block kPrefetch ahead, if the rows have it.
-  V ahead = b.i64("ahead");
-  b.addi(ahead, off, kPrefetch * wblock());
-  b.if_(ahead, kir::Cmp::LT, end);
   if (r16_) {
-    for (int l = 0; l < wblock(); l += 64) b.vprefetch(r16(kPrefetch * wblock() + l));
+    for (int l = 0; l < wblock(); l += 64) b.vprefetch(r16(kStreamPrefetchAhead + l));
   } else {
+    V ahead = b.ptr("ahead");
+    b.ptr_add(ahead, wb_, pf.dist, 1);
     for (int r = 0; r < rows_; ++r)
-      for (int l = 0; l < f_.block; l += 64) b.vprefetch(row(r, kPrefetch * f_.block + l));
+      for (int l = 0; l < f_.block; l += 64) b.vprefetch(Mem{ahead, roff_[size_t(r)], 1, l});
   }
-  b.end_if();
   heads();
   token_factors();
   V q[8];

@@ -192,9 +192,10 @@ int emit_tile(kir::Module& m, const std::string& name, int tokens) {
   }
   V off = b.i64("off"), end = b.i64("end");
   b.muli(end, a.n, kWBlock);
+  const RowPrefetch pf = row_prefetch(b, a, 1);
   b.for_(off, b.imm(0, "zero"), end, b.imm(kWBlock, "block_bytes"));
   const V w = a.w;
-  prefetch_rows(b, {w}, off, kWBlock);
+  prefetch_rows(b, {w}, off, kWBlock, pf);
   // The row's scales: int16 lanes (for the bsums; sc16z both halves for token pairs), and
   // each scale in both words of a dword (the vpdpwssd multiplier of a lane's two pair sums).
   V sc8 = b.vec(128, Cls::I, "sc8"), sc32 = b.vec(512, Cls::I, "sc32"),

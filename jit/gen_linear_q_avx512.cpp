@@ -333,8 +333,9 @@ int emit_offset_packed_tile(kir::Module& m, const std::string& name, QFormat f, 
   V pk = b.ptr("pk"), off = b.i64("off"), end = b.i64("end");
   b.mov(pk, a.a);
   b.muli(end, a.n, q_block_bytes(f));
+  const RowPrefetch pf = row_prefetch(b, a, int(r.size()));
   b.for_(off, b.imm(0, "zero_i"), end, b.imm(q_block_bytes(f), "block_bytes"));
-  prefetch_rows(b, r, off, q_block_bytes(f));
+  prefetch_rows(b, r, off, q_block_bytes(f), pf);
   V u[kPairs], dw[kPairs];
   for (int p = 0; p < kPairs; ++p) {
     if (bytes) {

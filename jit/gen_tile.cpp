@@ -98,9 +98,24 @@ std::vector<V> tile_rows(Builder& b, const TileArgs& t, int rows) {
   return r;
 }
 
-void prefetch_rows(Builder& b, const std::vector<V>& rows, V off, int bytes, int ahead) {
+RowPrefetch row_prefetch(Builder& b, const TileArgs& t, int rows) {
+  // dist = rows * rb, doubled while below kPrefetchMin (at most 3 times: no division per tile).
+  RowPrefetch pf{b.i64("pf_dist")};
+  b.muli(pf.dist, t.rb, rows);
+  for (int i = 0; i < 3; ++i) {
+    b.if_(pf.dist, kir::Cmp::LT, kPrefetchMin);
+    b.add(pf.dist, pf.dist, pf.dist);
+    b.end_if();
+  }
+  return pf;
+}
+
+void prefetch_rows(Builder& b, const std::vector<V>& rows, V off, int bytes,
+                   const RowPrefetch& pf) {
+  V at = b.i64("pf_at");
+  b.add(at, off, pf.dist);
   for (const V& r : rows)
-    for (int l = 0; l < std::max(bytes, 1); l += 64) b.vprefetch(kir::Mem{r, off, 1, ahead + l});
+    for (int l = 0; l < std::max(bytes, 1); l += 64) b.vprefetch(kir::Mem{r, at, 1, l});
 }
 
 kir::Mem TokenRows::at(int t, int32_t disp) const {
