@@ -208,7 +208,10 @@ bool build_linear_q4_0_r16_avx512vnni(const GeneratorParams& p, kir::Module* m, 
   Builder e(
       *m, m->name,
       {Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::I64, Kind::I64, Kind::I64, Kind::I64, Kind::I64});
-  build_q4_0x8_rows16_avx512(e, *m, m->name, Rows16Weights::R16);
+  // The decode provider (tokens 1) may run a batch of decode tokens (decode_batch): each
+  // as the gemv.
+  build_q4_0x8_rows16_avx512(e, *m, m->name, Rows16Weights::R16,
+                             tokens == 1 ? Rows16Split::AllGemv : Rows16Split::Contract);
   return true;
 }
 bool build_linear_q8_0_avx2(const GeneratorParams& p, kir::Module* m, std::string* err) {

@@ -93,8 +93,12 @@ void build_q_offset_packed_avx512(kir::Builder& e, kir::Module& m, const std::st
 // (kernels/formats/layouts.h).
 constexpr int kQ4_0Rows16MaxBlocks = 512;
 enum class Rows16Weights : uint8_t { RowMajor, R16 };
+// Which tokens take the gemm's products: the contract's split (the first 4 floor(T / 4)),
+// or none (every token as the gemv computes it alone: a batch of decode tokens,
+// selection.decode_batch).
+enum class Rows16Split : uint8_t { Contract, AllGemv };
 void build_q4_0x8_rows16_avx512(kir::Builder& e, kir::Module& m, const std::string& name,
-                                Rows16Weights layout);
+                                Rows16Weights layout, Rows16Split split = Rows16Split::Contract);
 
 // Generators (jit/generators.cpp table): impl.params rows, tokens.
 bool build_linear_q8_0_avx512vnni(const GeneratorParams& p, kir::Module* m, std::string* err);

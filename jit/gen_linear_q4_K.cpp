@@ -835,9 +835,12 @@ bool build_q4_K_r16(const GeneratorParams& params, kir::Module* m, std::string* 
   };
   Grid g;
   g.R = 16;
-  g.G = tokens;
+  g.G = 8;
   if (tokens == 1) {
-    g.full_fn = tile(m->name + "_gemv1", 0, 1);
+    // Decode: one token is the gemv. A batch of decode tokens (decode_batch) runs in groups
+    // of up to 8 gemv tokens: each token's bits as alone, the weights read once a group.
+    for (int r = 1; r < 8; ++r) g.rem_fn[r] = tile(fmt::format("{}_gemv{}", m->name, r), 0, r);
+    g.full_fn = tile(m->name + "_gemv8", 0, 8);
   } else {
     g.full_fn = tile(fmt::format("{}_gemm{}", m->name, tokens), tokens, 0);
     for (int r = 1; r < tokens; ++r)

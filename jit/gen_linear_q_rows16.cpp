@@ -29,6 +29,9 @@
 // product only for an activation of -128 (an inf or NaN in the row) against a negative
 // weight, where vpsignb wraps. The pack keeps the bytewise minimum of those tokens; if it is
 // -128 the group runs through the sign-move tiles, whose bits are ggml's gemv's.
+// The decode provider (Rows16Split::AllGemv) computes every token as the gemv: groups of 8
+// and 4 too take exact products unless their chunk holds a -128, then sign-move tiles, so a
+// batch of decode tokens gets each token's decode bits.
 //
 // Weights: the file's row-major blocks (the tile transposes each block, below), or the
 // repacked layout q4_0_r16 (kernels/formats/layouts.h, made once at load), which holds each
@@ -237,6 +240,18 @@ int emit_tile(kir::Module& m, const std::string& name, int tokens, Products prod
 
 // Packs `count` (1..8) token rows of block_q8_0 from x (as bytes apart) into pk (see the top
 // of the file). amin (a 256-bit vector, or none) keeps the bytewise minimum of the quants.
+// bits != 0 iff a byte of the packed tokens' bytewise minimum `amin` (emit_pack) is -128.
+void emit_has_min8(Builder& e, V amin, V bits) {
+  V amin512 = e.vec(512, Cls::I, "amin512"), am = e.vec(512, Cls::I, "amin_abs"),
+    zero512 = e.vec(512, Cls::I, "zero512");
+  V k = e.mask("has_min8");
+  e.vzero(zero512);
+  e.vinsert(amin512, zero512, amin, 0);
+  e.vabs_i8(am, amin512);  // |min| keeps its sign bit only for -128
+  e.kfrom_bytes(k, am);
+  e.kto_i64(bits, k);
+}
+
 void emit_pack(Builder& e, V x, V as, V nb, V count, V pk, V amin) {
   const int qo = q_traits(QFormat::Q4_0).act_quants_offset;
   V t = e.i64("pk_t"), blk = e.i64("pk_b"), tmp = e.i64("pk_tmp");
@@ -386,7 +401,7 @@ void emit_rows(Builder& e, const RowsArgs& r, const Groups& g, V y) {
 }  // namespace
 
 void build_q4_0x8_rows16_avx512(Builder& e, kir::Module& m, const std::string& name,
-                                Rows16Weights layout) {
+                                Rows16Weights layout, Rows16Split split) {
   const QFormatTraits& qt = q_traits(QFormat::Q4_0);
   // Tiles (callees after the entry): the gemm's 8 and 4 tokens, the gemv's 1..3 both ways.
   auto tile = [&](const std::string& suffix, int tokens, Products p) {
@@ -399,6 +414,11 @@ void build_q4_0x8_rows16_avx512(Builder& e, kir::Module& m, const std::string& n
     gemv[r] = tile("_gemv" + std::to_string(r), r, Products::Exact);
     gemv_sign[r] = tile("_gemv" + std::to_string(r) + "_sign", r, Products::SignMove);
   }
+  // AllGemv: the groups of 8 and 4 are gemv tokens too; a chunk with an activation of -128
+  // runs through sign-move tiles of 8 and 4.
+  const bool all_gemv = split == Rows16Split::AllGemv;
+  const int gemm8_sign = all_gemv ? tile("_gemv8_sign", 8, Products::SignMove) : -1;
+  const int gemm4_sign = all_gemv ? tile("_gemv4_sign", 4, Products::SignMove) : -1;
 
   const auto [x, w, y, K, N, T, n0, n1, nb] =
       linear_entry_prologue(e, qt.block_elems, kQ4_0Rows16MaxBlocks);
@@ -446,17 +466,33 @@ void build_q4_0x8_rows16_avx512(Builder& e, kir::Module& m, const std::string& n
     e.ptr_add(yt, y, tmp, 1);
     e.mov(pkg, pk);
     e.mov(xg, xt);
+    V cmin = all_gemv ? e.vec(256, Cls::I, "chunk_min") : V{};
+    if (all_gemv) e.vsplat32(cmin, 0x7F7F7F7Fu);
     e.for_(gi, e.imm(0, "zero_p"), cnt, eight);
     e.sub(gc, cnt, gi);
     e.min(gc, gc, eight);
-    emit_pack(e, xg, as, nb, gc, pkg, V{});
+    emit_pack(e, xg, as, nb, gc, pkg, cmin);
     e.ptr_add(pkg, pkg, gbytes, 1);
     e.muli(tmp, as, kGroup);
     e.ptr_add(xg, xg, tmp, 1);
     e.end_for();
     e.sari(groups.n_full, cnt, 3);
     e.andi(groups.has_tail, cnt, 4);
-    emit_rows(e, ra, groups, yt);
+    if (all_gemv) {
+      V cbits = e.i64("chunk_min8");
+      emit_has_min8(e, cmin, cbits);
+      e.if_(cbits, Cmp::NE, 0);
+      Groups sign = groups;
+      sign.full_tile = gemm8_sign;
+      sign.tail_tile = gemm4_sign;
+      emit_rows(e, ra, sign, yt);
+      e.end_if();
+      e.if_(cbits, Cmp::EQ, 0);
+      emit_rows(e, ra, groups, yt);
+      e.end_if();
+    } else {
+      emit_rows(e, ra, groups, yt);
+    }
   }
   e.end_for();
 
@@ -468,16 +504,10 @@ void build_q4_0x8_rows16_avx512(Builder& e, kir::Module& m, const std::string& n
   e.ptr_add(xt, x, tmp, 1);
   e.mul(tmp, full, ra.ys);
   e.ptr_add(yt, y, tmp, 1);
-  V amin = e.vec(256, Cls::I, "amin"), amin512 = e.vec(512, Cls::I, "amin512"),
-    am = e.vec(512, Cls::I, "amin_abs"), zero512 = e.vec(512, Cls::I, "zero512");
-  V k = e.mask("has_min8");
+  V amin = e.vec(256, Cls::I, "amin");
   e.vsplat32(amin, 0x7F7F7F7Fu);
   emit_pack(e, xt, as, nb, rem, pk, amin);
-  e.vzero(zero512);
-  e.vinsert(amin512, zero512, amin, 0);
-  e.vabs_i8(am, amin512);  // |min| keeps its sign bit only for -128
-  e.kfrom_bytes(k, am);
-  e.kto_i64(bits, k);
+  emit_has_min8(e, amin, bits);
   V one = e.imm(1, "one_group");
   for (int r = 1; r < 4; ++r) {
     e.if_(rem, Cmp::EQ, r);

@@ -290,6 +290,11 @@ std::optional<KernelMap> parse_kernel_map(std::string_view yaml, const std::stri
         }
       }
     }
+    if (auto b = s.boolean("decode_batch", false)) {
+      m.selection.decode_batch = *b;
+      if (*b && !m.selection.supports(Phase::Decode))
+        sink.error("selection.decode_batch", "decode_batch needs the decode phase");
+    }
     s.finish();
   }
 

@@ -83,6 +83,11 @@ struct Selection {
   Status status = Status::Candidate;
   int64_t priority = 0;
   std::vector<Phase> phases;
+  // decode_batch: called in place of its decode step with T > 1 tokens of different
+  // sequences (the batch plan, runtime/core/plan.h), the provider computes each token's
+  // rows exactly as a decode call of that token alone, so the batch plan runs it once for
+  // all tokens (the weights read once) instead of once per token. Needs the decode phase.
+  bool decode_batch = false;
   bool supports(Phase p) const;
 };
 

@@ -5,14 +5,17 @@
 //   template: |                          # a kernel map without `schema`; ${name} placeholders
 //     id: ${id}
 //     ...
-//   instances:                           # one map each; every placeholder, no other key
-//     - {id: linear_q8_0_f32_4x4__avx512vnni, rows: 4, ...}
+//   defaults: {decode_batch: 'false'}    # optional: placeholder values an instance may omit
+//   instances:                           # one map each; every placeholder (or its default),
+//     - {id: linear_q8_0_f32_4x4__avx512vnni, rows: 4, ...}   # no other key
 //
 // Each instance expands to a cke.kernel_map/1 document, parsed and checked like a map file;
 // its `file` is "<path>:<line of the instance>", which errors and the X-Ray name.
 #include <fmt/format.h>
 #include <tbb/parallel_for.h>
 
+#include <algorithm>
+#include <map>
 #include <set>
 
 #include "resolver/data_file.h"
@@ -62,12 +65,23 @@ std::vector<KernelMap> load_kernel_maps(const std::filesystem::path& path,
                                      path.filename().string()));
   std::optional<std::string> tmpl = f.str("template", true);
   (void)f.str("notes", false);
+  std::map<std::string, std::string> defaults;
+  if (YAML::Node d = f.get("defaults", false); d.IsDefined()) {
+    Fields df(d, "defaults", &sink);
+    if (df.ok())
+      for (const std::string& k : df.keys())
+        if (auto v = df.str(k, true)) defaults[k] = *v;
+    df.finish();
+  }
   YAML::Node inst = f.get("instances", true);
   f.finish();
   if (!tmpl || sink.failed()) return {};
   if (tmpl->find("schema:") != std::string::npos)
     sink.error("template", "the template is a map without `schema` (the family sets it)");
   const std::vector<std::string> names = placeholders(*tmpl, &sink);
+  for (const auto& [k, v] : defaults)
+    if (std::find(names.begin(), names.end(), k) == names.end())
+      sink.error("defaults." + k, fmt::format("no placeholder ${{{}}} in the template", k));
   if (!inst.IsSequence() || inst.size() == 0) {
     sink.error("instances", "expected a non-empty list of instances", inst);
     return {};
@@ -86,7 +100,9 @@ std::vector<KernelMap> load_kernel_maps(const std::filesystem::path& path,
     std::set<std::string> used;
     bool too_big = expanded + doc_text.size() > kMaxExpandedBytes;
     for (const std::string& n : names) {
-      std::optional<std::string> v = vf.str(n, true);
+      auto d = defaults.find(n);
+      std::optional<std::string> v = vf.str(n, d == defaults.end());
+      if (!v && d != defaults.end()) v = d->second;
       if (!v) continue;
       used.insert(n);
       for (size_t at = doc_text.find("${" + n + "}"); at != std::string::npos && !too_big;

@@ -377,9 +377,10 @@ void explain_fault(const Graph& g, const Registry& reg, const HostCaps& caps, De
   d->message = s;
 }
 
+// tokens_at_run_time: a decode step's args for a batch of tokens (Step::batch_args).
 Step bind_step(const KernelMap& m, const Contract& c, const Query& q, const Env& env,
-               const Env& params) {
-  Step st{q.node, q.phase, &m, &c, {}, {}};
+               const Env& params, bool tokens_at_run_time = false) {
+  Step st{q.node, q.phase, &m, &c, {}, {}, {}};
   for (const AbiArg& a : m.call_abi) {
     BoundArg b;
     b.source = a.text;
@@ -414,7 +415,7 @@ Step bind_step(const KernelMap& m, const Contract& c, const Query& q, const Env&
         break;
       }
       case AbiArg::Source::Runtime:
-        if (a.runtime == RuntimeValue::NTokens && q.phase == Phase::Decode) {
+        if (a.runtime == RuntimeValue::NTokens && q.phase == Phase::Decode && !tokens_at_run_time) {
           b.kind = BoundArg::Kind::I64;  // decode: one token, a constant
           b.i64 = 1;
         } else {
@@ -584,6 +585,15 @@ Decision decide(const Graph& graph, const Registry& registry, const HostCaps& ca
       for (Candidate& c : d.candidates) c.winner = c.id == w->id;
       // 5. bind
       *step = bind_step(*w, *contract, q, survivors[0].second, params);
+      if (q.phase == Phase::Decode && w->selection.decode_batch) {
+        // The same provider over T tokens: the node's shapes with T free (over the
+        // prefill's token range), still the decode phase.
+        Query qb = make_query(graph, q.node, Phase::Prefill);
+        qb.phase = Phase::Decode;
+        Verdict vb = filter(*w, qb, params, caps, options);
+        if (vb.reason.empty())
+          (*step)->batch_args = bind_step(*w, *contract, qb, vb.env, params, true).args;
+      }
       for (const PortSpec& p : w->ports)
         if (p.layout != qport(q, p.name)->layout) d.repacks[p.name] = p.layout;
     }

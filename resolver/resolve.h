@@ -117,6 +117,11 @@ struct Step {
   const Contract* contract;
   std::vector<BoundArg> args;  // in call_abi order
   ParallelSplit parallel;
+  // A decode step whose provider says selection.decode_batch: its args for a call with T
+  // tokens of different sequences (dims over T bound at run time, as in prefill), for the
+  // batch plan (runtime/core/plan.h). Empty otherwise, or if its shape predicates do not
+  // hold for every T of the chunk.
+  std::vector<BoundArg> batch_args;
 };
 
 struct Resolution {

@@ -10,6 +10,8 @@
 // what fraction of them each test reaches: decode as GB/s of weights read per second
 // against the read bandwidth, prefill as GOPS (2 per weight element per token) against
 // the FMA and int8 peaks. Compare rows of one run: the machine may be shared and noisy.
+// --parallel N adds tg<n>xN: N sequences decoded together, one batched plan call a step
+// (Engine::decode_batch, as cke-server --parallel N); t/s counts every sequence's tokens.
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
@@ -64,6 +66,7 @@ int main(int argc, char** argv) {
   std::string isas = "", threads_list = "0", out_format = "md";
   int32_t n_prompt = 512, n_gen = 128, reps = 3, n_batch = 256;
   bool probe = false;
+  int32_t n_parallel = 1;
   app.add_option("-m,--model", models, "GGUF model (repeat for several)")->required()->take_all();
   app.add_option("-p,--n-prompt", n_prompt, "prompt tokens for the pp test (0: skip)")
       ->check(CLI::Range(0, 1 << 20));
@@ -79,6 +82,9 @@ int main(int argc, char** argv) {
   app.add_option("--isa", isas, "comma-separated ISA caps to compare (empty: as probed)");
   app.add_option("-r,--repetitions", reps, "repetitions")->check(CLI::Range(1, 1000));
   app.add_option("-o,--output", out_format, "md or json")->check(CLI::IsMember({"md", "json"}));
+  app.add_option("--parallel", n_parallel,
+                 "also decode N sequences together in batched steps (tg<n>xN; 1: no; also -np)")
+      ->check(CLI::Range(1, 64));
   bool no_repack = false;
   app.add_flag("--no-repack", no_repack,
                "no repacked weight copies: providers that read the file's blocks only");
@@ -124,6 +130,7 @@ int main(int argc, char** argv) {
         o.cache_type = cache_type;
         o.no_repack = no_repack;
         o.n_ctx = std::max(n_prompt, n_gen + 1);
+        o.n_seq = n_parallel;
         std::string err;
         auto e = cke::Engine::load(o, &err);
         if (!e) {
@@ -148,23 +155,31 @@ int main(int argc, char** argv) {
         }
         std::mt19937 rng(1234);
         std::uniform_int_distribution<int32_t> tok(0, e->n_vocab() - 1);
-        auto run = [&](const std::string& test, int n, bool prefill) {
+        // seqs > 1: decode steps of `seqs` sequences in one batched call each.
+        auto run = [&](const std::string& test, int n, bool prefill, int seqs = 1) {
           std::vector<double> tps;
-          std::vector<int32_t> ids(static_cast<size_t>(n), 0);
+          std::vector<int32_t> ids(static_cast<size_t>(n * seqs), 0);
           for (auto& id : ids) id = tok(rng);
+          std::vector<int32_t> seq_ids(static_cast<size_t>(seqs));
+          for (int s = 0; s < seqs; ++s) seq_ids[size_t(s)] = s;
           std::vector<float> logits;
           for (int r = 0; r < reps + 1; ++r) {  // the first run warms caches, pages in weights
-            e->rewind(0);
+            for (int s = 0; s < seqs; ++s) e->rewind(s, 0);
             auto t0 = std::chrono::steady_clock::now();
             if (prefill) {
               if (!e->eval(ids, &logits, false, &err)) return false;
-            } else {
+            } else if (seqs == 1) {
               for (int i = 0; i < n; ++i)
                 if (!e->eval({&ids[size_t(i)], 1}, &logits, false, &err)) return false;
+            } else {
+              for (int i = 0; i < n; ++i)
+                if (!e->decode_batch(seq_ids, {&ids[size_t(i * seqs)], size_t(seqs)}, &logits,
+                                     &err))
+                  return false;
             }
             const double s =
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-            if (r > 0) tps.push_back(n / s);
+            if (r > 0) tps.push_back(double(n) * seqs / s);
           }
           const Stat st = stat(tps);
           const std::string isa_name = isa.empty() ? "probed" : isa;
@@ -180,6 +195,7 @@ int main(int argc, char** argv) {
                                 {"threads", e->n_threads()},
                                 {"test", test},
                                 {"n", n},
+                                {"sequences", seqs},
                                 {"tokens_per_second", st.mean},
                                 {"stddev", st.sd},
                                 {"samples", tps},
@@ -211,7 +227,9 @@ int main(int argc, char** argv) {
           return true;
         };
         if ((n_prompt > 0 && !run(fmt::format("pp{}", n_prompt), n_prompt, true)) ||
-            (n_gen > 0 && !run(fmt::format("tg{}", n_gen), n_gen, false))) {
+            (n_gen > 0 && !run(fmt::format("tg{}", n_gen), n_gen, false)) ||
+            (n_gen > 0 && n_parallel > 1 &&
+             !run(fmt::format("tg{}x{}", n_gen, n_parallel), n_gen, false, n_parallel))) {
           fmt::print(stderr, "cke-bench: {}\n", err);
           return 1;
         }

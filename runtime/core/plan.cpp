@@ -92,6 +92,7 @@ namespace {
 struct PlanSource {
   const Step* step;
   bool per_token;
+  bool batch_args = false;  // a decode step over all B tokens: step->batch_args
 };
 
 // The plan of `steps` in order (build_phase_plan, build_batch_plan).
@@ -132,8 +133,9 @@ bool build_plan(const Graph& graph, const std::vector<PlanSource>& steps, PhaseP
     ps.symbol = *k;
     std::vector<BufferUse> u;
     std::vector<int> ub;
-    for (size_t a = 0; a < s->args.size(); ++a) {
-      const BoundArg& b = s->args[a];
+    const std::vector<BoundArg>& args = src.batch_args ? s->batch_args : s->args;
+    for (size_t a = 0; a < args.size(); ++a) {
+      const BoundArg& b = args[a];
       PlanArg pa{};
       switch (b.kind) {
         case BoundArg::Kind::Buffer: {
@@ -230,8 +232,8 @@ bool build_plan(const Graph& graph, const std::vector<PlanSource>& steps, PhaseP
 }
 
 // Reads no state and no position: the same call computes each row of a chunk alone.
-bool row_wise(const Graph& graph, const Step& s) {
-  for (const BoundArg& a : s.args) {
+bool row_wise(const Graph& graph, const std::vector<BoundArg>& args) {
+  for (const BoundArg& a : args) {
     if (a.kind == BoundArg::Kind::Buffer && graph.buffers[a.buffer].kind == BufferKind::State)
       return false;
     if (a.kind == BoundArg::Kind::Runtime && a.runtime != RuntimeValue::NTokens) return false;
@@ -260,8 +262,13 @@ bool build_batch_plan(const Graph& graph, const Resolution& res, int64_t max_tok
     auto it = prefill.find(d->node);
     const Step* p = it == prefill.end() ? nullptr : it->second;
     const bool whole = p && p->contract == d->contract &&
-                       !d->contract->token_count_changes_arithmetic && row_wise(graph, *p);
-    steps.push_back(whole ? PlanSource{p, false} : PlanSource{d, true});
+                       !d->contract->token_count_changes_arithmetic && row_wise(graph, p->args);
+    if (whole)
+      steps.push_back({p, false});
+    else if (!d->batch_args.empty() && row_wise(graph, d->batch_args))
+      steps.push_back({d, false, true});  // the decode step, once over all B tokens
+    else
+      steps.push_back({d, true});
   }
   PhasePlan p;
   p.phase = Phase::Decode;

@@ -58,8 +58,12 @@ struct PlanStep {
 //     the token count (Contract::token_count_changes_arithmetic), and which reads no state
 //     and no position, runs the prefill step once over all B rows: the weights of every such
 //     linear are read once for B tokens. Same contract: the same bits per row as decode.
-//   - every other node (rope, kv_store, attention; linears whose decode and prefill
-//     arithmetic differ) runs its decode step per token (per_token): the glue calls
+//   - a node whose decode provider says `decode_batch` (it computes each of T tokens as
+//     its decode call of that token alone; e.g. the repacked linears, whose prefill
+//     arithmetic differs) and which reads no state and no position runs its decode step
+//     once over all B rows: its weights too are read once.
+//   - every other node (rope, kv_store, attention; the rest of the linears whose decode
+//     and prefill arithmetic differ) runs its decode step per token (per_token): the glue calls
 //     cke_for_each_token, which gives the step a context of token b alone (its position,
 //     its sequence's cells, out_first = b for its rows): the decode step as it runs alone.
 struct PhasePlan {

@@ -265,6 +265,50 @@ void guard_pages(const Loaded& l) {
   }
 }
 
+// The reference called once per token (T = 1): what a batch of decode tokens must give.
+struct PerTokenRef {
+  static inline jit::LinearFn ref = nullptr;
+  static inline size_t act_row = 0;  // bytes of one converted activation row
+  static void call(const void* x, const void* w, float* y, int64_t K, int64_t N, int64_t T,
+                   int64_t n0, int64_t n1) {
+    for (int64_t t = 0; t < T; ++t)
+      ref(static_cast<const uint8_t*>(x) + size_t(t) * act_row, w, y + t * N, K, N, 1, n0, n1);
+  }
+};
+
+// selection.decode_batch: a call with T tokens of different sequences computes each token
+// as a decode call of that token alone. Each token is converted alone (the batch plan runs
+// the conversion per token when its contract depends on T), and the reference runs per
+// token; NaN rows give activations of -128, where the repacked gemm's and gemv's bits differ.
+// The first difference, or "".
+std::string decode_batch(const Loaded& l) {
+  std::mt19937 rng(31);
+  const int64_t K = float_w(l.wtype) ? fit_k(l, 200) : k_quant(l.wtype) ? 512 : 256;
+  for (int64_t N : {16, 40})
+    for (ActStyle as : {ActStyle::Random, ActStyle::NaNs, ActStyle::Large}) {
+      if (!l.admits(K, N)) continue;
+      const auto w = make_weights(l.wtype, K, N, WeightStyle::Random, rng);
+      for (int64_t T : {2, 3, 4, 5, 7, 8, 9, 12, 17}) {
+        const auto x = make_acts(K, T, as, rng);
+        std::vector<uint8_t> xa;
+        for (int64_t t = 0; t < T; ++t) {
+          const std::vector<float> row(x.begin() + t * K, x.begin() + (t + 1) * K);
+          const std::vector<uint8_t> a = l.act(row, K, 1);
+          PerTokenRef::act_row = a.size();
+          xa.insert(xa.end(), a.begin(), a.end());
+        }
+        PerTokenRef::ref = l.ref;
+        const std::vector<uint8_t> kw = l.kw(w, K, N);
+        for (auto [n0, n1] : {std::pair<int64_t, int64_t>{0, N}, {5, N - 1}}) {
+          const std::string d =
+              compare_kernels(l.fn, &PerTokenRef::call, w, xa, K, N, T, n0, n1, l.cfn, &kw);
+          if (!d.empty()) return d + " (activations style " + std::to_string(int(as)) + ")";
+        }
+      }
+    }
+  return "";
+}
+
 void run_all(const std::string& id) {
   std::string skip;
   const Loaded l = load(id, &skip);
@@ -298,6 +342,10 @@ void run_all(const std::string& id) {
   {
     SCOPED_TRACE("threads");
     threads(l);
+  }
+  if (l.map->selection.decode_batch) {
+    SCOPED_TRACE("decode batch");
+    ASSERT_EQ(decode_batch(l), "");
   }
 }
 
@@ -570,6 +618,20 @@ TEST(JitLinear, EveryGeneratedProviderHasATest) {
   std::vector<std::string> want = tested;
   std::sort(want.begin(), want.end());
   EXPECT_EQ(maps, want);
+}
+
+// The decode-batch check tells the arithmetics apart: the prefill providers of the same
+// contracts (the gemm for groups of 4 tokens) fail it, so a provider flagged by mistake
+// cannot pass.
+TEST(JitLinearDecodeBatch, PrefillProvidersFailIt) {
+  for (const char* id :
+       {"linear_q4_Kr16_f32_16x8__avx512vnni", "linear_q4_0r16_f32_16x8__avx512vnni"}) {
+    std::string skip;
+    const Loaded l = load(id, &skip);
+    if (!skip.empty()) GTEST_SKIP() << skip;
+    ASSERT_FALSE(l.map->selection.decode_batch) << id;
+    EXPECT_NE(decode_batch(l), "") << id;
+  }
 }
 
 }  // namespace cke::test

@@ -64,6 +64,22 @@ TEST(MapFamily, ExpandsEveryInstanceWithItsLine) {
   EXPECT_NE(maps[0].sha256, maps[1].sha256);
 }
 
+// `defaults`: a placeholder's value where an instance omits it; an instance's own wins.
+TEST(MapFamily, DefaultsFillOmittedPlaceholders) {
+  const std::string text = replace(replace(kFamily, "phases: [prefill, decode]}",
+                                           "phases: [prefill, decode], decode_batch: ${batch}}"),
+                                   "instances:\n", "defaults: {batch: 'false'}\ninstances:\n");
+  const std::string path = write_family(
+      replace(text, "  - {id: lin_b, prio: 200}", "  - {id: lin_b, prio: 200, batch: 'true'}"));
+  std::vector<LoadError> errors;
+  const std::vector<KernelMap> maps = load_kernel_maps(path, &errors);
+  ASSERT_TRUE(errors.empty()) << format_errors(errors);
+  ASSERT_EQ(maps.size(), 2u);
+  EXPECT_FALSE(maps[0].selection.decode_batch);
+  EXPECT_TRUE(maps[1].selection.decode_batch);
+  fs::remove(path);
+}
+
 TEST(MapFamily, MalformedFamiliesAreErrors) {
   struct Case {
     std::string text, file_name, field, why;
@@ -82,6 +98,12 @@ TEST(MapFamily, MalformedFamiliesAreErrors) {
        "fam", "instances", "non-empty list"},
       {replace(kFamily, "priority: ${prio}", "priority: high${prio}"), "fam", "selection",
        ""},  // the expanded map's own error, at the instance's line
+      {replace(kFamily, "instances:\n", "defaults: {pri: '1'}\ninstances:\n"), "fam",
+       "defaults.pri", "no placeholder"},
+      {replace(kFamily, "instances:\n", "defaults: [1]\ninstances:\n"), "fam", "defaults",
+       "mapping"},
+      {replace(kFamily, "phases: [prefill, decode]}", "phases: [prefill], decode_batch: true}"),
+       "fam", "selection.decode_batch", "needs the decode phase"},
   };
   for (const Case& c : cases) {
     const std::string path = write_family(c.text, c.file_name);

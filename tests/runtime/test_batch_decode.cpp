@@ -174,6 +174,35 @@ TEST(BatchDecodePlan, LinearsOnceAttentionPerToken) {
   EXPECT_EQ(single->plan_text().find("+seq*"), std::string::npos);
 }
 
+// The repacked linears (q4_0x8, q4_Kx8: their prefill arithmetic depends on the token
+// count) run once over the batch too: their generated decode providers say decode_batch.
+// Their activation conversion for q4_Kx8 (act_quant.q8_K_4x8) stays per token.
+TEST(BatchDecodePlan, RepackedLinearsOnceWhereTheDecodeProviderBatches) {
+  for (const char* rel :
+       {"models/synthetic/stories260K-Q4_0.gguf", "models/synthetic/synth-llama-Q4_K_M.gguf"}) {
+    CKE_REQUIRE_SHARED(path, rel);
+    auto e = load(path, 3, 1, "f32");
+    ASSERT_TRUE(e);
+    const std::string plan = e->plan_text();
+    const size_t at = plan.find("phase batch (T <= 3)");
+    ASSERT_NE(at, std::string::npos) << plan;
+    std::istringstream in(plan.substr(at));
+    int repacked_once = 0, linear_per_token = 0;
+    for (std::string line; std::getline(in, line);) {
+      if (line.find(" linear_") == std::string::npos) continue;
+      if (line.find("(per token)") != std::string::npos)
+        ++linear_per_token;
+      else if (line.find("r16_f32_16x1") != std::string::npos ||
+               line.find("x8_f32_") != std::string::npos)
+        ++repacked_once;
+    }
+    if (plan.find("__ref") != std::string::npos && repacked_once == 0)
+      GTEST_SKIP() << "this host runs the reference linears (no generated repacked provider)";
+    EXPECT_GT(repacked_once, 0) << rel << "\n" << plan.substr(at);
+    EXPECT_EQ(linear_per_token, 0) << rel << "\n" << plan.substr(at);
+  }
+}
+
 TEST(BatchDecodeErrors, BadBatchesAreRefused) {
   CKE_REQUIRE_SHARED(path, "models/stories260K.gguf");
   auto e = load(path, 2, 1, "f32");
