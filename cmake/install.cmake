@@ -19,7 +19,8 @@ set_property(SOURCE resolver/data_dirs.cpp DIRECTORY ${CMAKE_SOURCE_DIR}/resolve
   "CKE_INSTALL_LIB_TO_DATA=\"${CKE_LIB_TO_DATA}\"")
 
 # The static libraries, bottom to top, and the target exported as cke::cke. Their include
-# directory is the source root while building and include/cke installed.
+# directory is the source root while building and include/cke installed; their headers need
+# C++20 of a consumer too.
 set(CKE_INSTALL_LIBS cke_kernels cke_exec cke_resolver cke_jit cke_gguf cke_tokenizer
     cke_runtime cke_chat cke_capi)
 if(CKE_SHARED)
@@ -33,6 +34,9 @@ add_library(cke::cke ALIAS ${CKE_PACKAGE_LIB})
 foreach(lib ${CKE_INSTALL_LIBS} ${CKE_PACKAGE_LIB})
   set_target_properties(${lib} PROPERTIES INTERFACE_INCLUDE_DIRECTORIES
     "$<BUILD_INTERFACE:${CMAKE_SOURCE_DIR}>;$<INSTALL_INTERFACE:${CKE_INSTALL_INCLUDE}>")
+endforeach()
+foreach(lib ${CKE_INSTALL_LIBS})
+  target_compile_features(${lib} PUBLIC cxx_std_20)
 endforeach()
 
 install(TARGETS cke-run cke-server cke-bench cke-tokenize cke-gguf cke-audit

@@ -76,8 +76,8 @@ if [ "$shared" = 1 ]; then
   for exe in "$work/consumer/b/simple" "$work/simple_pc"; do
     readelf -d "$exe" | grep -q 'NEEDED.*\[libcke\.so' || fail "$exe does not load libcke.so"
   done
-  # The exports: every function cke.h declares (CKE_API), and nothing else.
-  grep -oE '^CKE_API [^(]*\bcke_[a-z0-9_]+\(' "$p/include/cke/runtime/capi/cke.h" |
+  # The exports: every function cke.h declares (with CKE_API or without), and nothing else.
+  grep -oE '^(CKE_API )?[A-Za-z_][A-Za-z0-9_ *]*[ *]cke_[a-z0-9_]+\(' "$p/include/cke/runtime/capi/cke.h" |
     grep -oE 'cke_[a-z0-9_]+\($' | tr -d '(' | sort -u >"$work/declared"
   [ "$(wc -l <"$work/declared")" -ge 10 ] || fail "found too few declarations in cke.h"
   nm -D --defined-only "$p/lib/libcke.so" | awk '{print $3}' |
