@@ -11,5 +11,7 @@ FILE* __wrap_stderr = nullptr;
 }
 
 namespace {
-__attribute__((constructor(101))) void take_stderr() { __wrap_stderr = __real_stderr; }
+__attribute__((constructor(101))) void take_stderr() {
+  __wrap_stderr = __real_stderr;
+}
 }  // namespace

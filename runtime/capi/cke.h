@@ -49,7 +49,7 @@ CKE_API int32_t cke_pos(const cke_engine* e); /* tokens in the KV cache */
 /* Token ids of `text` (BOS as the vocabulary says when add_special). Returns the count, or
  * -(needed) when `capacity` is too small, or INT32_MIN on error. */
 CKE_API int32_t cke_tokenize(const cke_engine* e, const char* text, int add_special, int32_t* ids,
-                     int32_t capacity);
+                             int32_t capacity);
 /* The bytes of one token, NUL-terminated into buf; returns the length or -(needed). */
 CKE_API int32_t cke_token_to_piece(const cke_engine* e, int32_t id, char* buf, int32_t capacity);
 CKE_API int cke_is_eog(const cke_engine* e, int32_t id);
@@ -119,8 +119,9 @@ CKE_API void cke_session_free(cke_session* s);
 /* Generates after `prompt` (tokenized with BOS as the vocab says). 0 on success; -1 and
  * cke_last_error() on bad arguments, an engine error or a prompt longer than the context.
  * `callback` and `result` may be NULL. */
-CKE_API int cke_session_generate(cke_session* s, const char* prompt, const cke_generate_params* params,
-                         cke_text_callback callback, void* user, cke_generate_result* result);
+CKE_API int cke_session_generate(cke_session* s, const char* prompt,
+                                 const cke_generate_params* params, cke_text_callback callback,
+                                 void* user, cke_generate_result* result);
 
 #ifdef __cplusplus
 }

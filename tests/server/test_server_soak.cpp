@@ -31,10 +31,11 @@ constexpr int kSlots = 3;
 constexpr int kClients = 6;  // twice the slots: requests wait in the queue too
 constexpr auto kWarmup = std::chrono::seconds(10);
 constexpr auto kMeasured = std::chrono::seconds(30);
-// The growth allowed over the measured part (~1000+ requests on this host): a leak of a few
-// KiB per request (a prompt, a response body, a result) crosses it; allocator noise (arenas
-// of the server's threads, fragmentation) stays well under it.
-constexpr long kRssBoundKiB = 2048;
+// The growth allowed over the measured part. Measured on a 2-vCPU host: ~5000 requests in
+// the 30 s, a growth of 12-36 KiB as it is, 1220 KiB with the request body leaked (~220
+// bytes per completion request; the test then fails).
+constexpr long kRssBoundKiB = 512;
+constexpr int kMinMeasuredRequests = 1000;  // fewer would hide a leak of that size
 
 // VmRSS of a process in KiB, -1 when it cannot be read.
 long rss_kib(pid_t pid) {
@@ -202,13 +203,21 @@ TEST(ServerSoak, MemoryDoesNotGrowAndEveryRequestCompletes) {
 
   std::printf("requests: %d in the warm-up, %d measured (%d streams dropped in all)\n",
               warm_requests, completions + chats - warm_requests, soak.tally.dropped);
-  std::printf("VmRSS after warm-up %ld KiB | at the end %ld KiB | growth %ld KiB (bound %ld) "
-              "| peak %ld KiB\n",
-              rss_warm, rss_end, rss_end - rss_warm, kRssBoundKiB, rss_peak);
+  std::printf(
+      "VmRSS after warm-up %ld KiB | at the end %ld KiB | growth %ld KiB (bound %ld) "
+      "| peak %ld KiB\n",
+      rss_warm, rss_end, rss_end - rss_warm, kRssBoundKiB, rss_peak);
   ASSERT_GT(rss_warm, 0);
+#if defined(__SANITIZE_ADDRESS__)
+  // Under ASan the RSS is mostly its quarantine of freed memory, which grows by design, and
+  // the server is several times slower; leaks are LeakSanitizer's to find at the server's
+  // exit (stop() below).
+  std::printf("VmRSS growth not bounded under AddressSanitizer\n");
+#else
   EXPECT_LE(rss_end - rss_warm, kRssBoundKiB);
+  EXPECT_GE(completions + chats - warm_requests, kMinMeasuredRequests);
+#endif
   for (const std::string& f : soak.tally.failures) ADD_FAILURE() << f;
-  EXPECT_GT(completions + chats - warm_requests, 100) << "too few requests to tell a leak";
   EXPECT_GT(soak.tally.dropped, 10);
   // Every token of the complete responses was counted; dropped streams add theirs.
   EXPECT_GE(test::metric(c, "cke_generated_tokens_total"), soak.tally.completion_tokens);
