@@ -1,5 +1,7 @@
 #include "resolver/data_dirs.h"
 
+#include <dlfcn.h>
+
 #include <cstdlib>
 #include <string>
 
@@ -25,8 +27,9 @@ std::vector<std::filesystem::path> split_paths(const char* s) {
 }  // namespace
 
 // The data root, decided once: an installed tool finds <prefix>/share/cke beside its
-// <prefix>/bin; a build uses its source tree (CKE_DATA_DIR); an application linking an
-// installed libcke (the source tree gone) uses the install's data dir (CKE_INSTALL_DATA_DIR).
+// <prefix>/bin, an installed libcke.so beside its <prefix>/<libdir>; a build uses its source
+// tree (CKE_DATA_DIR); an application linking the installed static libraries (the source
+// tree gone) uses the install's data dir (CKE_INSTALL_DATA_DIR).
 std::filesystem::path compiled_data_dir() {
   static const std::filesystem::path root = [] {
     namespace fs = std::filesystem;
@@ -36,6 +39,16 @@ std::filesystem::path compiled_data_dir() {
       const fs::path beside = exe.parent_path().parent_path() / "share" / "cke";
       if (fs::is_directory(beside / "kernel_maps", ec)) return beside;
     }
+#ifdef CKE_INSTALL_LIB_TO_DATA
+    // The file this code was loaded from: libcke.so when it is linked into one.
+    Dl_info info;
+    if (dladdr(reinterpret_cast<void*>(&compiled_data_dir), &info) && info.dli_fname &&
+        info.dli_fname[0] == '/') {
+      const fs::path beside =
+          (fs::path(info.dli_fname).parent_path() / CKE_INSTALL_LIB_TO_DATA).lexically_normal();
+      if (fs::is_directory(beside / "kernel_maps", ec)) return beside;
+    }
+#endif
     const fs::path build = CKE_DATA_DIR;
 #ifdef CKE_INSTALL_DATA_DIR
     if (!fs::is_directory(build / "kernel_maps", ec)) return fs::path(CKE_INSTALL_DATA_DIR);

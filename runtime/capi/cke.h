@@ -15,6 +15,14 @@
 
 #include <stdint.h>
 
+/* Every function of the API carries CKE_API: the one set of symbols libcke.so exports
+ * (-DCKE_SHARED=ON compiles everything else with hidden visibility). */
+#if defined(__GNUC__)
+#define CKE_API __attribute__((visibility("default")))
+#else
+#define CKE_API
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -29,28 +37,28 @@ typedef struct cke_options {
 } cke_options;
 
 /* The message of the last failed call on this thread ("" if none). */
-const char* cke_last_error(void);
+CKE_API const char* cke_last_error(void);
 
-cke_engine* cke_engine_load(const char* model_path, const cke_options* options);
-void cke_engine_free(cke_engine* e);
+CKE_API cke_engine* cke_engine_load(const char* model_path, const cke_options* options);
+CKE_API void cke_engine_free(cke_engine* e);
 
-int32_t cke_n_vocab(const cke_engine* e);
-int32_t cke_n_ctx(const cke_engine* e);
-int32_t cke_pos(const cke_engine* e); /* tokens in the KV cache */
+CKE_API int32_t cke_n_vocab(const cke_engine* e);
+CKE_API int32_t cke_n_ctx(const cke_engine* e);
+CKE_API int32_t cke_pos(const cke_engine* e); /* tokens in the KV cache */
 
 /* Token ids of `text` (BOS as the vocabulary says when add_special). Returns the count, or
  * -(needed) when `capacity` is too small, or INT32_MIN on error. */
-int32_t cke_tokenize(const cke_engine* e, const char* text, int add_special, int32_t* ids,
-                     int32_t capacity);
+CKE_API int32_t cke_tokenize(const cke_engine* e, const char* text, int add_special, int32_t* ids,
+                             int32_t capacity);
 /* The bytes of one token, NUL-terminated into buf; returns the length or -(needed). */
-int32_t cke_token_to_piece(const cke_engine* e, int32_t id, char* buf, int32_t capacity);
-int cke_is_eog(const cke_engine* e, int32_t id);
+CKE_API int32_t cke_token_to_piece(const cke_engine* e, int32_t id, char* buf, int32_t capacity);
+CKE_API int cke_is_eog(const cke_engine* e, int32_t id);
 
 /* Evaluates n tokens at positions pos..pos+n-1 (appending to the KV cache) and writes the
  * logits of the last one (n_vocab floats) to `logits` (may be NULL). 0 on success. */
-int cke_eval(cke_engine* e, const int32_t* ids, int32_t n, float* logits);
+CKE_API int cke_eval(cke_engine* e, const int32_t* ids, int32_t n, float* logits);
 /* Forgets cache cells at and after pos. */
-void cke_rewind(cke_engine* e, int32_t pos);
+CKE_API void cke_rewind(cke_engine* e, int32_t pos);
 
 /* ---- Sessions: generation with sampling, stop strings and KV prefix reuse ----
  *
@@ -82,7 +90,7 @@ typedef struct cke_generate_params {
 } cke_generate_params;
 
 /* llama.cpp's defaults: temperature 0.8, top_k 40, top_p 0.95, min_p 0.05, no penalties. */
-void cke_generate_params_default(cke_generate_params* p);
+CKE_API void cke_generate_params_default(cke_generate_params* p);
 
 enum cke_finish_reason {
   CKE_FINISH_STOP = 0,     /* a stop string */
@@ -106,13 +114,14 @@ typedef struct cke_generate_result {
 typedef int (*cke_text_callback)(void* user, int32_t token, const char* text, int32_t len);
 
 /* NULL (and cke_last_error) when e is NULL. The engine must outlive the session. */
-cke_session* cke_session_new(cke_engine* e);
-void cke_session_free(cke_session* s);
+CKE_API cke_session* cke_session_new(cke_engine* e);
+CKE_API void cke_session_free(cke_session* s);
 /* Generates after `prompt` (tokenized with BOS as the vocab says). 0 on success; -1 and
  * cke_last_error() on bad arguments, an engine error or a prompt longer than the context.
  * `callback` and `result` may be NULL. */
-int cke_session_generate(cke_session* s, const char* prompt, const cke_generate_params* params,
-                         cke_text_callback callback, void* user, cke_generate_result* result);
+CKE_API int cke_session_generate(cke_session* s, const char* prompt,
+                                 const cke_generate_params* params, cke_text_callback callback,
+                                 void* user, cke_generate_result* result);
 
 #ifdef __cplusplus
 }

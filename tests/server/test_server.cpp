@@ -14,12 +14,16 @@
 #include "runtime/chat/generate_session.h"
 #include "runtime/server/utf8_holdback.h"
 #include "tests/common/shared.h"
+#include "tests/server/server_http.h"
 #include "tests/server/server_process.h"
 
 namespace cke {
 namespace {
 
 using nlohmann::json;
+using test::metric;
+using test::parse_sse;
+using test::Sse;
 
 constexpr int kCtx = 1024;
 const char* kModel = "models/stories260K.gguf";
@@ -50,46 +54,6 @@ GenerateResult local_greedy(const std::string& text, int32_t max_tokens,
   return r;
 }
 
-// The model's EOS id as a logit_bias key: banned, a greedy generation runs to max_tokens.
-json ban_eos() {
-  EngineOptions o;
-  o.model_path = test::shared_path(kModel);
-  std::string err;
-  auto e = Engine::load(o, &err);
-  EXPECT_TRUE(e) << err;
-  return json{{std::to_string(e ? e->tokenizer().eos() : 2), -100}};
-}
-
-// Server-Sent Events: the JSON of each `data:` line, and whether [DONE] closed the stream.
-struct Sse {
-  std::vector<json> chunks;
-  bool done = false;
-  bool well_formed = true;
-};
-Sse parse_sse(const std::string& body) {
-  Sse s;
-  size_t at = 0;
-  while (at < body.size()) {
-    const size_t end = body.find("\n\n", at);
-    if (end == std::string::npos) {
-      s.well_formed = false;
-      break;
-    }
-    const std::string ev = body.substr(at, end - at);
-    at = end + 2;
-    if (ev.rfind("data: ", 0) != 0 || s.done) {
-      s.well_formed = false;
-      continue;
-    }
-    if (ev == "data: [DONE]") {
-      s.done = true;
-      continue;
-    }
-    s.chunks.push_back(json::parse(ev.substr(6), nullptr, false));
-  }
-  return s;
-}
-
 void expect_openai_error(const httplib::Result& r, int status, const std::string& words) {
   ASSERT_TRUE(r) << "no response";
   EXPECT_EQ(r->status, status) << r->body;
@@ -98,17 +62,6 @@ void expect_openai_error(const httplib::Result& r, int status, const std::string
   EXPECT_EQ(j["error"]["code"], status);
   EXPECT_TRUE(j["error"]["type"].is_string());
   EXPECT_NE(j["error"]["message"].get<std::string>().find(words), std::string::npos) << r->body;
-}
-
-// A number from /metrics (the first line starting with `name`), -1 if absent.
-double metric(httplib::Client& c, const std::string& name) {
-  auto r = c.Get("/metrics");
-  if (!r || r->status != 200) return -1;
-  std::istringstream in(r->body);
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind(name + " ", 0) == 0) return std::stod(line.substr(name.size() + 1));
-  return -1;
 }
 
 TEST(Utf8Holdback, HoldsAnIncompleteCharacterUntilItIsWhole) {
@@ -347,7 +300,7 @@ TEST_F(Server, ConcurrentClientsAllCompleteWithTheSameGreedyText) {
 // request gets alone (a decode step of one token: the decode plan, not the batch plan).
 TEST_F(Server, ConcurrentClientsAreDecodedInBatchedSteps) {
   const std::vector<std::string> prompts = {"Once upon a time", "The little dog"};
-  const json no_eos = ban_eos();
+  const json no_eos = test::ban_eos(test::shared_path(kModel));
   auto request = [&](const std::string& prompt) {
     const json body = {
         {"prompt", prompt}, {"max_tokens", 900}, {"temperature", 0}, {"logit_bias", no_eos}};
@@ -392,7 +345,7 @@ TEST_F(Server, DisconnectDuringStreamingFreesTheSlot) {
       {"prompt", "Once upon a time"},
       {"max_tokens", 1000},
       {"temperature", 0},
-      {"logit_bias", ban_eos()},
+      {"logit_bias", test::ban_eos(test::shared_path(kModel))},
       {"stream",
        true}}.dump();
   int chunks = 0;
@@ -538,7 +491,7 @@ TEST(ServerQueue, BeyondTheQueueIs503) {
   ASSERT_TRUE(s.start({"-m", path, "-t", "1", "-c", "2048", "--parallel", "1", "--queue", "1"}))
       << s.log();
   constexpr int kClients = 8;
-  const json bias = ban_eos();
+  const json bias = test::ban_eos(test::shared_path(kModel));
   std::vector<int> status(kClients, 0);
   std::vector<std::string> bodies(kClients);
   std::vector<std::thread> th;
@@ -577,7 +530,7 @@ TEST(ServerShutdown, InFlightRequestFinishesThenExitZero) {
   ASSERT_TRUE(s.start({"-m", path, "-t", "1", "-c", "2048", "--grace", "20"})) << s.log();
   std::atomic<int> status{0};
   std::string text;
-  const json bias = ban_eos();
+  const json bias = test::ban_eos(test::shared_path(kModel));
   std::thread t([&] {
     httplib::Client c("127.0.0.1", s.port());
     c.set_read_timeout(60, 0);
