@@ -591,8 +591,10 @@ Decision decide(const Graph& graph, const Registry& registry, const HostCaps& ca
         Query qb = make_query(graph, q.node, Phase::Prefill);
         qb.phase = Phase::Decode;
         Verdict vb = filter(*w, qb, params, caps, options);
-        if (vb.reason.empty())
+        if (vb.reason.empty()) {
           (*step)->batch_args = bind_step(*w, *contract, qb, vb.env, params, true).args;
+          d.decode_batch = true;
+        }
       }
       for (const PortSpec& p : w->ports)
         if (p.layout != qport(q, p.name)->layout) d.repacks[p.name] = p.layout;

@@ -88,6 +88,9 @@ struct Decision {
   std::vector<Candidate> candidates;           // all providers of the op: priority desc, id
   std::string winner;                          // empty on a fault
   std::map<std::string, std::string> repacks;  // winner's ports read repacked: port -> layout
+  // Decode: the winner says selection.decode_batch and its predicates hold for every T of
+  // a chunk (Step::batch_args), so a batch plan runs it once over all tokens.
+  bool decode_batch = false;
   std::string fault;  // "" | no_contract | ambiguous_contract | params_mismatch | no_provider | tie
   std::string message;  // the fault in readable form, with a hint
 };

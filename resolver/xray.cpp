@@ -58,7 +58,8 @@ json xray_decision(const Decision& d, const Graph& graph, const HostCaps& caps) 
               {"contract_matches", d.contract_matches},
               {"candidates", cands},
               {"winner", d.winner.empty() ? json(nullptr) : json(d.winner)},
-              {"repacks", d.repacks}};
+              {"repacks", d.repacks},
+              {"decode_batch", d.decode_batch}};
   if (!d.fault.empty())
     out["fault"] = {{"code", d.fault}, {"message", d.message}};
   else

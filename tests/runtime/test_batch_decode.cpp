@@ -200,6 +200,11 @@ TEST(BatchDecodePlan, RepackedLinearsOnceWhereTheDecodeProviderBatches) {
       GTEST_SKIP() << "this host runs the reference linears (no generated repacked provider)";
     EXPECT_GT(repacked_once, 0) << rel << "\n" << plan.substr(at);
     EXPECT_EQ(linear_per_token, 0) << rel << "\n" << plan.substr(at);
+    // The X-Ray says so: one decode decision with decode_batch per such step.
+    int traced = 0;
+    for (const auto& d : e->trace()["decisions"])
+      if (d["decode_batch"].get<bool>()) ++traced;
+    EXPECT_EQ(traced, repacked_once) << rel;
   }
 }
 
