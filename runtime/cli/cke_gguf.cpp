@@ -2,9 +2,15 @@
 //
 //   cke-gguf info FILE
 //   cke-gguf quantize IN OUT TYPE
-//   cke-gguf synth --preset tiny|tinyllama-1.1b|qwen3-30b-a3b [--arch llama|qwen3moe] [--dims
-//   k=v,...] [--type T]
+//   cke-gguf synth --preset NAME [--arch ARCH] [--dims k=v,...] [--type T]
 //                  [--vocab-from FILE] [--seed N] -o OUT
+//
+// synth writes a random-weight model of any architecture CKE has a circuit for (llama, with
+// or without experts, qwen2, qwen3, gemma3, glm4, nemotron, qwen3moe) at a preset's shape:
+// tiny (each family's shared/models/synthetic shape), tinyllama-1.1b, qwen2.5-0.5b,
+// qwen3-0.6b, gemma3-1b, glm4-9b(-l4), nemotron-mini-4b(-l4), qwen3-30b-a3b, mixtral-8x7b.
+// --arch replaces the preset's family; --dims overrides fields and is checked against the
+// family (see runtime/gguf/synth.h, docs/gguf.md).
 //
 // Exit codes: 0 ok, 1 bad input (message on stderr), 2 bad usage.
 #include <fmt/format.h>
@@ -17,6 +23,7 @@
 #include "runtime/gguf/inspect.h"
 #include "runtime/gguf/quantize.h"
 #include "runtime/gguf/synth.h"
+#include "runtime/gguf/synth_family.h"
 
 namespace {
 
@@ -82,16 +89,14 @@ struct SynthArgs {
 };
 
 int run_synth(const SynthArgs& a) {
-  auto c = synth_preset(a.preset);
-  if (!c)
-    return usage_error("unknown preset '" + a.preset + "' (tiny, tinyllama-1.1b, qwen3-30b-a3b)");
-  if (!a.arch.empty()) c->arch = a.arch;  // else the preset's
-  c->seed = a.seed;
   std::string why;
+  auto c = synth_preset(a.preset, a.arch, &why);
+  if (!c) return usage_error(why);
+  c->seed = a.seed;
   auto type = parse_type(a.type, &why);
   if (!type) return usage_error(why);
   c->type = *type;
-  if (!synth_apply_dims(&*c, a.dims, &why)) return usage_error(why);
+  if (!synth_apply_dims(&*c, a.dims, &why)) return input_error(why);
   GgufError err;
   std::unique_ptr<File> vocab;
   if (!a.vocab.empty()) {
@@ -102,8 +107,8 @@ int run_synth(const SynthArgs& a) {
   }
   const auto t0 = std::chrono::steady_clock::now();
   if (!synth_write(*c, vocab.get(), a.out, &err, note)) return input_error(err.message);
-  fmt::print(stderr, "wrote {} ({} preset, {}, seed {}) in {:.2f} s\n", a.out, a.preset,
-             dtype_name(c->type), a.seed, seconds_since(t0));
+  fmt::print(stderr, "wrote {} ({}, {} preset, {}, seed {}) in {:.2f} s\n", a.out, c->arch,
+             a.preset, dtype_name(c->type), a.seed, seconds_since(t0));
   return kOk;
 }
 
@@ -128,13 +133,13 @@ int main(int argc, char** argv) {
   SynthArgs s;
   auto* synth = app.add_subcommand("synth", "write a random-weight model with a real tokenizer");
   synth->add_option("--arch", s.arch,
-                    "architecture: llama (dense, or with n_expert), qwen3moe "
-                    "(default: the preset's)");
-  synth->add_option("--preset", s.preset, "tiny | tinyllama-1.1b | qwen3-30b-a3b")->required();
+                    "architecture: " + synth_arch_list() +
+                        " (llama with --dims n_expert=.. has experts; default: the preset's)");
+  synth->add_option("--preset", s.preset, synth_preset_list())->required();
   synth->add_option("--dims", s.dims,
-                    "overrides: n_embd=..,n_layer=..,n_head=..,n_head_kv=..,"
-                    "n_ff=..,n_ctx=..,head_dim=..,n_expert=..,n_expert_used=..,n_ff_exp=..,"
-                    "rms_eps=..,rope_base=..");
+                    "overrides: n_embd, n_layer, n_head, n_head_kv, n_ff, n_ctx, head_dim, n_rot, "
+                    "n_expert, n_expert_used, n_ff_exp, n_swa, swa_pattern, tied (0|1), "
+                    "norm_eps, rope_base, rope_base_swa as k=v,k=v");
   synth->add_option("--type", s.type, "matrix type (default f32)");
   synth->add_option("--vocab-from", s.vocab,
                     "GGUF whose tokenizer.* keys are copied (default: a built-in byte vocabulary)");

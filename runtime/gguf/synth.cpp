@@ -3,14 +3,18 @@
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <type_traits>
+#include <variant>
 #include <vector>
 
 #include "kernels/formats/quant.h"
 #include "runtime/gguf/quantize.h"
+#include "runtime/gguf/synth_family.h"
 
 namespace cke::gguf {
 
@@ -85,62 +89,34 @@ double synth_normal(uint64_t seed, uint64_t stream, uint64_t i) {
   return i % 2 ? z1 : z0;
 }
 
-std::optional<SynthConfig> synth_preset(std::string_view name) {
-  SynthConfig c;
-  c.preset = std::string(name);
-  if (name == "tinyllama-1.1b") {
-    c.n_embd = 2048, c.n_layer = 22, c.n_head = 32, c.n_head_kv = 4, c.n_ff = 5632, c.n_ctx = 2048;
-  } else if (name == "tiny") {
-    c.n_embd = 256, c.n_layer = 2, c.n_head = 4, c.n_head_kv = 2, c.n_ff = 768, c.n_ctx = 4096;
-  } else if (name == "qwen3-30b-a3b") {
-    c.arch = "qwen3moe";
-    c.n_embd = 2048, c.n_layer = 48, c.n_head = 32, c.n_head_kv = 4, c.n_ff = 6144, c.n_ctx = 4096;
-    c.head_dim = 128, c.n_expert = 128, c.n_expert_used = 8, c.n_ff_exp = 768;
-    c.rms_eps = 1e-6, c.rope_base = 1e6;
-  } else {
-    return std::nullopt;
-  }
-  return c;
-}
+namespace {
 
-bool synth_check(const SynthConfig& c, std::string* why) {
-  auto bad = [&](const std::string& w) {
-    if (why) *why = w;
-    return false;
-  };
-  const bool qwen = c.arch == "qwen3moe";
-  if (c.arch != "llama" && !qwen)
-    return bad("unsupported architecture '" + c.arch + "' (llama, qwen3moe)");
-  for (auto [n, v] : {std::pair{"n_embd", c.n_embd},
-                      {"n_layer", c.n_layer},
-                      {"n_head", c.n_head},
-                      {"n_head_kv", c.n_head_kv},
-                      {"n_ff", c.n_ff},
-                      {"n_ctx", c.n_ctx}})
-    if (v <= 0 || v > (int64_t{1} << 24)) return bad(std::string(n) + " must be in 1..2^24");
-  for (auto [n, v] : {std::pair{"head_dim", c.head_dim},
-                      {"n_expert", c.n_expert},
-                      {"n_expert_used", c.n_expert_used},
-                      {"n_ff_exp", c.n_ff_exp}})
-    if (v < 0 || v > (int64_t{1} << 24)) return bad(std::string(n) + " must be in 0..2^24");
-  if (c.head_dim == 0 && c.n_embd % c.n_head != 0)
-    return bad("n_embd must be a multiple of n_head (or give head_dim)");
-  if (c.head_dim % 2 != 0) return bad("head_dim must be even");
-  if (c.n_head % c.n_head_kv != 0) return bad("n_head must be a multiple of n_head_kv");
-  if (qwen && c.n_expert == 0) return bad("qwen3moe needs experts (n_expert > 0)");
-  if (c.n_expert > 512) return bad("n_expert must be at most 512 (llama.cpp's LLAMA_MAX_EXPERTS)");
-  if (c.n_expert > 0 && (c.n_expert_used < 1 || c.n_expert_used > c.n_expert))
-    return bad("n_expert_used must be in 1..n_expert");
-  if (c.n_expert == 0 && (c.n_expert_used != 0 || c.n_ff_exp != 0))
-    return bad("n_expert_used and n_ff_exp need experts (n_expert > 0)");
-  if (!(c.rms_eps > 0)) return bad("rms_eps must be positive");
-  if (!(c.rope_base > 0)) return bad("rope_base must be positive");
-  if (!is_quantize_target(c.type))
-    return bad("unsupported type " + std::string(dtype_name(c.type)));
-  return true;
-}
+using IntField = int64_t SynthConfig::*;
+using RealField = double SynthConfig::*;
 
-bool synth_apply_dims(SynthConfig* c, std::string_view spec, std::string* why) {
+// The --dims keys. rms_eps is norm_eps's older name.
+const std::pair<std::string_view, std::variant<IntField, RealField>> kDims[] = {
+    {"n_embd", &SynthConfig::n_embd},
+    {"n_layer", &SynthConfig::n_layer},
+    {"n_head", &SynthConfig::n_head},
+    {"n_head_kv", &SynthConfig::n_head_kv},
+    {"n_ff", &SynthConfig::n_ff},
+    {"n_ctx", &SynthConfig::n_ctx},
+    {"head_dim", &SynthConfig::head_dim},
+    {"n_rot", &SynthConfig::n_rot},
+    {"n_expert", &SynthConfig::n_expert},
+    {"n_expert_used", &SynthConfig::n_expert_used},
+    {"n_ff_exp", &SynthConfig::n_ff_exp},
+    {"n_swa", &SynthConfig::n_swa},
+    {"swa_pattern", &SynthConfig::swa_pattern},
+    {"tied", &SynthConfig::tied},
+    {"norm_eps", &SynthConfig::norm_eps},
+    {"rms_eps", &SynthConfig::norm_eps},
+    {"rope_base", &SynthConfig::rope_base},
+    {"rope_base_swa", &SynthConfig::rope_base_swa},
+};
+
+bool apply_dims_unchecked(SynthConfig* c, std::string_view spec, std::string* why) {
   while (!spec.empty()) {
     const size_t comma = spec.find(',');
     const std::string_view item = spec.substr(0, comma);
@@ -151,36 +127,168 @@ bool synth_apply_dims(SynthConfig* c, std::string_view spec, std::string* why) {
       return false;
     }
     const std::string_view k = item.substr(0, eq), v = item.substr(eq + 1);
-    int64_t* field = k == "n_embd"          ? &c->n_embd
-                     : k == "n_layer"       ? &c->n_layer
-                     : k == "n_head"        ? &c->n_head
-                     : k == "n_head_kv"     ? &c->n_head_kv
-                     : k == "n_ff"          ? &c->n_ff
-                     : k == "n_ctx"         ? &c->n_ctx
-                     : k == "head_dim"      ? &c->head_dim
-                     : k == "n_expert"      ? &c->n_expert
-                     : k == "n_expert_used" ? &c->n_expert_used
-                     : k == "n_ff_exp"      ? &c->n_ff_exp
-                                            : nullptr;
-    bool ok;
-    if (field)
-      ok = parse_int(v, field);
-    else if (k == "rms_eps")
-      ok = parse_real(v, &c->rms_eps);
-    else if (k == "rope_base")
-      ok = parse_real(v, &c->rope_base);
-    else {
-      *why = "unknown dimension '" + std::string(k) +
-             "' (n_embd, n_layer, n_head, n_head_kv, n_ff, n_ctx, head_dim, n_expert, "
-             "n_expert_used, n_ff_exp, rms_eps, rope_base)";
+    const auto* dim = std::find_if(std::begin(kDims), std::end(kDims),
+                                   [&](const auto& d) { return d.first == k; });
+    if (dim == std::end(kDims)) {
+      std::string known;
+      for (const auto& d : kDims) known += (known.empty() ? "" : ", ") + std::string(d.first);
+      *why = "unknown dimension '" + std::string(k) + "' (" + known + ")";
       return false;
     }
+    const bool ok = std::visit(
+        [&](auto field) {
+          if constexpr (std::is_same_v<decltype(field), IntField>)
+            return parse_int(v, &(c->*field));
+          else
+            return parse_real(v, &(c->*field));
+        },
+        dim->second);
     if (!ok) {
       *why = "bad value '" + std::string(v) + "' for " + std::string(k);
       return false;
     }
   }
-  return synth_check(*c, why);
+  return true;
+}
+
+// The preset row's config: its base's, then its architecture and dims.
+bool build_preset(const SynthPresetRow& row, SynthConfig* c, std::string* why) {
+  if (!row.base.empty()) {
+    const auto rows = synth_preset_rows();
+    const auto base = std::find_if(rows.begin(), rows.end(),
+                                   [&](const SynthPresetRow& r) { return r.name == row.base; });
+    if (base == rows.end() || !build_preset(*base, c, why)) return false;
+  }
+  c->arch = std::string(row.arch);
+  return apply_dims_unchecked(c, row.dims, why);
+}
+
+// What the config leaves to the family, resolved.
+struct Resolved {
+  int64_t head_dim, n_rot, n_ff_exp, n_swa, swa_pattern;
+  double rope_base_swa;
+  bool tied;
+};
+
+Resolved resolve(const SynthConfig& c, const SynthFamily& f) {
+  Resolved r;
+  r.head_dim = c.head_dim > 0 ? c.head_dim : c.n_embd / c.n_head;
+  r.n_rot = c.n_rot > 0 ? c.n_rot : f.partial_rope ? r.head_dim / 2 : r.head_dim;
+  r.n_ff_exp = c.n_ff_exp > 0 ? c.n_ff_exp : c.n_ff;
+  r.n_swa = c.n_swa > 0 ? c.n_swa : 512;
+  r.swa_pattern = c.swa_pattern > 0 ? c.swa_pattern : 6;
+  r.rope_base_swa = c.rope_base_swa > 0 ? c.rope_base_swa : 10000.0;
+  r.tied = c.tied < 0 ? f.tied : c.tied == 1;
+  return r;
+}
+
+// "a, b" of the families with `has`.
+std::string families_with(bool SynthFamily::*has) {
+  std::string out;
+  for (const SynthFamily& f : synth_families())
+    if (f.*has) out += (out.empty() ? "" : ", ") + std::string(f.arch);
+  return out;
+}
+
+}  // namespace
+
+std::optional<SynthConfig> synth_preset(std::string_view name, std::string_view arch,
+                                        std::string* why) {
+  std::string scratch;
+  if (!why) why = &scratch;
+  const SynthPresetRow* row = nullptr;
+  for (const SynthPresetRow& r : synth_preset_rows())
+    if (r.name == name && (!row || (r.arch == arch && row->arch != arch))) row = &r;
+  if (!row) {
+    *why = "unknown preset '" + std::string(name) + "' (" + synth_preset_list() + ")";
+    return std::nullopt;
+  }
+  if (!arch.empty() && !synth_family(arch)) {
+    *why = "unsupported architecture '" + std::string(arch) + "' (" + synth_arch_list() + ")";
+    return std::nullopt;
+  }
+  SynthConfig c;
+  if (!build_preset(*row, &c, why)) return std::nullopt;
+  if (!arch.empty()) c.arch = std::string(arch);
+  c.preset = std::string(name);
+  return c;
+}
+
+bool synth_check(const SynthConfig& c, std::string* why) {
+  auto bad = [&](const std::string& w) {
+    if (why) *why = w;
+    return false;
+  };
+  const SynthFamily* fam = synth_family(c.arch);
+  if (!fam) return bad("unsupported architecture '" + c.arch + "' (" + synth_arch_list() + ")");
+  const SynthFamily& f = *fam;
+  const std::string& a = c.arch;
+  for (auto [n, v] : {std::pair{"n_embd", c.n_embd},
+                      {"n_layer", c.n_layer},
+                      {"n_head", c.n_head},
+                      {"n_head_kv", c.n_head_kv},
+                      {"n_ff", c.n_ff},
+                      {"n_ctx", c.n_ctx}})
+    if (v <= 0 || v > (int64_t{1} << 24)) return bad(std::string(n) + " must be in 1..2^24");
+  for (auto [n, v] : {std::pair{"head_dim", c.head_dim},
+                      {"n_rot", c.n_rot},
+                      {"n_expert", c.n_expert},
+                      {"n_expert_used", c.n_expert_used},
+                      {"n_ff_exp", c.n_ff_exp},
+                      {"n_swa", c.n_swa},
+                      {"swa_pattern", c.swa_pattern}})
+    if (v < 0 || v > (int64_t{1} << 24)) return bad(std::string(n) + " must be in 0..2^24");
+  if (c.head_dim == 0 && c.n_embd % c.n_head != 0)
+    return bad("n_embd must be a multiple of n_head (or give head_dim)");
+  const Resolved r = resolve(c, f);
+  if (r.head_dim % 2 != 0) return bad("head_dim (" + std::to_string(r.head_dim) + ") must be even");
+  if (c.n_head % c.n_head_kv != 0) return bad("n_head must be a multiple of n_head_kv");
+  const std::string hd = std::to_string(r.head_dim);
+  if (f.q_width_is_n_embd && c.n_head * r.head_dim != c.n_embd)
+    return bad("head_dim: " + a +
+               " needs n_head * head_dim = n_embd (llama.cpp makes attn_q [n_embd, n_embd])");
+  if (f.partial_rope && (r.n_rot % 2 != 0 || r.n_rot > r.head_dim))
+    return bad("n_rot must be even and at most head_dim (" + hd + ")");
+  if (!f.partial_rope && r.n_rot != r.head_dim)
+    return bad("n_rot: " + a + " rotates whole heads (n_rot = head_dim = " + hd +
+               "; partial rotary: " + families_with(&SynthFamily::partial_rope) + ")");
+  // Experts.
+  if (f.experts == SynthExperts::never && (c.n_expert || c.n_expert_used || c.n_ff_exp))
+    return bad(std::string(c.n_expert        ? "n_expert"
+                           : c.n_expert_used ? "n_expert_used"
+                                             : "n_ff_exp") +
+               ": " + a + " has no experts");
+  if (f.experts == SynthExperts::required && c.n_expert == 0)
+    return bad("n_expert: " + a + " needs experts (n_expert > 0)");
+  if (c.n_expert > 512) return bad("n_expert must be at most 512 (llama.cpp's LLAMA_MAX_EXPERTS)");
+  if (c.n_expert > 0 && (c.n_expert_used < 1 || c.n_expert_used > c.n_expert))
+    return bad("n_expert_used must be in 1..n_expert");
+  if (c.n_expert == 0 && (c.n_expert_used != 0 || c.n_ff_exp != 0))
+    return bad("n_expert_used and n_ff_exp need experts (n_expert > 0)");
+  // Sliding window.
+  if (!f.sliding_window) {
+    for (auto [n, given] : {std::pair{"n_swa", c.n_swa != 0},
+                            {"swa_pattern", c.swa_pattern != 0},
+                            {"rope_base_swa", c.rope_base_swa != 0}})
+      if (given)
+        return bad(std::string(n) + ": " + a + " has no sliding-window attention (" +
+                   families_with(&SynthFamily::sliding_window) + " has)");
+  }
+  if (!(c.rope_base_swa >= 0 && c.rope_base_swa < 1e30))
+    return bad("rope_base_swa must be in (0, 1e30)");
+  // Output head.
+  if (c.tied < -1 || c.tied > 1) return bad("tied must be 0 or 1");
+  if (r.tied && !f.can_tie)
+    return bad("tied: " + a + " needs output.weight (llama.cpp has no tied fallback)");
+  if (!(c.norm_eps > 0 && c.norm_eps < 1)) return bad("norm_eps must be in (0, 1)");
+  if (!(c.rope_base > 0 && c.rope_base < 1e30)) return bad("rope_base must be in (0, 1e30)");
+  if (!is_quantize_target(c.type))
+    return bad("unsupported type " + std::string(dtype_name(c.type)));
+  return true;
+}
+
+bool synth_apply_dims(SynthConfig* c, std::string_view spec, std::string* why) {
+  return apply_dims_unchecked(c, spec, why) && synth_check(*c, why);
 }
 
 namespace {
@@ -234,35 +342,42 @@ bool synth_write(const SynthConfig& c, const File* vocab, const std::string& out
       return false;
     }
   }
-  const int64_t head_dim = c.head_dim > 0 ? c.head_dim : c.n_embd / c.n_head;
-  const int64_t q_dim = head_dim * c.n_head, n_embd_kv = head_dim * c.n_head_kv;
-  const bool qwen = c.arch == "qwen3moe", moe = c.n_expert > 0;
-  const int64_t n_ff_exp = c.n_ff_exp > 0 ? c.n_ff_exp : c.n_ff;
+  const SynthFamily& f = *synth_family(c.arch);
+  const Resolved r = resolve(c, f);
+  const int64_t q_dim = r.head_dim * c.n_head, n_embd_kv = r.head_dim * c.n_head_kv;
+  const bool moe = c.n_expert > 0, layer_norm = f.norm == SynthNorm::layer;
   auto key = [&c](const char* k) { return c.arch + "." + k; };
+  auto u32 = [](int64_t v) { return static_cast<uint32_t>(v); };
 
+  // Metadata in the order of llama.cpp's converter (as the shared synthetic files).
   Writer w;
   w.add_str("general.architecture", c.arch);
   w.add_str("general.name", "cke-synth " + (c.preset.empty() ? std::string("custom") : c.preset));
-  w.add_u32(key("vocab_size"), static_cast<uint32_t>(n_vocab));
-  w.add_u32(key("context_length"), static_cast<uint32_t>(c.n_ctx));
-  w.add_u32(key("embedding_length"), static_cast<uint32_t>(c.n_embd));
-  w.add_u32(key("block_count"), static_cast<uint32_t>(c.n_layer));
-  // llama reads its expert width from feed_forward_length; qwen3moe has its own key.
-  w.add_u32(key("feed_forward_length"), static_cast<uint32_t>(moe && !qwen ? n_ff_exp : c.n_ff));
-  w.add_u32(key("rope.dimension_count"), static_cast<uint32_t>(head_dim));
-  w.add_u32(key("attention.head_count"), static_cast<uint32_t>(c.n_head));
-  w.add_u32(key("attention.head_count_kv"), static_cast<uint32_t>(c.n_head_kv));
-  if (head_dim * c.n_head != c.n_embd) {
-    w.add_u32(key("attention.key_length"), static_cast<uint32_t>(head_dim));
-    w.add_u32(key("attention.value_length"), static_cast<uint32_t>(head_dim));
-  }
-  w.add_f32(key("attention.layer_norm_rms_epsilon"), static_cast<float>(c.rms_eps));
+  w.add_u32(key("context_length"), u32(c.n_ctx));
+  w.add_u32(key("embedding_length"), u32(c.n_embd));
+  w.add_u32(key("block_count"), u32(c.n_layer));
+  w.add_u32(key("feed_forward_length"), u32(moe && !f.expert_width_key ? r.n_ff_exp : c.n_ff));
+  w.add_u32(key("attention.head_count"), u32(c.n_head));
+  w.add_u32(key("attention.head_count_kv"), u32(c.n_head_kv));
+  w.add_u32(key("attention.key_length"), u32(r.head_dim));
+  w.add_u32(key("attention.value_length"), u32(r.head_dim));
+  w.add_u32(key("rope.dimension_count"), u32(r.n_rot));
+  w.add_f32(key(layer_norm ? "attention.layer_norm_epsilon" : "attention.layer_norm_rms_epsilon"),
+            static_cast<float>(c.norm_eps));
   w.add_f32(key("rope.freq_base"), static_cast<float>(c.rope_base));
-  if (moe) {
-    w.add_u32(key("expert_count"), static_cast<uint32_t>(c.n_expert));
-    w.add_u32(key("expert_used_count"), static_cast<uint32_t>(c.n_expert_used));
-    if (qwen) w.add_u32(key("expert_feed_forward_length"), static_cast<uint32_t>(n_ff_exp));
+  if (f.sliding_window) {
+    w.add_f32(key("rope.freq_base_swa"), static_cast<float>(r.rope_base_swa));
+    w.add_u32(key("attention.sliding_window"), u32(r.n_swa));
+    w.add_u32(key("attention.sliding_window_pattern"), u32(r.swa_pattern));
   }
+  if (!f.rope_scaling_type.empty())
+    w.add_str(key("rope.scaling.type"), std::string(f.rope_scaling_type));
+  if (moe) {
+    w.add_u32(key("expert_count"), u32(c.n_expert));
+    w.add_u32(key("expert_used_count"), u32(c.n_expert_used));
+    if (f.expert_width_key) w.add_u32(key("expert_feed_forward_length"), u32(r.n_ff_exp));
+  }
+  w.add_u32(key("vocab_size"), u32(n_vocab));
   if (dtype_info(c.type).block_size > 1) w.add_u32("general.quantization_version", 2);
   w.add_u32("general.file_type", *llama_ftype(c.type));
   if (vocab) {
@@ -300,41 +415,55 @@ bool synth_write(const SynthConfig& c, const File* vocab, const std::string& out
           return true;
         });
   };
-  auto norm = [&](std::string name, int64_t n) {
+  // An F32 vector `offset + 0.1 z`: norm weights (offset 1) and biases (offset 0).
+  auto vec = [&](std::string name, int64_t n, double offset) {
     const Stream s(c.seed, stream++);
-    w.add_tensor_fill(std::move(name), DType::F32, {n}, [s, n](std::span<uint8_t> dst, GgufError*) {
-      std::vector<float> v(static_cast<size_t>(n));
-      fill_normal(s, 0, v.size(), 0.1, 1.0, v.data());
-      std::memcpy(dst.data(), v.data(), dst.size());
-      return true;
-    });
+    w.add_tensor_fill(std::move(name), DType::F32, {n},
+                      [s, n, offset](std::span<uint8_t> dst, GgufError*) {
+                        std::vector<float> v(static_cast<size_t>(n));
+                        fill_normal(s, 0, v.size(), 0.1, offset, v.data());
+                        std::memcpy(dst.data(), v.data(), dst.size());
+                        return true;
+                      });
+  };
+  // `stem`.weight, and `stem`.bias for a LayerNorm.
+  auto norm = [&](const std::string& stem, int64_t n) {
+    vec(stem + ".weight", n, 1.0);
+    if (layer_norm) vec(stem + ".bias", n, 0.0);
   };
   matrix("token_embd.weight", c.n_embd, n_vocab);
   for (int64_t l = 0; l < c.n_layer; ++l) {
     const std::string b = "blk." + std::to_string(l) + ".";
-    norm(b + "attn_norm.weight", c.n_embd);
+    norm(b + "attn_norm", c.n_embd);
     matrix(b + "attn_q.weight", c.n_embd, q_dim);
     matrix(b + "attn_k.weight", c.n_embd, n_embd_kv);
     matrix(b + "attn_v.weight", c.n_embd, n_embd_kv);
-    if (qwen) {
-      norm(b + "attn_q_norm.weight", head_dim);
-      norm(b + "attn_k_norm.weight", head_dim);
+    if (f.qkv_bias) {
+      vec(b + "attn_q.bias", q_dim, 0.0);
+      vec(b + "attn_k.bias", n_embd_kv, 0.0);
+      vec(b + "attn_v.bias", n_embd_kv, 0.0);
+    }
+    if (f.qk_norm) {
+      norm(b + "attn_q_norm", r.head_dim);
+      norm(b + "attn_k_norm", r.head_dim);
     }
     matrix(b + "attn_output.weight", q_dim, c.n_embd);
-    norm(b + "ffn_norm.weight", c.n_embd);
+    if (f.post_norms) norm(b + "post_attention_norm", c.n_embd);
+    norm(b + "ffn_norm", c.n_embd);
     if (moe) {
       matrix(b + "ffn_gate_inp.weight", c.n_embd, c.n_expert, 1, true);
-      matrix(b + "ffn_gate_exps.weight", c.n_embd, n_ff_exp, c.n_expert);
-      matrix(b + "ffn_up_exps.weight", c.n_embd, n_ff_exp, c.n_expert);
-      matrix(b + "ffn_down_exps.weight", n_ff_exp, c.n_embd, c.n_expert);
+      matrix(b + "ffn_gate_exps.weight", c.n_embd, r.n_ff_exp, c.n_expert);
+      matrix(b + "ffn_up_exps.weight", c.n_embd, r.n_ff_exp, c.n_expert);
+      matrix(b + "ffn_down_exps.weight", r.n_ff_exp, c.n_embd, c.n_expert);
     } else {
-      matrix(b + "ffn_gate.weight", c.n_embd, c.n_ff);
-      matrix(b + "ffn_up.weight", c.n_embd, c.n_ff);
+      if (f.ffn == SynthFfn::gated) matrix(b + "ffn_gate.weight", c.n_embd, c.n_ff);
+      matrix(b + "ffn_up.weight", c.n_embd, f.ffn == SynthFfn::fused ? 2 * c.n_ff : c.n_ff);
       matrix(b + "ffn_down.weight", c.n_ff, c.n_embd);
     }
+    if (f.post_norms) norm(b + "post_ffw_norm", c.n_embd);
   }
-  norm("output_norm.weight", c.n_embd);
-  matrix("output.weight", c.n_embd, n_vocab);
+  norm("output_norm", c.n_embd);
+  if (!r.tied) matrix("output.weight", c.n_embd, n_vocab);
   return w.write(out, err);
 }
 

@@ -276,18 +276,7 @@ TEST(GgufTools, SynthTinyStructure) {
     EXPECT_TRUE(g->scalar == v.scalar) << k;
   }
   EXPECT_GE(n_tok, 8);
-  // Same tensor set and shapes as llama.cpp's llama (and as shared synth-llama-F32).
-  CKE_REQUIRE_SHARED(ref_path, "models/synthetic/synth-llama-F32.gguf");
-  auto ref = open_ok(ref_path);
-  ASSERT_TRUE(ref);
-  ASSERT_EQ(f->tensors().size(), ref->tensors().size());
-  for (const TensorInfo& r : ref->tensors()) {
-    const TensorInfo* t = f->tensor(r.name);
-    ASSERT_TRUE(t) << r.name;
-    EXPECT_EQ(t->n_dims, r.n_dims) << r.name;
-    for (int d = 0; d < 4; ++d) EXPECT_EQ(t->ne[d], r.ne[d]) << r.name;
-    EXPECT_EQ(t->type, DType::F32);
-  }
+  EXPECT_EQ(f->tensors().size(), 21u);  // the names and shapes: test_synth.cpp
   // Weight statistics: matrices N(0, 0.02), norms 1 + 0.1 N(0, 1).
   auto stats = [](const TensorInfo& t, double* mean, double* sd) {
     const float* x = reinterpret_cast<const float*>(t.data);
@@ -311,29 +300,21 @@ TEST(GgufTools, SynthTinyStructure) {
   EXPECT_EQ(q[301], static_cast<float>(0.02 * synth_normal(1001, 2, 301)));
 }
 
-// The mixtures of experts: the tensor set and shapes of llama.cpp's qwen3moe and llama with
-// experts (as the shared synth-qwen3moe-F32 / synth-llamamoe-F32, made by gguf-py), their
-// expert keys, the router kept F32 when the matrices are quantized; and the real-shaped
+// The mixtures of experts: their expert keys and the router kept F32 when the matrices are
+// quantized (the tensor set against llama.cpp's files: test_synth.cpp); and the real-shaped
 // qwen3-30b-a3b preset.
 TEST(GgufTools, SynthMixturesOfExperts) {
-  CKE_REQUIRE_SHARED(vocab_path, "models/stories260K.gguf");
-  auto vocab = open_ok(vocab_path);
-  ASSERT_TRUE(vocab);
   for (const std::string arch : {"qwen3moe", "llama"}) {
     SCOPED_TRACE(arch);
-    auto c = synth_preset("tiny");
-    c->arch = arch;
+    auto c = synth_preset("tiny", arch);
     std::string why;
-    ASSERT_TRUE(synth_apply_dims(
-        &*c,
-        arch == "qwen3moe" ? "n_ff=256,n_expert=4,n_expert_used=2,n_ff_exp=128,rms_eps=1e-6"
-                           : "n_ff=128,n_expert=4,n_expert_used=2",
-        &why))
+    ASSERT_TRUE(
+        synth_apply_dims(&*c, arch == "llama" ? "n_ff=128,n_expert=4,n_expert_used=2" : "", &why))
         << why;
     c->type = DType::Q8_0;
     TempFile out("synth_moe");
     GgufError err;
-    ASSERT_TRUE(synth_write(*c, vocab.get(), out.path, &err)) << err.message;
+    ASSERT_TRUE(synth_write(*c, nullptr, out.path, &err)) << err.message;
     auto f = open_ok(out.path);
     ASSERT_TRUE(f);
     EXPECT_EQ(f->str("general.architecture", &err), arch);
@@ -344,20 +325,11 @@ TEST(GgufTools, SynthMixturesOfExperts) {
     if (arch == "qwen3moe") {
       EXPECT_EQ(f->u32(arch + ".expert_feed_forward_length", &err), 128u);
     }
-    CKE_REQUIRE_SHARED(ref_path, "models/synthetic/synth-" +
-                                     std::string(arch == "llama" ? "llamamoe" : "qwen3moe") +
-                                     "-F32.gguf");
-    auto ref = open_ok(ref_path);
-    ASSERT_TRUE(ref);
-    ASSERT_EQ(f->tensors().size(), ref->tensors().size());
-    for (const TensorInfo& r : ref->tensors()) {
-      const TensorInfo* t = f->tensor(r.name);
-      ASSERT_TRUE(t) << r.name;
-      EXPECT_EQ(t->n_dims, r.n_dims) << r.name;
-      for (int d = 0; d < 4; ++d) EXPECT_EQ(t->ne[d], r.ne[d]) << r.name;
-      const bool router = r.name.find("ffn_gate_inp") != std::string::npos;
-      EXPECT_EQ(t->type, r.n_dims == 1 || router ? DType::F32 : DType::Q8_0) << r.name;
+    for (const TensorInfo& t : f->tensors()) {
+      const bool router = t.name.find("ffn_gate_inp") != std::string::npos;
+      EXPECT_EQ(t.type, t.n_dims == 1 || router ? DType::F32 : DType::Q8_0) << t.name;
     }
+    EXPECT_EQ(f->tensor("blk.1.ffn_down_exps.weight")->ne[2], 4);
   }
   // The real-shaped preset: 128 experts of 768, 8 used, heads of 128 (q_dim 4096 > n_embd).
   auto q = synth_preset("qwen3-30b-a3b");
@@ -375,10 +347,6 @@ TEST(GgufTools, SynthMixturesOfExperts) {
   EXPECT_FALSE(synth_apply_dims(&*q, "n_expert=0,n_expert_used=0,n_ff_exp=0", &why));
   EXPECT_NE(why.find("qwen3moe needs experts"), std::string::npos) << why;
   EXPECT_FALSE(synth_apply_dims(&*q, "n_expert=600", &why));
-  auto d = synth_preset("tiny");
-  d->arch = "gemma3";
-  EXPECT_FALSE(synth_check(*d, &why));
-  EXPECT_NE(why.find("unsupported architecture 'gemma3'"), std::string::npos) << why;
 }
 
 TEST(GgufTools, SynthIsDeterministic) {
@@ -488,7 +456,7 @@ TEST(GgufTool, ExitCodes) {
   EXPECT_EQ(run("quantize " + model + " " + out.path + " q9_9"), 2);
   EXPECT_EQ(run("quantize " + v1 + " " + out.path + " q8_0"), 1);
   EXPECT_EQ(run("synth --preset nope -o " + out.path), 2);
-  EXPECT_EQ(run("synth --preset tiny --dims n_head=5 -o " + out.path), 2);
+  EXPECT_EQ(run("synth --preset tiny --dims n_head=5 -o " + out.path), 1);
   EXPECT_EQ(run("synth --preset tiny --vocab-from /nonexistent.gguf -o " + out.path), 1);
   EXPECT_EQ(run("quantize " + model + " " + out.path + " q8_0"), 0);
   EXPECT_EQ(run("info " + out.path), 0);
