@@ -238,8 +238,6 @@ int emit_tile(kir::Module& m, const std::string& name, int tokens, Products prod
   return b.index();
 }
 
-// Packs `count` (1..8) token rows of block_q8_0 from x (as bytes apart) into pk (see the top
-// of the file). amin (a 256-bit vector, or none) keeps the bytewise minimum of the quants.
 // bits != 0 iff a byte of the packed tokens' bytewise minimum `amin` (emit_pack) is -128.
 void emit_has_min8(Builder& e, V amin, V bits) {
   V amin512 = e.vec(512, Cls::I, "amin512"), am = e.vec(512, Cls::I, "amin_abs"),
@@ -252,6 +250,8 @@ void emit_has_min8(Builder& e, V amin, V bits) {
   e.kto_i64(bits, k);
 }
 
+// Packs `count` (1..8) token rows of block_q8_0 from x (as bytes apart) into pk (see the top
+// of the file). amin (a 256-bit vector, or none) keeps the bytewise minimum of the quants.
 void emit_pack(Builder& e, V x, V as, V nb, V count, V pk, V amin) {
   const int qo = q_traits(QFormat::Q4_0).act_quants_offset;
   V t = e.i64("pk_t"), blk = e.i64("pk_b"), tmp = e.i64("pk_tmp");
@@ -417,8 +417,8 @@ void build_q4_0x8_rows16_avx512(Builder& e, kir::Module& m, const std::string& n
   // AllGemv: the groups of 8 and 4 are gemv tokens too; a chunk with an activation of -128
   // runs through sign-move tiles of 8 and 4.
   const bool all_gemv = split == Rows16Split::AllGemv;
-  const int gemm8_sign = all_gemv ? tile("_gemv8_sign", 8, Products::SignMove) : -1;
-  const int gemm4_sign = all_gemv ? tile("_gemv4_sign", 4, Products::SignMove) : -1;
+  const int gemv8_sign = all_gemv ? tile("_gemv8_sign", 8, Products::SignMove) : -1;
+  const int gemv4_sign = all_gemv ? tile("_gemv4_sign", 4, Products::SignMove) : -1;
 
   const auto [x, w, y, K, N, T, n0, n1, nb] =
       linear_entry_prologue(e, qt.block_elems, kQ4_0Rows16MaxBlocks);
@@ -483,8 +483,8 @@ void build_q4_0x8_rows16_avx512(Builder& e, kir::Module& m, const std::string& n
       emit_has_min8(e, cmin, cbits);
       e.if_(cbits, Cmp::NE, 0);
       Groups sign = groups;
-      sign.full_tile = gemm8_sign;
-      sign.tail_tile = gemm4_sign;
+      sign.full_tile = gemv8_sign;
+      sign.tail_tile = gemv4_sign;
       emit_rows(e, ra, sign, yt);
       e.end_if();
       e.if_(cbits, Cmp::EQ, 0);
