@@ -39,6 +39,21 @@ bool build_moe_gather_f32_avx2(const GeneratorParams& p, kir::Module* m, std::st
 bool build_moe_combine_f32_avx512(const GeneratorParams& p, kir::Module* m, std::string* err);
 bool build_moe_combine_f32_avx2(const GeneratorParams& p, kir::Module* m, std::string* err);
 
+// moe_route (contract moe_route.softmax_norm.f32.ggml, gen_moe_route.cpp): per token, ggml's
+// soft_max over the E router logits (16-lane ggml_v_expf groups, libm expf tail), the top
+// n_used by selection (ties and NaN rows by ggml's std::sort through a C helper), the
+// normalised weights. moe_group (contract moe_group.i32.ggml): the counting sort of the
+// chunk's (token, slot) pairs by expert. Both keep a row of E values on the frame: E is at
+// most kMoeMaxExperts (the maps' shape predicate; a larger E writes nothing).
+constexpr int64_t kMoeMaxExperts = 512;
+using MoeRouteFn = void (*)(const float* logits, int32_t* ids, float* weights, int64_t E,
+                            int64_t n_used, int64_t T, int64_t t0, int64_t t1);
+using MoeGroupFn = void (*)(const int32_t* ids, int32_t* sched, int32_t* rows, int64_t E,
+                            int64_t n_used, int64_t T);
+bool build_moe_route_f32_avx512(const GeneratorParams& p, kir::Module* m, std::string* err);
+bool build_moe_route_f32_avx2(const GeneratorParams& p, kir::Module* m, std::string* err);
+bool build_moe_group_avx2(const GeneratorParams& p, kir::Module* m, std::string* err);
+
 // The ABI of linear_id_<w>_f32__ref (kernels/ref/linear.h).
 using LinearIdFn = void (*)(const void* x, const void* w, const int32_t* sched, float* y, int64_t K,
                             int64_t N, int64_t E, int64_t P, int64_t n0, int64_t n1);
@@ -49,3 +64,8 @@ bool build_linear_id_avx512(const GeneratorParams& p, kir::Module* m, std::strin
 bool build_linear_id_avx2(const GeneratorParams& p, kir::Module* m, std::string* err);
 
 }  // namespace cke::jit::gen
+
+// The C helpers of the generated moe_route (exported: the emitted C links against them).
+// expf: v[i] = libm expf(v[i]), i < n. topk: ids = the first n_used of ggml's argsort of p.
+extern "C" void cke_moe_expf(float* v, int64_t n);
+extern "C" void cke_moe_topk(const float* p, int32_t* ids, int64_t n, int64_t n_used);

@@ -76,8 +76,10 @@ constexpr gen::GluFusedFn kGluFused = nullptr;
 constexpr gen::LinearIdFn kLinearId = nullptr;
 constexpr gen::MoeGatherFn kMoeGather = nullptr;
 constexpr gen::MoeCombineFn kMoeCombine = nullptr;
+constexpr gen::MoeRouteFn kMoeRoute = nullptr;
+constexpr gen::MoeGroupFn kMoeGroup = nullptr;
 
-const std::array<Generator, 118> kGenerators = {
+const std::array<Generator, 121> kGenerators = {
     make_generator("linear_q8_0__avx512vnni",
                    "q8_0 linear, ggml vec_dot lanes, 2 rows per zmm, vpdpbusd", kAvx512Vnni,
                    kLinear, &gen::build_linear_q8_0_avx512vnni),
@@ -430,6 +432,16 @@ const std::array<Generator, 118> kGenerators = {
     make_generator("moe_combine_f32__avx2",
                    "MoE weighted sum of the experts' outputs in slot order, ymm pairs", kAvx2,
                    kMoeCombine, &gen::build_moe_combine_f32_avx2),
+    make_generator("moe_route_softmax_norm_f32__avx512",
+                   "MoE router: soft_max, top-k by selection (ties by ggml's sort), normalised "
+                   "weights, 16 lanes per zmm",
+                   kAvx512, kMoeRoute, &gen::build_moe_route_f32_avx512),
+    make_generator("moe_route_softmax_norm_f32__avx2",
+                   "MoE router: soft_max, top-k by selection (ties by ggml's sort), normalised "
+                   "weights, ymm pairs",
+                   kAvx2, kMoeRoute, &gen::build_moe_route_f32_avx2),
+    make_generator("moe_group__avx2", "MoE pairs grouped by expert (counting sort), scalar code",
+                   kAvx2, kMoeGroup, &gen::build_moe_group_avx2),
 };
 
 }  // namespace

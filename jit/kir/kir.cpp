@@ -621,6 +621,12 @@ void Builder::load_i32(V d, Mem m) {
   emit(Op::LoadI32, d).mem = m;
 }
 
+void Builder::store_i32(Mem m, V a) {
+  need(a, Kind::I64, "store_i32");
+  need_mem(m);
+  emit(Op::StoreI32, {}, a).mem = m;
+}
+
 std::string validate(const Module& m) {
   if (m.funcs.empty()) return m.name + ": no functions";
   for (const Func& f : m.funcs) {

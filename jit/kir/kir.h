@@ -181,6 +181,7 @@ enum class Op : uint8_t {
   VPackUsDw,  // d = vpackusdw(a, b): per 128-bit block, int32 -> uint16 saturated, a then b
   VZxWD,      // d = the 16-bit lanes of a (half d's bits) zero-extended to 32 bits
   LoadI32,    // d (i64) = the int32 at mem, sign-extended (embed: a token id)
+  StoreI32,   // mem (32 bits) = the low 32 bits of a (i64) (moe_route / moe_group indices)
 };
 
 // Float compare predicates of VCmpF (the vcmpps immediates): ordered and quiet, except NEQ
@@ -370,6 +371,7 @@ class Builder {
   void vpackus_dw(V d, V a, V b);
   void vzx_wd(V d, V a);
   void load_i32(V d, Mem m);
+  void store_i32(Mem m, V a);
 
  private:
   Func& f();

@@ -653,6 +653,9 @@ class FuncLowering {
       case Op::LoadI32:
         cc_.movsxd(g(d), mem(in.mem, 4));
         break;
+      case Op::StoreI32:
+        cc_.mov(mem(in.mem, 4), g(a).r32());
+        break;
     }
   }
 

@@ -596,6 +596,9 @@ class FuncRender {
       case Op::LoadI32:
         line(fmt::format("{} = (int64_t)*(const int32_t*){};", name(d), addr(in.mem)));
         break;
+      case Op::StoreI32:
+        line(fmt::format("*(int32_t*){} = (int32_t){};", addr(in.mem), name(a)));
+        break;
     }
   }
 

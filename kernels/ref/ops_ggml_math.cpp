@@ -1,5 +1,6 @@
 #include "kernels/ref/ops_ggml_math.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 
@@ -137,6 +138,11 @@ uint16_t gelu_table_entry(uint16_t h) {
 
 const uint16_t* gelu_table_f16_data() {
   return gelu_table().t.data();
+}
+
+void argsort_desc_ggml(const float* p, int32_t* order, int64_t n) {
+  for (int64_t e = 0; e < n; ++e) order[e] = int32_t(e);
+  std::sort(order, order + n, [p](int32_t a, int32_t b) { return p[a] > p[b]; });
 }
 
 }  // namespace cke::ref

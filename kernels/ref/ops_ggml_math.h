@@ -66,4 +66,10 @@ const uint16_t* gelu_table_f16_data();
 // The reference rope kernels and the generated ones (through a C helper) share it.
 void rope_cache(float* cache, int64_t n_rot, int64_t pos, float freq_base, float freq_scale);
 
+// ggml_compute_forward_argsort_f32, GGML_SORT_ORDER_DESC, on one row: order = 0..n-1 put in
+// order by std::sort with cmp_argsort (p[a] > p[b]). The same algorithm on the same
+// comparisons gives ggml's order, ties (and all-NaN rows) included. The MoE router's
+// reference and the generated router's tie path (through a C helper) share it.
+void argsort_desc_ggml(const float* p, int32_t* order, int64_t n);
+
 }  // namespace cke::ref

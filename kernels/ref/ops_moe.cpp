@@ -55,13 +55,7 @@ void moe_route_softmax_norm_f32__ref(const float* logits, int32_t* ids, float* w
   std::vector<int32_t> order(static_cast<size_t>(n_expert));
   for (int64_t t = t0; t < t1; ++t) {
     soft_max_row(logits + t * n_expert, p.data(), n_expert);
-    // ggml_compute_forward_argsort_f32, GGML_SORT_ORDER_DESC: std::sort of 0..n-1 with
-    // cmp_argsort (data[a] > data[b]); the same algorithm on the same comparisons gives
-    // ggml's order, ties included.
-    for (int64_t e = 0; e < n_expert; ++e) order[size_t(e)] = int32_t(e);
-    const float* data = p.data();
-    std::sort(order.begin(), order.end(),
-              [data](int32_t a, int32_t b) { return data[a] > data[b]; });
+    cke::ref::argsort_desc_ggml(p.data(), order.data(), n_expert);
     int32_t* id = ids + t * n_used;
     float* w = weights + t * n_used;
     // GET_ROWS of the probabilities, SUM_ROWS (ggml_vec_sum_f32: a double sum, rounded once),

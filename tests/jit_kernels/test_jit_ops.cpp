@@ -643,7 +643,8 @@ TEST(JitOps, EveryGeneratedProviderHasATest) {
       "swiglu_fused_f32_f32_16l__avx512",
       // test_jit_moe.cpp (the expert matmuls, linear_id: test_jit_linear_id.cpp)
       "moe_gather_f32__avx2", "moe_gather_f32__avx512", "moe_combine_f32__avx2",
-      "moe_combine_f32__avx512"};
+      "moe_combine_f32__avx512", "moe_route_softmax_norm_f32__avx2",
+      "moe_route_softmax_norm_f32__avx512", "moe_group__avx2"};
   std::vector<std::string> maps;
   for (const KernelMap& m : real_registry().maps())
     if (m.op != "linear" && m.op != "linear_id" && m.op != "attention" && m.op != "act_quant" &&

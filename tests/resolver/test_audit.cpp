@@ -179,7 +179,9 @@ TEST_F(AuditTree, ReferenceOnlyContractsMayOnlyShrink) {
   EXPECT_FALSE(has("avx2", "linear.q8_0.ggml"));
   EXPECT_FALSE(has("avx512_vnni", "linear.q8_0.ggml"));
   EXPECT_FALSE(has("avx2", "linear.bf16.ggml"));  // vdpbf16ps emulated without AVX512-BF16
-  EXPECT_TRUE(has("avx2", "moe_route.softmax_norm.f32.ggml"));  // the router: reference only
+  EXPECT_FALSE(has("avx2", "moe_route.softmax_norm.f32.ggml"));  // the generated router
+  EXPECT_FALSE(has("avx512", "moe_group.i32.ggml"));             // moe_group__avx2
+  EXPECT_TRUE(has("scalar", "moe_group.i32.ggml"));
   EXPECT_FALSE(has("avx2", "linear.q5_K.ggml"));
   // Dropping the AVX2 ones (their rows of the family table) makes avx2 hosts reference-only
   // for q8_0: a ratchet violation.
