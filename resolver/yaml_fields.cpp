@@ -196,34 +196,31 @@ Fields::Fields(const YAML::Node& node, std::string path, ErrorSink* sink)
     sink_->error(path_, fmt::format("expected a mapping, got {}", type_name(node)), node);
     return;
   }
-  std::vector<std::string> seen;
   for (const auto& kv : node_) {
-    std::string k = kv.first.IsScalar() ? kv.first.Scalar() : "?";
-    if (std::find(seen.begin(), seen.end(), k) != seen.end())
-      sink_->error(sub(k), "duplicate key", kv.first);
-    seen.push_back(k);
+    Entry e{kv.first.IsScalar() ? kv.first.Scalar() : "?", kv.first, kv.second};
+    if (std::any_of(entries_.begin(), entries_.end(),
+                    [&](const Entry& o) { return o.key == e.key; }))
+      sink_->error(sub(e.key), "duplicate key", kv.first);
+    entries_.push_back(std::move(e));
   }
 }
 
 bool Fields::has(const std::string& key) const {
-  if (!ok_) return false;
-  for (const auto& kv : node_)
-    if (kv.first.IsScalar() && kv.first.Scalar() == key) return true;
-  return false;
+  return std::any_of(entries_.begin(), entries_.end(),
+                     [&](const Entry& e) { return e.key == key && e.key_node.IsScalar(); });
 }
 
 std::vector<std::string> Fields::keys() const {
   std::vector<std::string> out;
-  if (!ok_) return out;
-  for (const auto& kv : node_) out.push_back(kv.first.IsScalar() ? kv.first.Scalar() : "?");
+  for (const Entry& e : entries_) out.push_back(e.key);
   return out;
 }
 
 YAML::Node Fields::get(const std::string& key, bool required) {
   if (!ok_) return YAML::Node(YAML::NodeType::Undefined);
   consumed_.push_back(key);
-  for (const auto& kv : node_)
-    if (kv.first.IsScalar() && kv.first.Scalar() == key) return kv.second;
+  for (const Entry& e : entries_)
+    if (e.key == key && e.key_node.IsScalar()) return e.value;
   if (required) sink_->error(sub(key), "missing required field", node_);
   return YAML::Node(YAML::NodeType::Undefined);
 }
@@ -256,12 +253,9 @@ std::optional<std::string> Fields::enumeration(const std::string& key,
 }
 
 void Fields::finish() {
-  if (!ok_) return;
-  for (const auto& kv : node_) {
-    std::string k = kv.first.IsScalar() ? kv.first.Scalar() : "?";
-    if (std::find(consumed_.begin(), consumed_.end(), k) == consumed_.end())
-      sink_->error(sub(k), "unknown field", kv.first);
-  }
+  for (const Entry& e : entries_)
+    if (std::find(consumed_.begin(), consumed_.end(), e.key) == consumed_.end())
+      sink_->error(sub(e.key), "unknown field", e.key_node);
 }
 
 }  // namespace cke::detail

@@ -81,7 +81,15 @@ class Fields {
   void finish();
 
  private:
+  // The mapping's entries, read once: yaml-cpp makes a node pair (and counts references)
+  // at every step of an iteration, and each getter would iterate again.
+  struct Entry {
+    std::string key;  // "?" for a key that is not a scalar
+    YAML::Node key_node;
+    YAML::Node value;
+  };
   YAML::Node node_;
+  std::vector<Entry> entries_;
   std::string path_;
   ErrorSink* sink_;
   bool ok_ = false;

@@ -201,6 +201,9 @@ int main(int argc, char** argv) {
                                 {"samples", tps},
                                 {"load_ms", es.load_ms},
                                 {"compile_ms", es.compile_ms},
+                                {"compile_maps_ms", es.maps_ms},
+                                {"compile_resolve_ms", es.resolve_ms},
+                                {"compile_jit_ms", es.jit_ms},
                                 {"repack_ms", es.repack_ms},
                                 {"repack_bytes", es.repack_bytes}};
           if (probe) {

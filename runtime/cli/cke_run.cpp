@@ -324,10 +324,11 @@ int main(int argc, char** argv) {
                                                double(st.repack_bytes) / (1 << 20))
                                  : "";
   fmt::print(stderr,
-             "\ncke-run: load {:.1f} ms, compile {:.1f} ms{} | prompt {} tokens, {:.1f} tok/s | "
-             "generation {} tokens, {:.1f} tok/s | {} threads\n",
-             st.load_ms, st.compile_ms, repack, prompt_ids.size(),
-             tp > 0 ? prompt_ids.size() / tp : 0.0, generated,
+             "\ncke-run: load {:.1f} ms, compile {:.1f} ms (maps {:.1f}, resolve {:.1f}, jit "
+             "{:.1f}){} | prompt {} tokens, {:.1f} tok/s | generation {} tokens, {:.1f} tok/s | {} "
+             "threads\n",
+             st.load_ms, st.compile_ms, st.maps_ms, st.resolve_ms, st.jit_ms, repack,
+             prompt_ids.size(), tp > 0 ? prompt_ids.size() / tp : 0.0, generated,
              tg > 0 && decode_steps > 0 ? decode_steps / tg : 0.0, engine->n_threads());
   return 0;
 }

@@ -179,8 +179,16 @@ std::optional<KernelSymbol> Engine::Impl::kernel_for(const KernelMap& m, std::st
 
 bool Engine::Impl::compile(std::string* err) {
   GgufFacts facts(*file);
-  return load_data(facts, err) && build_graph(facts, err) && resolve_kernels(err) &&
-         build_plans(err) && repack_weights(err) && make_backend(err);
+  auto t = std::chrono::steady_clock::now();
+  if (!load_data(facts, err)) return false;
+  stats.maps_ms = ms_since(t);
+  t = std::chrono::steady_clock::now();
+  if (!build_graph(facts, err) || !resolve_kernels(err)) return false;
+  stats.resolve_ms = ms_since(t);
+  t = std::chrono::steady_clock::now();
+  if (!build_plans(err) || !repack_weights(err) || !make_backend(err)) return false;
+  stats.jit_ms = ms_since(t) - stats.repack_ms;
+  return true;
 }
 
 bool Engine::Impl::load_data(GgufFacts& facts, std::string* err) {

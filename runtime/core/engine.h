@@ -44,7 +44,10 @@ struct EngineOptions {
 
 struct EngineStats {
   double load_ms = 0;          // open + validate + tokenizer
-  double compile_ms = 0;       // circuit, resolve, plan, JIT
+  double compile_ms = 0;       // circuit, resolve, plan, JIT: the sum of the three below
+  double maps_ms = 0;          //   kernel maps, contracts and the circuit read and checked
+  double resolve_ms = 0;       //   the graph instantiated and every op resolved
+  double jit_ms = 0;           //   kernels generated and JIT-compiled, plans and glue built
   double repack_ms = 0;        // the repack step: weights copied into the layouts the plan reads
   int64_t repack_bytes = 0;    // memory of those copies
   bool repack_reused = false;  // the copies of another engine of the same file and plan
