@@ -46,12 +46,11 @@ constexpr int64_t kF32InfBits = 0x7f800000;
 //          the tail's x - max by libm expf (cke_moe_expf) added one by one.
 //   scale  p = fl(e * (float)(1.0 / sum)).
 //   top-k  p is in [0, 1] or NaN, so for non-NaN rows the order of p is the order of its
-//          bits as int32. Pass s takes the largest value below the previous pass's (first
-//          index on equal bits); a final pass counts the values >= the last one taken. If
-//          every pass found a value and that count is n_used, the chosen values are
-//          distinct and above all others: the top n_used are unique and in std::sort's
-//          order. Otherwise (a tie that touches the top n_used, or a NaN row) the token's
-//          ids come from ggml's std::sort itself (cke_moe_topk).
+//          bits as int32. One pass keeps the n_used + 1 largest by insertion (a value enters
+//          when it is above the smallest kept). If the kept values strictly descend, the top
+//          n_used are distinct and above all others, so any correct sort puts them first in
+//          this order: they are the ids. Otherwise (a tie that touches the top n_used, or a
+//          NaN row) the token's ids come from ggml's std::sort itself (cke_moe_topk).
 //   weights  w_s = p[id_s], their sum in double in slot order, rounded once, MIN(., inf),
 //          MAX(., 6.103515625e-5), w_s = fl(w_s / sum).
 bool build_route(const char* generator, Isa isa, const GeneratorParams& params, kir::Module* m,
@@ -60,7 +59,7 @@ bool build_route(const char* generator, Isa isa, const GeneratorParams& params, 
           params, generator, isa,
           fmt::format(
               "contract moe_route.softmax_norm.f32.ggml (soft_max with ggml_v_expf and a double "
-              "sum,\nlibm expf tail by cke_moe_expf; top-k by selection on the bits, ties and "
+              "sum,\nlibm expf tail by cke_moe_expf; top-k by insertion on the bits, ties and "
               "NaN rows by\nggml's std::sort in cke_moe_topk; weights / clamped double sum); "
               "E <= {}",
               kMoeMaxExperts),
@@ -94,14 +93,18 @@ bool build_route(const char* generator, Isa isa, const GeneratorParams& params, 
   b.vsplat32(inf, uint32_t(kF32InfBits));
   b.vsplat32(wmin, 0x38800000u);  // 6.103515625e-5f
   const V p = b.stack(kMoeMaxExperts * 4, "p");
+  const V vals = b.stack((kMoeMaxExperts + 1) * 4, "vals"),
+          idxs = b.stack(kMoeMaxExperts * 4 + 4, "idxs");
+  const V minus1 = b.imm(-1, "minus1");
   V full = b.i64("full"), full_bytes = b.i64("full_bytes"), row_bytes = b.i64("row_bytes"),
     tmp = b.i64("tmp"), t = b.i64("t"), g = b.i64("g"), i = b.i64("i"), s = b.i64("s"),
-    v = b.i64("v"), best = b.i64("best"), idx = b.i64("idx"), prev = b.i64("prev"),
-    cnt = b.i64("cnt"), tie = b.i64("tie"), id = b.i64("id");
+    v = b.i64("v"), a = b.i64("a"), last = b.i64("last"), j = b.i64("j"), jm1 = b.i64("jm1"),
+    done = b.i64("done"), kp1 = b.i64("kp1"), tie = b.i64("tie"), id = b.i64("id");
   V x = b.ptr("x"), tail = b.ptr("tail"), idt = b.ptr("idt"), wt = b.ptr("wt");
   b.andi(full, E, ~int64_t(15));
   b.muli(full_bytes, full, 4);
   b.muli(row_bytes, E, 4);
+  b.addi(kp1, n_used, 1);
   b.for_(t, t0, t1, one);
   {
     b.mul(tmp, t, row_bytes);
@@ -175,52 +178,67 @@ bool build_route(const char* generator, Isa isa, const GeneratorParams& params, 
     b.vstore_ss(Mem{p, i, 4, 0}, xs);
     b.end_for();
 
-    // top n_used
+    // top n_used: one pass keeps the n_used + 1 largest bits in descending order (vals,
+    // with their indices in idxs; -1 fills the slots no value reached), by insertion.
     b.mul(tmp, t, n_used);
     b.ptr_add(idt, ids, tmp, 4);
     b.ptr_add(wt, wts, tmp, 4);
-    b.movi(prev, INT32_MAX);
     b.movi(tie, 0);
-    b.for_(s, zero, n_used, one);
-    {
-      b.movi(best, -1);
-      b.movi(idx, 0);
-      b.for_(i, zero, E, one);
-      {
-        b.load_i32(v, Mem{p, i, 4, 0});
-        b.if_(v, Cmp::LT, prev);
-        b.if_(v, Cmp::GT, best);
-        b.mov(best, v);
-        b.mov(idx, i);
-        b.end_if();
-        b.end_if();
-      }
-      b.end_for();
-      b.store_i32(Mem{idt, s, 4, 0}, idx);
-      b.mov(prev, best);
-      b.if_(best, Cmp::LT, 0);
-      b.movi(tie, 1);
-      b.end_if();
-    }
+    b.for_(s, zero, kp1, one);
+    b.store_i32(Mem{vals, s, 4, 0}, minus1);
     b.end_for();
-    b.movi(cnt, 0);
     b.for_(i, zero, E, one);
     {
       b.load_i32(v, Mem{p, i, 4, 0});
-      b.if_(v, Cmp::GE, prev);
-      b.addi(cnt, cnt, 1);
-      b.end_if();
       b.if_(v, Cmp::GT, kF32InfBits);  // NaN
       b.movi(tie, 1);
       b.end_if();
       b.if_(v, Cmp::LT, 0);  // NaN with the sign bit (p is never -0)
       b.movi(tie, 1);
       b.end_if();
+      b.load_i32(last, Mem{vals, n_used, 4, 0});
+      b.if_(v, Cmp::GT, last);
+      {
+        // Shift the smaller kept values down one slot, from the end, until one is >= v.
+        b.mov(j, n_used);
+        b.movi(done, 0);
+        b.for_(s, zero, n_used, one);
+        b.if_(done, Cmp::EQ, 0);
+        {
+          b.addi(jm1, j, -1);
+          b.load_i32(a, Mem{vals, jm1, 4, 0});
+          b.if_(a, Cmp::LT, v);
+          {
+            b.store_i32(Mem{vals, j, 4, 0}, a);
+            b.load_i32(a, Mem{idxs, jm1, 4, 0});
+            b.store_i32(Mem{idxs, j, 4, 0}, a);
+            b.mov(j, jm1);
+          }
+          b.end_if();
+          b.if_(a, Cmp::GE, v);  // a still holds the value when nothing moved
+          b.movi(done, 1);
+          b.end_if();
+        }
+        b.end_if();
+        b.end_for();
+        b.store_i32(Mem{vals, j, 4, 0}, v);
+        b.store_i32(Mem{idxs, j, 4, 0}, i);
+      }
+      b.end_if();
     }
     b.end_for();
-    b.if_(cnt, Cmp::NE, n_used);
-    b.movi(tie, 1);
-    b.end_if();
+    // The top n_used are unique, and above the rest, when the kept values strictly descend.
+    b.for_(s, zero, n_used, one);
+    {
+      b.load_i32(a, Mem{vals, s, 4, 0});
+      b.load_i32(last, Mem{vals, s, 4, 4});
+      b.if_(a, Cmp::LE, last);
+      b.movi(tie, 1);
+      b.end_if();
+      b.load_i32(a, Mem{idxs, s, 4, 0});
+      b.store_i32(Mem{idt, s, 4, 0}, a);
+    }
+    b.end_for();
     b.if_(tie, Cmp::NE, 0);
     b.call("cke_moe_topk", {p, idt, E, n_used});
     b.end_if();
