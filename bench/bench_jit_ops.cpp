@@ -3,11 +3,10 @@
 // on the shapes of a 7B-class layer: RoPE of Q (head_dim 128 x 32 heads) at decode (T = 1)
 // and for a prefill chunk (T = 32), the Q bias (4096), the Q scale (4096), GEGLU over the
 // FFN width (11008), the MoE router and grouping of a Qwen3-30B-A3B layer (128 experts, 8
-// used) and a Mixtral one (8, 2). Each reference runs first; each JIT benchmark then reports `x_ref`, the
-// reference's time / its own (the speed-up at identical output bits). Providers whose ISA
-// this host lacks are skipped.
+// used) and a Mixtral one (8, 2). Each reference runs first; each JIT benchmark then reports
+// `x_ref`, the reference's time / its own (the speed-up at identical output bits). Providers whose
+// ISA this host lacks are skipped.
 #include <benchmark/benchmark.h>
-
 #include <fmt/format.h>
 
 #include <array>
@@ -74,17 +73,16 @@ std::vector<Workload> workloads(const std::string& op) {
                    reinterpret_cast<Glu>(fn)(g->data(), u->data(), y->data(), 11008, 1);
                  }});
   } else if (op == "moe_route") {
-    using Route = void (*)(const float*, int32_t*, float*, int64_t, int64_t, int64_t, int64_t,
-                           int64_t);
+    using Route =
+        void (*)(const float*, int32_t*, float*, int64_t, int64_t, int64_t, int64_t, int64_t);
     for (auto [E, k, T] : {std::array<int64_t, 3>{128, 8, 1}, {128, 8, 32}, {8, 2, 32}}) {
       auto x = std::make_shared<std::vector<float>>(randv(size_t(E * T), 8));
       auto ids = std::make_shared<std::vector<int32_t>>(size_t(k * T));
       auto wt = std::make_shared<std::vector<float>>(size_t(k * T));
-      w.push_back({fmt::format("/E={}/n_used={}/T={}", E, k, T), E * T,
-                   [x, ids, wt, E, k, T](void* fn) {
-                     reinterpret_cast<Route>(fn)(x->data(), ids->data(), wt->data(), E, k, T, 0,
-                                                 T);
-                   }});
+      w.push_back(
+          {fmt::format("/E={}/n_used={}/T={}", E, k, T), E * T, [x, ids, wt, E, k, T](void* fn) {
+             reinterpret_cast<Route>(fn)(x->data(), ids->data(), wt->data(), E, k, T, 0, T);
+           }});
     }
   } else if (op == "moe_group") {
     using Group = void (*)(const int32_t*, int32_t*, int32_t*, int64_t, int64_t, int64_t);
@@ -96,8 +94,7 @@ std::vector<Workload> workloads(const std::string& op) {
       auto rows = std::make_shared<std::vector<int32_t>>(size_t(2 * k * T));
       w.push_back({fmt::format("/E={}/n_used={}/T={}", E, k, T), k * T,
                    [ids, sched, rows, E, k, T](void* fn) {
-                     reinterpret_cast<Group>(fn)(ids->data(), sched->data(), rows->data(), E, k,
-                                                 T);
+                     reinterpret_cast<Group>(fn)(ids->data(), sched->data(), rows->data(), E, k, T);
                    }});
     }
   }
