@@ -84,7 +84,6 @@ bool build_route(const char* generator, Isa isa, const GeneratorParams& params, 
   ret_if(b, t0, Cmp::GE, t1);
 
   Lanes16 L(b, isa);
-  const ExpConsts ec = exp_consts(L);
   const V16 ninf = L.splat(0xff800000u, "ninf");
   const V zero = b.imm(0, "zero"), one = b.imm(1, "one"), c64 = b.imm(64, "c64");
   V one_d = b.vec(128, Cls::F, "one_d"), inf = b.vec(128, Cls::F, "inf"),
@@ -130,6 +129,9 @@ bool build_route(const char* generator, Isa isa, const GeneratorParams& params, 
     // e = exp(x - max), the double sum
     V sum = b.vec(128, Cls::F, "sum"), sd = b.vec(128, Cls::F, "sd");
     b.vzero(sum);
+    // The exp constants are made per token: made once, they would be live across the call
+    // of the tail's helper, which saves and restores every live vector register.
+    const ExpConsts ec = exp_consts(L);
     b.for_(g, zero, full_bytes, c64);
     {
       V16 w = L.vec("w"), ex = L.vec("ex");
