@@ -248,6 +248,38 @@ TEST(Moe, NodesResolveToTheMulMatIdArithmetic) {
   EXPECT_EQ(r->decode.at("blk.0.ffn_down_exps")->provider->contract, "linear_id.f32.ggml");
 }
 
+// The generated router and grouping keep a row of n_expert values on their frame (E <= 512,
+// their maps' shape predicate), and the circuits admit at most 512 experts (llama.cpp's
+// LLAMA_MAX_EXPERTS): every model that loads gets the generated ones on a host with AVX2.
+TEST(Moe, TheLargestExpertCountRunsTheGeneratedRouter) {
+  REQUIRE_KERNELS();
+  if (!HostCaps::probe().has(Feature::avx2)) GTEST_SKIP() << "no AVX2: the references run";
+  MapModelFacts f = moe_facts("qwen3moe");
+  f.set_key("qwen3moe.expert_count", int64_t{512});
+  for (int l = 0; l < 2; ++l) {
+    const std::string b = "blk." + std::to_string(l) + ".";
+    f.set_tensor(b + "ffn_gate_inp.weight", {DType::F32, {256, 512}});
+    for (const char* t : {"ffn_gate_exps", "ffn_up_exps"})
+      f.set_tensor(b + t + ".weight", {DType::F32, {256, 128, 512}});
+    f.set_tensor(b + "ffn_down_exps.weight", {DType::Q8_0, {128, 256, 512}});
+  }
+  std::optional<Resolved> r = resolve_moe("qwen3moe", f);
+  ASSERT_TRUE(r);
+  for (auto* phase : {&r->decode, &r->prefill}) {
+    EXPECT_NE(phase->at("blk.0.moe_route")->provider->id, "moe_route_softmax_norm_f32__ref");
+    EXPECT_EQ(phase->at("blk.0.moe_group")->provider->id, "moe_group__avx2");
+  }
+  // One more expert is a load error of the circuit, not a reference fallback.
+  f.set_key("qwen3moe.expert_count", int64_t{513});
+  std::string err;
+  std::optional<Circuit> c = selected("qwen3moe", f, &err);
+  ASSERT_TRUE(c) << err;
+  std::vector<LoadError> errors;
+  EXPECT_FALSE(instantiate(*c, f, {256, 64}, &errors));
+  EXPECT_TRUE(test::has_error(errors, "circuits/qwen3moe.yaml", "checks[5]", "n_expert <= 512"))
+      << format_errors(errors);
+}
+
 // Bad input is a load error naming the key or the tensor.
 TEST(Moe, ModelErrorsNameKeyAndTensor) {
   std::string err;
