@@ -203,30 +203,8 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
   const V16 mxv = L.bcast(L.reduce_max(mx), "mxv");
   V sum = b.vec(128, Cls::F, "sum");
   b.vzero(sum);
-  b.for_(g, zero, len16, c16);
-  {
-    V16 w = L.vec("w"), ex = L.vec("ex");
-    L.load(w, Mem{e, g, 4, 0});
-    L.sub(w, w, mxv);
-    exp16(L, ec, ex, w);
-    L.store(Mem{e, g, 4, 0}, ex);
-    V s = L.reduce_add(ex), sd = b.vec(128, Cls::F, "sd");
-    b.vcvt_ss_sd(sd, s);
-    b.vadd_sd(sum, sum, sd);
-  }
-  b.end_for();
-  V inv = b.vec(128, Cls::F, "inv");
-  b.vdiv_sd(inv, one_d, sum);
-  b.vcvt_sd_ss(inv, inv);
-  const V16 invv = L.bcast(inv, "invv");
-  b.for_(g, zero, len16, c16);
-  {
-    V16 w = L.vec("w");
-    L.load(w, Mem{e, g, 4, 0});
-    L.mul(w, w, invv);
-    L.store(Mem{e, g, 4, 0}, w);
-  }
-  b.end_for();
+  exp_sub_groups(L, ec, e, e, len16, mxv, sum);
+  scale_groups(L, e, len16, inv_of_sum(b, one_d, sum));
 
   // out[d] = V^T row d . p over cells [0, len).
   V full = b.i64("full"), full_bytes = b.i64("full_bytes");

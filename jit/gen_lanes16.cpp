@@ -145,6 +145,44 @@ void pow2(Lanes16& L, const ExpConsts& c, V16 d, V16 k) {
 
 }  // namespace
 
+void exp_sub_groups(Lanes16& L, const ExpConsts& c, V src, V dst, V n16, V16 max, V sum) {
+  Builder& b = L.b;
+  V g = b.i64("g");
+  b.for_(g, b.imm(0, "zero"), n16, b.imm(16, "c16"));
+  {
+    V16 w = L.vec("w"), ex = L.vec("ex");
+    L.load(w, Mem{src, g, 4, 0});
+    L.sub(w, w, max);
+    exp16(L, c, ex, w);
+    L.store(Mem{dst, g, 4, 0}, ex);
+    V sd = b.vec(128, Cls::F, "sd");
+    b.vcvt_ss_sd(sd, L.reduce_add(ex));
+    b.vadd_sd(sum, sum, sd);
+  }
+  b.end_for();
+}
+
+V inv_of_sum(Builder& b, V one_d, V sum) {
+  V inv = b.vec(128, Cls::F, "inv");
+  b.vdiv_sd(inv, one_d, sum);
+  b.vcvt_sd_ss(inv, inv);
+  return inv;
+}
+
+void scale_groups(Lanes16& L, V row, V n16, V inv) {
+  Builder& b = L.b;
+  const V16 invv = L.bcast(inv, "invv");
+  V g = b.i64("g");
+  b.for_(g, b.imm(0, "zero"), n16, b.imm(16, "c16"));
+  {
+    V16 w = L.vec("w");
+    L.load(w, Mem{row, g, 4, 0});
+    L.mul(w, w, invv);
+    L.store(Mem{row, g, 4, 0}, w);
+  }
+  b.end_for();
+}
+
 void copy_floats(Lanes16& L, V src, V dst, V n) {
   kir::Builder& b = L.b;
   V full = b.i64("full"), bytes = b.i64("bytes"), off = b.i64("off"), i = b.i64("i");

@@ -65,6 +65,17 @@ struct ExpConsts {
 ExpConsts exp_consts(Lanes16& L);
 void exp16(Lanes16& L, const ExpConsts& c, V16 d, V16 x);
 
+// ggml_vec_soft_max_f32's 16-lane part over floats [0, n16) (n16 a multiple of 16):
+// dst[i] = ggml_v_expf(src[i] - max) (exp16), each group's reduce_add added into the double
+// in the low 64 bits of `sum` (a 128-bit value); src and dst may be the same row.
+void exp_sub_groups(Lanes16& L, const ExpConsts& c, kir::V src, kir::V dst, kir::V n16, V16 max,
+                    kir::V sum);
+// The soft_max's scale, (float)(1.0 / sum) for the double `sum` (`one_d`: 1.0 as a double
+// in the low 64 bits), in lane 0 of a new 128-bit value; scale_groups: row[i] = fl(row[i] *
+// that) over the 16-groups of [0, n16).
+kir::V inv_of_sum(kir::Builder& b, kir::V one_d, kir::V sum);
+void scale_groups(Lanes16& L, kir::V row, kir::V n16, kir::V inv);
+
 // d = silu(g) * u as ggml_vec_swiglu_f32: silu = g / (1 + ggml_v_expf(0 - g)), each step
 // rounded (`zero`: +0 lanes). The SwiGLU providers (split and fused halves) share it.
 void swiglu16(Lanes16& L, const ExpConsts& c, V16 zero, V16 d, V16 g, V16 u);

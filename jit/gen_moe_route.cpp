@@ -132,17 +132,7 @@ bool build_route(const char* generator, Isa isa, const GeneratorParams& params, 
     // The exp constants are made per token: made once, they would be live across the call
     // of the tail's helper, which saves and restores every live vector register.
     const ExpConsts ec = exp_consts(L);
-    b.for_(g, zero, full_bytes, c64);
-    {
-      V16 w = L.vec("w"), ex = L.vec("ex");
-      L.load(w, Mem{x, g, 1, 0});
-      L.sub(w, w, mxv);
-      exp16(L, ec, ex, w);
-      L.store(Mem{p, g, 1, 0}, ex);
-      b.vcvt_ss_sd(sd, L.reduce_add(ex));
-      b.vadd_sd(sum, sum, sd);
-    }
-    b.end_for();
+    exp_sub_groups(L, ec, x, p, full, mxv, sum);
     b.if_(full, Cmp::LT, E);
     {
       b.for_(i, full, E, one);
@@ -162,18 +152,8 @@ bool build_route(const char* generator, Isa isa, const GeneratorParams& params, 
     b.end_if();
 
     // p = e * (float)(1.0 / sum)
-    V inv = b.vec(128, Cls::F, "inv");
-    b.vdiv_sd(inv, one_d, sum);
-    b.vcvt_sd_ss(inv, inv);
-    const V16 invv = L.bcast(inv, "invv");
-    b.for_(g, zero, full_bytes, c64);
-    {
-      V16 w = L.vec("w");
-      L.load(w, Mem{p, g, 1, 0});
-      L.mul(w, w, invv);
-      L.store(Mem{p, g, 1, 0}, w);
-    }
-    b.end_for();
+    const V inv = inv_of_sum(b, one_d, sum);
+    scale_groups(L, p, full, inv);
     b.for_(i, full, E, one);
     b.vload_ss(xs, Mem{p, i, 4, 0});
     b.vmul_ss(xs, xs, inv);
