@@ -98,7 +98,8 @@ bool build_route(const char* generator, Isa isa, const GeneratorParams& params, 
   V full = b.i64("full"), full_bytes = b.i64("full_bytes"), row_bytes = b.i64("row_bytes"),
     tmp = b.i64("tmp"), t = b.i64("t"), g = b.i64("g"), i = b.i64("i"), s = b.i64("s"),
     v = b.i64("v"), a = b.i64("a"), last = b.i64("last"), j = b.i64("j"), jm1 = b.i64("jm1"),
-    done = b.i64("done"), kp1 = b.i64("kp1"), tie = b.i64("tie"), id = b.i64("id");
+    done = b.i64("done"), ix = b.i64("ix"), kp1 = b.i64("kp1"), tie = b.i64("tie"),
+    id = b.i64("id");
   V x = b.ptr("x"), tail = b.ptr("tail"), idt = b.ptr("idt"), wt = b.ptr("wt");
   b.andi(full, E, ~int64_t(15));
   b.muli(full_bytes, full, 4);
@@ -168,6 +169,7 @@ bool build_route(const char* generator, Isa isa, const GeneratorParams& params, 
     b.movi(tie, 0);
     b.for_(s, zero, kp1, one);
     b.store_i32(Mem{vals, s, 4, 0}, minus1);
+    b.store_i32(Mem{idxs, s, 4, 0}, zero);  // never read unset: the C would read garbage
     b.end_for();
     b.for_(i, zero, E, one);
     {
@@ -189,16 +191,16 @@ bool build_route(const char* generator, Isa isa, const GeneratorParams& params, 
         {
           b.addi(jm1, j, -1);
           b.load_i32(a, Mem{vals, jm1, 4, 0});
+          b.if_(a, Cmp::GE, v);  // the first kept value >= v: v goes below it
+          b.movi(done, 1);
+          b.end_if();
           b.if_(a, Cmp::LT, v);
           {
             b.store_i32(Mem{vals, j, 4, 0}, a);
-            b.load_i32(a, Mem{idxs, jm1, 4, 0});
-            b.store_i32(Mem{idxs, j, 4, 0}, a);
+            b.load_i32(ix, Mem{idxs, jm1, 4, 0});
+            b.store_i32(Mem{idxs, j, 4, 0}, ix);
             b.mov(j, jm1);
           }
-          b.end_if();
-          b.if_(a, Cmp::GE, v);  // a still holds the value when nothing moved
-          b.movi(done, 1);
           b.end_if();
         }
         b.end_if();

@@ -184,6 +184,14 @@ std::string route_diff(const std::vector<int32_t>& ij, const std::vector<int32_t
   return diff(wj, wr, wc);
 }
 
+// Fills the stack below the caller with `fill`, so that a kernel frame that reads memory it
+// never wrote sees that byte (a fresh test process would mostly show zeros; CI's ASan run
+// found such a read with other garbage).
+__attribute__((noinline)) void dirty_stack(uint8_t fill) {
+  volatile uint8_t junk[1 << 16];
+  for (size_t i = 0; i < sizeof junk; ++i) junk[i] = fill;
+}
+
 void run_route(const std::string& id) {
   std::string skip;
   auto l = load_generated<MoeRouteFn>(id, "moe_route", &skip);
@@ -208,7 +216,10 @@ void run_route(const std::string& id) {
           std::vector<float> wr(P, 9.0f), wj = wr, wc = wr;
           moe_route_softmax_norm_f32__ref(logits.data(), ir.data(), wr.data(), E, n_used, T, t0,
                                           t1);
+          const uint8_t fill = uint8_t(rows * 37);
+          dirty_stack(fill);
           l.fn(logits.data(), ij.data(), wj.data(), E, n_used, T, t0, t1);
+          dirty_stack(fill);
           l.cfn(logits.data(), ic.data(), wc.data(), E, n_used, T, t0, t1);
           ASSERT_EQ(route_diff(ij, ir, ic, wj, wr, wc), "")
               << fmt::format("E={} n_used={} kind={} [{}, {})", E, n_used, kind, t0, t1);
@@ -270,7 +281,9 @@ void run_group(const std::string& id) {
           std::vector<int32_t> sr(static_cast<size_t>(2 * E), -5),
               sj = sr, sc = sr, rr(static_cast<size_t>(2 * n_used * T), -5), rj = rr, rc = rr;
           moe_group__ref(ids.data(), sr.data(), rr.data(), E, n_used, T);
+          dirty_stack(uint8_t(E + T));
           l.fn(ids.data(), sj.data(), rj.data(), E, n_used, T);
+          dirty_stack(uint8_t(E + T));
           l.cfn(ids.data(), sc.data(), rc.data(), E, n_used, T);
           const std::string at =
               fmt::format("E={} n_used={} T={} out_of_range={}", E, n_used, T, out_of_range);
