@@ -12,6 +12,14 @@
 
 namespace cke::test {
 
+// Fills the stack below the caller with `fill`, so that a kernel frame that reads memory it
+// never wrote sees that byte instead of whatever a previous call left (CI's ASan run found
+// a moe_route bug that only other garbage showed). Call it right before a kernel.
+__attribute__((noinline)) inline void dirty_stack(uint8_t fill) {
+  volatile uint8_t junk[1 << 16];
+  for (size_t i = 0; i < sizeof junk; ++i) junk[i] = fill;
+}
+
 // Empty when this machine has every feature the generator needs, else the missing ones.
 std::string missing_isa(const jit::Generator& g);
 

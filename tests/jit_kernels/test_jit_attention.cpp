@@ -87,8 +87,10 @@ std::string compare(const Loaded& l, const Shape& s, const float* k, const float
   std::vector<float> yr(n, sentinel), yj(n, sentinel), yc(n, sentinel);
   l.ref(q.data(), k, v, yr.data(), s.hd, s.nh, s.nhkv, s.nctx, c.pos0, c.T, c.scale, c.window, c.h0,
         c.h1);
+  dirty_stack(uint8_t(c.pos0 * 7 + c.T));
   l.fn(q.data(), k, v, yj.data(), s.hd, s.nh, s.nhkv, s.nctx, c.pos0, c.T, c.scale, c.window, c.h0,
        c.h1);
+  dirty_stack(uint8_t(c.pos0 * 7 + c.T));
   l.cfn(q.data(), k, v, yc.data(), s.hd, s.nh, s.nhkv, s.nctx, c.pos0, c.T, c.scale, c.window, c.h0,
         c.h1);
   const std::string where = "hd=" + std::to_string(s.hd) + " nh=" + std::to_string(s.nh) +

@@ -254,10 +254,12 @@ void guard_pages(const Loaded& l) {
       GuardedBuffer gw(kw.data(), kw.size()), gx(x.data(), x.size());
       std::vector<float> zeros(size_t(N * T), 0.0f);
       GuardedBuffer gy(zeros.data(), zeros.size() * sizeof(float));
+      dirty_stack(uint8_t(K + N + T));
       l.fn(gx.data(), gw.data(), static_cast<float*>(gy.data()), K, N, T, 0, N);
       EXPECT_EQ(std::memcmp(gy.data(), yr.data(), yr.size() * sizeof(float)), 0)
           << "K=" << K << " N=" << N << " T=" << T;
       std::memcpy(gy.data(), zeros.data(), zeros.size() * sizeof(float));
+      dirty_stack(uint8_t(K + N + T));
       l.cfn(gx.data(), gw.data(), static_cast<float*>(gy.data()), K, N, T, 0, N);
       EXPECT_EQ(std::memcmp(gy.data(), yr.data(), yr.size() * sizeof(float)), 0)
           << "emitted C: K=" << K << " N=" << N << " T=" << T;

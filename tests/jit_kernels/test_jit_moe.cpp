@@ -184,14 +184,6 @@ std::string route_diff(const std::vector<int32_t>& ij, const std::vector<int32_t
   return diff(wj, wr, wc);
 }
 
-// Fills the stack below the caller with `fill`, so that a kernel frame that reads memory it
-// never wrote sees that byte (a fresh test process would mostly show zeros; CI's ASan run
-// found such a read with other garbage).
-__attribute__((noinline)) void dirty_stack(uint8_t fill) {
-  volatile uint8_t junk[1 << 16];
-  for (size_t i = 0; i < sizeof junk; ++i) junk[i] = fill;
-}
-
 void run_route(const std::string& id) {
   std::string skip;
   auto l = load_generated<MoeRouteFn>(id, "moe_route", &skip);
