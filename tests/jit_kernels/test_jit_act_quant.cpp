@@ -43,7 +43,9 @@ std::string check(const Loaded& l, const float* x, int64_t K, int64_t T, int64_t
   const size_t bytes = size_t(K / 32 * T) * kBlockBytes;
   std::vector<uint8_t> yr(bytes, 0xA5), yj(bytes, 0xA5), yc(bytes, 0xA5);
   l.ref(x, yr.data(), K, T, t0, t1);
+  dirty_stack(uint8_t(__LINE__));
   l.fn(x, yj.data(), K, T, t0, t1);
+  dirty_stack(uint8_t(__LINE__));
   l.cfn(x, yc.data(), K, T, t0, t1);
   for (size_t i = 0; i < bytes; ++i) {
     if (yj[i] != yr[i] || yc[i] != yj[i]) {
@@ -201,7 +203,9 @@ void run_q8_0(const std::string& id) {
       std::vector<uint8_t> yr(ybytes, 0);
       const float* xp = static_cast<const float*>(gx.data());
       l.ref(xp, yr.data(), K, T, 0, T);
+      dirty_stack(uint8_t(__LINE__));
       l.fn(xp, gj.data(), K, T, 0, T);
+      dirty_stack(uint8_t(__LINE__));
       l.cfn(xp, gc.data(), K, T, 0, T);
       EXPECT_EQ(std::memcmp(gj.data(), yr.data(), ybytes), 0) << "guarded K=" << K << " T=" << T;
       EXPECT_EQ(std::memcmp(gc.data(), yr.data(), ybytes), 0) << "guarded C K=" << K;
@@ -217,7 +221,9 @@ void run_q8_0(const std::string& id) {
                                                                    {32, 3, 2, 1},
                                                                    {32, 3, 0, 4}}) {
       std::vector<uint8_t> yj(64 * 3 * 3, 0xA5), yc(yj);
+      dirty_stack(uint8_t(__LINE__));
       l.fn(x.data(), yj.data(), K, T, t0, t1);
+      dirty_stack(uint8_t(__LINE__));
       l.cfn(x.data(), yc.data(), K, T, t0, t1);
       EXPECT_TRUE(std::all_of(yj.begin(), yj.end(), [](uint8_t b) { return b == 0xA5; }))
           << "JIT wrote for K=" << K << " t0=" << t0 << " t1=" << t1;

@@ -57,7 +57,9 @@ std::string check(const Loaded& l, const float* x, int64_t K, int64_t T, int64_t
   const size_t rb = o.row(K), bytes = rb * size_t(T);
   std::vector<uint8_t> yr(bytes, 0xA5), yj(bytes, 0xA5), yc(bytes, 0xA5);
   l.ref(x, yr.data(), K, T, t0, t1);
+  dirty_stack(uint8_t(__LINE__));
   l.fn(x, yj.data(), K, T, t0, t1);
+  dirty_stack(uint8_t(__LINE__));
   l.cfn(x, yc.data(), K, T, t0, t1);
   for (size_t i = 0; i < bytes; ++i) {
     if (yj[i] != yr[i] || yc[i] != yj[i]) {
@@ -171,7 +173,9 @@ void bounds(const Loaded& l, int64_t B) {
                                                                    {B, 3, 2, 1},
                                                                    {B, 3, 0, 4}}) {
       std::vector<uint8_t> yj(o.row(4 * B) * 3, 0xA5), yc(yj);
+      dirty_stack(uint8_t(__LINE__));
       l.fn(x.data(), yj.data(), K, T, t0, t1);
+      dirty_stack(uint8_t(__LINE__));
       l.cfn(x.data(), yc.data(), K, T, t0, t1);
       EXPECT_TRUE(std::all_of(yj.begin(), yj.end(), [](uint8_t b) { return b == 0xA5; }))
           << "JIT wrote for K=" << K << " t0=" << t0 << " t1=" << t1;
@@ -188,7 +192,9 @@ void bounds(const Loaded& l, int64_t B) {
       GuardedBuffer gj(zero.data(), ybytes), gc(zero.data(), ybytes);
       const float* xp = static_cast<const float*>(gx.data());
       l.ref(xp, yr.data(), K, T, 0, T);
+      dirty_stack(uint8_t(__LINE__));
       l.fn(xp, gj.data(), K, T, 0, T);
+      dirty_stack(uint8_t(__LINE__));
       l.cfn(xp, gc.data(), K, T, 0, T);
       EXPECT_EQ(std::memcmp(gj.data(), yr.data(), ybytes), 0) << "guarded K=" << K << " T=" << T;
       EXPECT_EQ(std::memcmp(gc.data(), yr.data(), ybytes), 0) << "guarded C K=" << K;

@@ -78,7 +78,9 @@ std::string check(const Loaded& l, const std::vector<uint8_t>& table, int64_t E,
   const size_t n = size_t(E * T);
   std::vector<float> yr(n + 16, 1234.5f), yj(yr), yc(yr);
   l.ref(tokens.data(), table.data(), yr.data(), E, T);
+  dirty_stack(uint8_t(__LINE__));
   l.fn(tokens.data(), table.data(), yj.data(), E, T);
+  dirty_stack(uint8_t(__LINE__));
   l.cfn(tokens.data(), table.data(), yc.data(), E, T);
   for (size_t i = 0; i < n + 16; ++i) {
     if (!same_bits(yj[i], yr[i]) || std::memcmp(&yj[i], &yc[i], 4) != 0) {
@@ -154,7 +156,9 @@ void run_embed(const std::string& id) {
     GuardedBuffer gj(zero.data(), ybytes), gc(zero.data(), ybytes);
     std::vector<float> yr(size_t(E) * tokens.size());
     l.ref(tokens.data(), gt.data(), yr.data(), E, 3);
+    dirty_stack(uint8_t(__LINE__));
     l.fn(tokens.data(), gt.data(), static_cast<float*>(gj.data()), E, 3);
+    dirty_stack(uint8_t(__LINE__));
     l.cfn(tokens.data(), gt.data(), static_cast<float*>(gc.data()), E, 3);
     EXPECT_EQ(std::memcmp(gj.data(), gc.data(), ybytes), 0) << "guarded E=" << E;
     const float* pj = static_cast<const float*>(gj.data());
@@ -169,7 +173,9 @@ void run_embed(const std::string& id) {
     std::vector<uint8_t> table = random_bytes(tb.row(4 * tb.block) * 4);
     std::vector<int32_t> tokens = {0, 1};
     std::vector<float> yj(size_t(8 * tb.block), 1234.5f), yc(yj);
+    dirty_stack(uint8_t(__LINE__));
     l.fn(tokens.data(), table.data(), yj.data(), E, 2);
+    dirty_stack(uint8_t(__LINE__));
     l.cfn(tokens.data(), table.data(), yc.data(), E, 2);
     EXPECT_TRUE(std::all_of(yj.begin(), yj.end(), [](float v) { return v == 1234.5f; }))
         << "JIT wrote for E=" << E;

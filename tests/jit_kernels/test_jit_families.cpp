@@ -63,11 +63,14 @@ std::string layernorm_case(const GeneratedKernel<LayerNormFn>& l, const std::vec
   const int64_t rows = int64_t(x.size()) / n;
   std::vector<float> yr(x.size(), 7.0f), yj = yr, yc = yr;
   l.ref(x.data(), w.data(), b.data(), yr.data(), n, rows, eps);
+  dirty_stack(uint8_t(__LINE__));
   l.fn(x.data(), w.data(), b.data(), yj.data(), n, rows, eps);
+  dirty_stack(uint8_t(__LINE__));
   l.cfn(x.data(), w.data(), b.data(), yc.data(), n, rows, eps);
   if (std::string d = diff(yj, yr, yc); !d.empty())
     return fmt::format("n={} rows={} eps={} {}", n, rows, eps, d);
   std::vector<float> xi = x;  // in place
+  dirty_stack(uint8_t(__LINE__));
   l.fn(xi.data(), w.data(), b.data(), xi.data(), n, rows, eps);
   if (std::string d = diff(xi, yr, xi); !d.empty()) return "in place " + d;
   return "";
@@ -103,7 +106,9 @@ void run_layernorm(const std::string& id) {
   {  // outside the contract (n % 16 != 0, n or rows <= 0): nothing written
     std::vector<float> x(40, 1.0f), w(40, 1.0f), y(40, 7.0f);
     for (auto [n, rows] : {std::pair<int64_t, int64_t>{20, 2}, {0, 1}, {16, 0}, {-16, 1}}) {
+      dirty_stack(uint8_t(__LINE__));
       l.fn(x.data(), w.data(), w.data(), y.data(), n, rows, 1e-5f);
+      dirty_stack(uint8_t(__LINE__));
       l.cfn(x.data(), w.data(), w.data(), y.data(), n, rows, 1e-5f);
       for (float v : y) ASSERT_EQ(v, 7.0f) << "n=" << n << " rows=" << rows;
     }
@@ -132,10 +137,13 @@ void run_relu_sqr(const std::string& id) {
     for (int64_t i = 2; i < n; i += 5) x[size_t(i)] = sp[size_t(i) % std::size(sp)];
     std::vector<float> yr(size_t(n), 7.0f), yj = yr, yc = yr;
     l.ref(x.data(), yr.data(), n);
+    dirty_stack(uint8_t(__LINE__));
     l.fn(x.data(), yj.data(), n);
+    dirty_stack(uint8_t(__LINE__));
     l.cfn(x.data(), yc.data(), n);
     EXPECT_EQ(diff(yj, yr, yc), "") << "n=" << n;
     std::vector<float> xi = x;  // in place
+    dirty_stack(uint8_t(__LINE__));
     l.fn(xi.data(), xi.data(), n);
     EXPECT_EQ(diff(xi, yr, xi), "") << "in place, n=" << n;
   }
@@ -144,12 +152,16 @@ void run_relu_sqr(const std::string& id) {
     for (size_t i = 0; i < x.size(); ++i) x[i] = sp[(i + i / 16) % std::size(sp)];
     std::vector<float> yr(x.size()), yj(x.size()), yc(x.size());
     l.ref(x.data(), yr.data(), int64_t(x.size()));
+    dirty_stack(uint8_t(__LINE__));
     l.fn(x.data(), yj.data(), int64_t(x.size()));
+    dirty_stack(uint8_t(__LINE__));
     l.cfn(x.data(), yc.data(), int64_t(x.size()));
     EXPECT_EQ(diff(yj, yr, yc), "") << "specials";
   }
   std::vector<float> x(4, 1.0f), y(4, 7.0f);
+  dirty_stack(uint8_t(__LINE__));
   l.fn(x.data(), y.data(), 0);
+  dirty_stack(uint8_t(__LINE__));
   l.cfn(x.data(), y.data(), -4);
   for (float v : y) EXPECT_EQ(v, 7.0f) << "n <= 0 writes nothing";
 }
@@ -183,7 +195,9 @@ void run_swiglu_fused(const std::string& id) {
         }
       std::vector<float> yr(size_t(n * T), 7.0f), yj = yr, yc = yr;
       l.ref(x.data(), yr.data(), n, T);
+      dirty_stack(uint8_t(__LINE__));
       l.fn(x.data(), yj.data(), n, T);
+      dirty_stack(uint8_t(__LINE__));
       l.cfn(x.data(), yc.data(), n, T);
       EXPECT_EQ(diff(yj, yr, yc), "")
           << "n=" << n << " T=" << T << " gate in [" << lo << ", " << hi << "]";
@@ -200,14 +214,18 @@ void run_swiglu_fused(const std::string& id) {
       }
     std::vector<float> yr(size_t(n * T)), yj(yr.size()), yc(yr.size());
     l.ref(x.data(), yr.data(), n, T);
+    dirty_stack(uint8_t(__LINE__));
     l.fn(x.data(), yj.data(), n, T);
+    dirty_stack(uint8_t(__LINE__));
     l.cfn(x.data(), yc.data(), n, T);
     EXPECT_EQ(diff(yj, yr, yc), "") << "specials";
   }
   {  // outside the contract (n % 16 != 0, n or T <= 0): nothing written
     std::vector<float> x(80, 1.0f), y(40, 7.0f);
     for (auto [n, T] : {std::pair<int64_t, int64_t>{20, 2}, {0, 1}, {16, 0}, {-16, 1}}) {
+      dirty_stack(uint8_t(__LINE__));
       l.fn(x.data(), y.data(), n, T);
+      dirty_stack(uint8_t(__LINE__));
       l.cfn(x.data(), y.data(), n, T);
       for (float v : y) ASSERT_EQ(v, 7.0f) << "n=" << n << " T=" << T;
     }
