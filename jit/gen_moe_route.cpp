@@ -85,7 +85,7 @@ bool build_route(const char* generator, Isa isa, const GeneratorParams& params, 
 
   Lanes16 L(b, isa);
   const V16 ninf = L.splat(0xff800000u, "ninf");
-  const V zero = b.imm(0, "zero"), one = b.imm(1, "one"), c64 = b.imm(64, "c64");
+  const V zero = b.imm(0, "zero"), one = b.imm(1, "one"), c16 = b.imm(16, "c16");
   V one_d = b.vec(128, Cls::F, "one_d"), inf = b.vec(128, Cls::F, "inf"),
     wmin = b.vec(128, Cls::F, "wmin");
   b.vconst32(one_d, {0u, 0x3FF00000u, 0u, 0u});  // 1.0 (double) in the low 64 bits
@@ -95,14 +95,12 @@ bool build_route(const char* generator, Isa isa, const GeneratorParams& params, 
   const V vals = b.stack((kMoeMaxExperts + 1) * 4, "vals"),
           idxs = b.stack(kMoeMaxExperts * 4 + 4, "idxs");
   const V minus1 = b.imm(-1, "minus1");
-  V full = b.i64("full"), full_bytes = b.i64("full_bytes"), row_bytes = b.i64("row_bytes"),
-    tmp = b.i64("tmp"), t = b.i64("t"), g = b.i64("g"), i = b.i64("i"), s = b.i64("s"),
-    v = b.i64("v"), a = b.i64("a"), last = b.i64("last"), j = b.i64("j"), jm1 = b.i64("jm1"),
-    done = b.i64("done"), ix = b.i64("ix"), kp1 = b.i64("kp1"), tie = b.i64("tie"),
-    id = b.i64("id");
+  V full = b.i64("full"), row_bytes = b.i64("row_bytes"), tmp = b.i64("tmp"), t = b.i64("t"),
+    g = b.i64("g"), i = b.i64("i"), s = b.i64("s"), v = b.i64("v"), a = b.i64("a"),
+    last = b.i64("last"), j = b.i64("j"), jm1 = b.i64("jm1"), done = b.i64("done"),
+    ix = b.i64("ix"), kp1 = b.i64("kp1"), tie = b.i64("tie"), id = b.i64("id");
   V x = b.ptr("x"), tail = b.ptr("tail"), idt = b.ptr("idt"), wt = b.ptr("wt");
   b.andi(full, E, ~int64_t(15));
-  b.muli(full_bytes, full, 4);
   b.muli(row_bytes, E, 4);
   b.addi(kp1, n_used, 1);
   b.for_(t, t0, t1, one);
@@ -113,10 +111,10 @@ bool build_route(const char* generator, Isa isa, const GeneratorParams& params, 
     // max
     V16 mx = L.vec("mx");
     L.copy(mx, ninf);
-    b.for_(g, zero, full_bytes, c64);
+    b.for_(g, zero, full, c16);
     {
       V16 w = L.vec("w");
-      L.load(w, Mem{x, g, 1, 0});
+      L.load(w, Mem{x, g, 4, 0});
       L.max(mx, mx, w);
     }
     b.end_for();
