@@ -21,6 +21,7 @@
 #include <string>
 
 #include "jit/gen_formats.h"
+#include "jit/gen_rows16.h"
 #include "jit/gen_tile.h"
 #include "jit/generators.h"
 #include "jit/kir/kir.h"
@@ -86,13 +87,24 @@ int build_q_tile_avx2(kir::Module& m, const std::string& name, QFormat f, QArith
 // (gen_linear_q_avx512.cpp). Writes the entry's body into e and its tiles into m. K is at
 // most 32 * kOffsetPackedMaxBlocks (the map's shape predicate).
 constexpr int kOffsetPackedMaxBlocks = 512;
+// Their activation pack, per group of up to kOffGroup tokens and block (kOffPack bytes):
+// token t's 32 quants at 32 t, its scale as f32 (exact) at kOffPackScale + 4 t, and at
+// kOffPackCorr + 32 t its 8 int32 lanes -bias * (sum of each lane's 4 quants) (q8_0: bias
+// 128, q5_0: 16), the correction of the biased-weight products.
+constexpr int kOffGroup = 4;
+constexpr int kOffPackScale = 32 * kOffGroup;
+constexpr int kOffPackCorr = kOffPackScale + 4 * kOffGroup;
+constexpr int kOffPack = kOffPackCorr + 32 * kOffGroup;
+// Packs `count` (1..kOffGroup) token rows of block_q8_0 (x, as bytes apart; nb blocks) into
+// pk; amin (a 256-bit vector) keeps the bytewise minimum of their quants.
+void emit_offset_pack(kir::Builder& e, QFormat f, kir::V x, kir::V as, kir::V nb, kir::V count,
+                      kir::V pk, kir::V amin);
 void build_q_offset_packed_avx512(kir::Builder& e, kir::Module& m, const std::string& name,
                                   QFormat f);
 
 // Weights: the file's row-major blocks, or their load-time copy in layout q4_0_r16
 // (kernels/formats/layouts.h).
 constexpr int kQ4_0Rows16MaxBlocks = 512;
-enum class Rows16Weights : uint8_t { RowMajor, R16 };
 // Which tokens take the gemm's products: the contract's split (the first 4 floor(T / 4)),
 // or none (every token as the gemv computes it alone: a batch of decode tokens,
 // selection.decode_batch).
@@ -106,6 +118,9 @@ bool build_linear_q4_0_avx512vnni(const GeneratorParams& p, kir::Module* m, std:
 bool build_linear_q4_0x8_avx512vnni(const GeneratorParams& p, kir::Module* m, std::string* err);
 // The same arithmetic on the q4_0_r16 copy of the weights (params rows 16, tokens 1 or 8).
 bool build_linear_q4_0_r16_avx512vnni(const GeneratorParams& p, kir::Module* m, std::string* err);
+// q8_0 (linear.q8_0.ggml) on the q8_0_r16 copy of the weights (gen_linear_q8_0_r16.cpp;
+// params rows 16, tokens 1..3).
+bool build_linear_q8_0_r16_avx512vnni(const GeneratorParams& p, kir::Module* m, std::string* err);
 bool build_linear_q8_0_avx2(const GeneratorParams& p, kir::Module* m, std::string* err);
 bool build_linear_q4_0_avx2(const GeneratorParams& p, kir::Module* m, std::string* err);
 bool build_linear_q4_0x8_avx2(const GeneratorParams& p, kir::Module* m, std::string* err);

@@ -306,10 +306,6 @@ int emit_plain_offset(kir::Module& m, const std::string& name, QFormat f, int ro
 // (exact products), without per-tile activation work. A group with an activation of -128
 // (the sign move's wrap, see emit_plain_offset) runs through the offset tile instead,
 // which reruns as the sign-move tile.
-constexpr int kOffGroup = 4;
-constexpr int kOffPackScale = 32 * kOffGroup;
-constexpr int kOffPackCorr = kOffPackScale + 4 * kOffGroup;
-constexpr int kOffPack = kOffPackCorr + 32 * kOffGroup;
 constexpr int kOffRowBlock = 128;  // rows per pass over a token group (their weights stay in L2)
 
 int emit_offset_packed_tile(kir::Module& m, const std::string& name, QFormat f, int tokens) {
@@ -362,49 +358,6 @@ int emit_offset_packed_tile(kir::Module& m, const std::string& name, QFormat f, 
   b.end_for();
   store_pairs(b, a, acc, kPairs, tokens);
   return b.index();
-}
-
-// Packs `count` (1..4) token rows of block_q8_0 (x, as bytes apart) into pk; amin keeps
-// the bytewise minimum of their quants.
-void emit_offset_pack(Builder& e, QFormat f, V x, V as, V nb, V count, V pk, V amin) {
-  const int qo = q_traits(f).act_quants_offset;
-  V t = e.i64("pk_t"), blk = e.i64("pk_b"), tmp = e.i64("pk_tmp");
-  V src = e.ptr("pk_src"), dq = e.ptr("pk_dq"), ds = e.ptr("pk_ds"), dc = e.ptr("pk_dc");
-  V bias = e.vec(256, Cls::I, "pk_bias"), zero = e.vec(256, Cls::I, "pk_zero");
-  e.vsplat32(bias,
-             0x01010101u * uint32_t(q_traits(f).unpack == QUnpack::Bytes ? 128 : q_traits(f).bias));
-  e.vzero(zero);
-  e.for_(t, e.imm(0, "pk_zero_i"), count, e.imm(1, "pk_one"));
-  {
-    e.mul(tmp, t, as);
-    e.ptr_add(src, x, tmp, 1);
-    e.muli(tmp, t, 32);
-    e.ptr_add(dq, pk, tmp, 1);
-    e.ptr_add(dc, pk, tmp, 1);
-    e.muli(tmp, t, 4);
-    e.ptr_add(ds, pk, tmp, 1);
-    e.for_(blk, e.imm(0, "pk_zero_b"), nb, e.imm(1, "pk_one_b"));
-    {
-      V q = e.vec(256, Cls::I, "pk_q"), s = e.vec(256, Cls::I, "pk_s");
-      e.vload(q, Mem{src, {}, 1, qo});
-      e.vstore(Mem{dq, {}, 1, 0}, q);
-      e.vmin_i8(amin, amin, q);
-      e.vzero(s);
-      e.vdpbusd(s, bias, q);  // bias * (sum of each lane's 4 quants)
-      e.vsub_i32(s, zero, s);
-      e.vstore(Mem{dc, {}, 1, kOffPackCorr}, s);
-      V h = e.vec(128, Cls::I, "pk_h"), d = e.vec(128, Cls::F, "pk_d");
-      e.vbcast_i16(h, Mem{src, {}, 1, 0});
-      e.vcvt_f16_f32(d, h);
-      e.vstore_ss(Mem{ds, {}, 1, kOffPackScale}, d);
-      e.addi(src, src, q_traits(f).act_block_bytes);
-      e.addi(dq, dq, kOffPack);
-      e.addi(dc, dc, kOffPack);
-      e.addi(ds, ds, kOffPack);
-    }
-    e.end_for();
-  }
-  e.end_for();
 }
 
 // Four zmm of int32 lanes (zmm p: row p in lanes 0-7, row p+4 in lanes 8-15) -> one ymm of
@@ -545,6 +498,47 @@ int emit_gemv_offset(kir::Module& m, const std::string& name, QFormat f) {
 
 }  // namespace
 
+void emit_offset_pack(Builder& e, QFormat f, V x, V as, V nb, V count, V pk, V amin) {
+  const int qo = q_traits(f).act_quants_offset;
+  V t = e.i64("pk_t"), blk = e.i64("pk_b"), tmp = e.i64("pk_tmp");
+  V src = e.ptr("pk_src"), dq = e.ptr("pk_dq"), ds = e.ptr("pk_ds"), dc = e.ptr("pk_dc");
+  V bias = e.vec(256, Cls::I, "pk_bias"), zero = e.vec(256, Cls::I, "pk_zero");
+  e.vsplat32(bias,
+             0x01010101u * uint32_t(q_traits(f).unpack == QUnpack::Bytes ? 128 : q_traits(f).bias));
+  e.vzero(zero);
+  e.for_(t, e.imm(0, "pk_zero_i"), count, e.imm(1, "pk_one"));
+  {
+    e.mul(tmp, t, as);
+    e.ptr_add(src, x, tmp, 1);
+    e.muli(tmp, t, 32);
+    e.ptr_add(dq, pk, tmp, 1);
+    e.ptr_add(dc, pk, tmp, 1);
+    e.muli(tmp, t, 4);
+    e.ptr_add(ds, pk, tmp, 1);
+    e.for_(blk, e.imm(0, "pk_zero_b"), nb, e.imm(1, "pk_one_b"));
+    {
+      V q = e.vec(256, Cls::I, "pk_q"), s = e.vec(256, Cls::I, "pk_s");
+      e.vload(q, Mem{src, {}, 1, qo});
+      e.vstore(Mem{dq, {}, 1, 0}, q);
+      e.vmin_i8(amin, amin, q);
+      e.vzero(s);
+      e.vdpbusd(s, bias, q);  // bias * (sum of each lane's 4 quants)
+      e.vsub_i32(s, zero, s);
+      e.vstore(Mem{dc, {}, 1, kOffPackCorr}, s);
+      V h = e.vec(128, Cls::I, "pk_h"), d = e.vec(128, Cls::F, "pk_d");
+      e.vbcast_i16(h, Mem{src, {}, 1, 0});
+      e.vcvt_f16_f32(d, h);
+      e.vstore_ss(Mem{ds, {}, 1, kOffPackScale}, d);
+      e.addi(src, src, q_traits(f).act_block_bytes);
+      e.addi(dq, dq, kOffPack);
+      e.addi(dc, dc, kOffPack);
+      e.addi(ds, ds, kOffPack);
+    }
+    e.end_for();
+  }
+  e.end_for();
+}
+
 int build_q_tile_avx512(kir::Module& m, const std::string& name, QFormat f, QArith a, int rows,
                         int tokens) {
   if (a == QArith::Gemv && f == QFormat::Q4_0 && tokens == 1) return emit_gemv_offset(m, name, f);
@@ -576,10 +570,7 @@ void build_q_offset_packed_avx512(Builder& e, kir::Module& m, const std::string&
   V r0 = e.i64("r0"), r1 = e.i64("r1"), t0 = e.i64("t0"), cnt = e.i64("cnt"), n = e.i64("n");
   V rows = e.i64("rows"), xt = e.ptr("xt"), yt = e.ptr("yt"), wn = e.ptr("wn"), yn = e.ptr("yn");
   V bits = e.i64("min8_bits"), four = e.imm(kOffGroup, "four"), rstep = e.imm(kRows, "R");
-  V amin = e.vec(256, Cls::I, "amin"), amin512 = e.vec(512, Cls::I, "amin512"),
-    am = e.vec(512, Cls::I, "amin_abs"), zero512 = e.vec(512, Cls::I, "zero512");
-  V k = e.mask("has_min8"), none = e.imm(0, "none");
-  e.vzero(zero512);
+  V amin = e.vec(256, Cls::I, "amin"), none = e.imm(0, "none");
   e.for_(r0, n0, n1, e.imm(kOffRowBlock, "row_block"));
   e.addi(r1, r0, kOffRowBlock);
   e.min(r1, r1, n1);
@@ -593,10 +584,7 @@ void build_q_offset_packed_avx512(Builder& e, kir::Module& m, const std::string&
     e.ptr_add(yt, y, tmp, 1);
     e.vsplat32(amin, 0x7F7F7F7Fu);
     emit_offset_pack(e, f, xt, as, nb, cnt, pk, amin);
-    e.vinsert(amin512, zero512, amin, 0);
-    e.vabs_i8(am, amin512);  // |min| keeps its sign bit only for -128
-    e.kfrom_bytes(k, am);
-    e.kto_i64(bits, k);
+    emit_has_min8(e, amin, bits);
     for (int g = 1; g <= kOffGroup; ++g) {
       e.if_(cnt, Cmp::EQ, g);
       for (int exact = 0; exact < 2; ++exact) {

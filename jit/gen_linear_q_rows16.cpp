@@ -47,11 +47,11 @@
 //
 // Rows past nrows - 1 re-read row nrows - 1 (never past the buffer); their lanes are not
 // stored.
-#include <functional>
 #include <stdexcept>
 #include <vector>
 
 #include "jit/gen_linear_q.h"
+#include "jit/gen_rows16.h"
 #include "kernels/formats/blocks.h"
 #include "kernels/formats/layouts.h"
 
@@ -64,7 +64,7 @@ using kir::Cmp;
 using kir::Mem;
 using kir::V;
 
-constexpr int kRows = 16;
+constexpr int kRows = kRows16;
 constexpr int kGroup = 8;                           // tokens a pack holds
 constexpr int kPackScale = 32 * kGroup;             // f32 d_a of token t at + 4 t
 constexpr int kPackCorr = kPackScale + 4 * kGroup;  // i32 -8 * sum(a) of token t at + 4 t
@@ -238,18 +238,6 @@ int emit_tile(kir::Module& m, const std::string& name, int tokens, Products prod
   return b.index();
 }
 
-// bits != 0 iff a byte of the packed tokens' bytewise minimum `amin` (emit_pack) is -128.
-void emit_has_min8(Builder& e, V amin, V bits) {
-  V amin512 = e.vec(512, Cls::I, "amin512"), am = e.vec(512, Cls::I, "amin_abs"),
-    zero512 = e.vec(512, Cls::I, "zero512");
-  V k = e.mask("has_min8");
-  e.vzero(zero512);
-  e.vinsert(amin512, zero512, amin, 0);
-  e.vabs_i8(am, amin512);  // |min| keeps its sign bit only for -128
-  e.kfrom_bytes(k, am);
-  e.kto_i64(bits, k);
-}
-
 // Packs `count` (1..8) token rows of block_q8_0 from x (as bytes apart) into pk (see the top
 // of the file). amin (a 256-bit vector, or none) keeps the bytewise minimum of the quants.
 void emit_pack(Builder& e, V x, V as, V nb, V count, V pk, V amin) {
@@ -295,109 +283,6 @@ void emit_pack(Builder& e, V x, V as, V nb, V count, V pk, V amin) {
   e.end_for();
 }
 
-// Where the rows of a call live: the file's blocks (row n at w + n * rb) or the q4_0_r16
-// copy (group g at w + g * gs, gs = nb * kQ4_0R16Block).
-struct RowsArgs {
-  Rows16Weights layout;
-  V w, rb, gs, n0, n1, ys, nb, tmp;  // tmp: r16's frame buffer for a partial first group
-};
-
-// The token groups one pass over the rows serves: n_full groups of the full tile (pack g at
-// pk + g * pk_step, outputs from y + g * y_step), then, if has_tail != 0, one group of the
-// tail tile after them.
-struct Groups {
-  int full_tile, tail_tile;  // tail_tile -1: none
-  int full_tokens, tail_tokens;
-  V pk, n_full, has_tail, pk_step, y_step;
-};
-
-// Calls the tiles of every group of `g` for the 16-row tile at wn (rows, outputs at yn, `yo`
-// bytes between tokens, `ystep` between groups); `after` (if any) runs after each call.
-void emit_group_calls(Builder& e, const RowsArgs& r, const Groups& g, V wn, V rows, V yn, V yo,
-                      V ystep, const std::function<void(int tokens)>& after) {
-  V gi = e.i64("gi"), pkg = e.ptr("pk_g"), yg = e.ptr("y_g"), none = e.imm(0, "none");
-  V wstride = r.layout == Rows16Weights::R16 ? r.gs : r.rb;
-  e.mov(pkg, g.pk);
-  e.mov(yg, yn);
-  e.for_(gi, e.imm(0, "zero_g"), g.n_full, e.imm(1, "one_g"));
-  e.call(g.full_tile, {wn, wstride, rows, pkg, none, yg, yo, r.nb});
-  if (after) after(g.full_tokens);
-  e.ptr_add(pkg, pkg, g.pk_step, 1);
-  e.ptr_add(yg, yg, ystep, 1);
-  e.end_for();
-  if (g.tail_tile >= 0) {
-    e.if_(g.has_tail, Cmp::NE, 0);
-    e.call(g.tail_tile, {wn, wstride, rows, pkg, none, yg, yo, r.nb});
-    if (after) after(g.tail_tokens);
-    e.end_if();
-  }
-}
-
-// Every row tile of the groups `g` (outputs from y = row 0, token 0 of the first group): per
-// 16 rows [n, n + 16) of [n0, n1), every group's tile, so the tile's weights are read from
-// memory once for all the groups. The r16 copy runs whole groups: a first row group that
-// starts at n0 % 16 != 0 goes through tmp (64 bytes a token) and its rows are copied out.
-void emit_rows(Builder& e, const RowsArgs& r, const Groups& g, V y) {
-  V n = e.i64("n"), rows = e.i64("rows"), left = e.i64("left"), tmp = e.i64("tmp");
-  V wn = e.ptr("wn"), yn = e.ptr("yn"), step = e.imm(kRows, "R");
-  V start = e.i64("start");
-  e.mov(start, r.n0);
-  if (r.layout == Rows16Weights::RowMajor) {
-    e.mul(tmp, r.n0, r.rb);
-    e.ptr_add(wn, r.w, tmp, 1);
-    e.ptr_add(yn, y, r.n0, 4);
-  } else {
-    V grp = e.i64("grp"), r0 = e.i64("r0");
-    e.sari(grp, r.n0, 4);
-    e.mul(tmp, grp, r.gs);
-    e.ptr_add(wn, r.w, tmp, 1);
-    e.andi(r0, r.n0, kRows - 1);
-    e.sub(start, r.n0, r0);  // the group's first row
-    e.ptr_add(yn, y, start, 4);
-    e.if_(r0, Cmp::NE, 0);
-    {
-      // Each token group into tmp, then rows [r0, min(16, n1 - start)) out to its y.
-      V sixteen = e.imm(kRows, "sixteen"), t64 = e.imm(4 * kRows, "t64"), rend = e.i64("rend");
-      V ri = e.i64("ri"), ys_t = e.ptr("ys_t"), tmp_t = e.ptr("tmp_t");
-      e.sub(rend, r.n1, start);
-      e.min(rend, rend, sixteen);
-      // Every group's tile writes tmp; `after` copies the rows to that group's outputs.
-      V y_of_group = e.ptr("y_of_group");
-      e.mov(y_of_group, yn);
-      emit_group_calls(e, r, g, wn, sixteen, r.tmp, t64, e.imm(0, "same_tmp"), [&](int tokens) {
-        e.mov(ys_t, y_of_group);
-        e.mov(tmp_t, r.tmp);
-        for (int t = 0; t < tokens; ++t) {
-          e.for_(ri, r0, rend, e.imm(1, "one"));
-          V f = e.vec(128, Cls::F, "row_out");
-          e.vload_ss(f, Mem{tmp_t, ri, 4, 0});
-          e.vstore_ss(Mem{ys_t, ri, 4, 0}, f);
-          e.end_for();
-          e.ptr_add(ys_t, ys_t, r.ys, 1);
-          e.addi(tmp_t, tmp_t, 4 * kRows);
-        }
-        e.ptr_add(y_of_group, y_of_group, g.y_step, 1);
-      });
-      e.addi(start, start, kRows);
-      e.ptr_add(wn, wn, r.gs, 1);
-      e.addi(yn, yn, 4 * kRows);
-    }
-    e.end_if();
-  }
-  e.for_(n, start, r.n1, step);
-  e.sub(left, r.n1, n);
-  e.min(rows, step, left);
-  emit_group_calls(e, r, g, wn, rows, yn, r.ys, g.y_step, {});
-  if (r.layout == Rows16Weights::R16) {
-    e.ptr_add(wn, wn, r.gs, 1);
-  } else {
-    e.muli(tmp, r.rb, kRows);
-    e.ptr_add(wn, wn, tmp, 1);
-  }
-  e.addi(yn, yn, 4 * kRows);
-  e.end_for();
-}
-
 }  // namespace
 
 void build_q4_0x8_rows16_avx512(Builder& e, kir::Module& m, const std::string& name,
@@ -424,7 +309,7 @@ void build_q4_0x8_rows16_avx512(Builder& e, kir::Module& m, const std::string& n
       linear_entry_prologue(e, qt.block_elems, kQ4_0Rows16MaxBlocks);
 
   const bool r16 = layout == Rows16Weights::R16;
-  RowsArgs ra{layout, w, {}, {}, n0, n1, e.i64("y_stride"), nb, {}};
+  Rows16Args ra{layout, w, {}, {}, n0, n1, e.i64("y_stride"), nb, {}};
   V as = e.i64("act_stride"), tmp = e.i64("tmp");
   if (r16) {
     ra.gs = e.i64("group_bytes");
@@ -453,8 +338,8 @@ void build_q4_0x8_rows16_avx512(Builder& e, kir::Module& m, const std::string& n
   e.muli(chunk, G, kGroup);
   e.sari(full, T, 2);
   e.muli(full, full, 4);
-  Groups groups{gemm8,  gemm4,          kGroup, 4, pk, e.i64("n_full"), e.i64("has_tail"),
-                gbytes, e.i64("y_step")};
+  Rows16Groups groups{gemm8,  gemm4,          kGroup, 4, pk, e.i64("n_full"), e.i64("has_tail"),
+                      gbytes, e.i64("y_step")};
   e.muli(groups.y_step, ra.ys, kGroup);
   e.for_(t0, e.imm(0, "zero"), full, chunk);
   {
@@ -482,16 +367,16 @@ void build_q4_0x8_rows16_avx512(Builder& e, kir::Module& m, const std::string& n
       V cbits = e.i64("chunk_min8");
       emit_has_min8(e, cmin, cbits);
       e.if_(cbits, Cmp::NE, 0);
-      Groups sign = groups;
+      Rows16Groups sign = groups;
       sign.full_tile = gemv8_sign;
       sign.tail_tile = gemv4_sign;
-      emit_rows(e, ra, sign, yt);
+      emit_rows16(e, ra, sign, yt);
       e.end_if();
       e.if_(cbits, Cmp::EQ, 0);
-      emit_rows(e, ra, groups, yt);
+      emit_rows16(e, ra, groups, yt);
       e.end_if();
     } else {
-      emit_rows(e, ra, groups, yt);
+      emit_rows16(e, ra, groups, yt);
     }
   }
   e.end_for();
@@ -512,10 +397,11 @@ void build_q4_0x8_rows16_avx512(Builder& e, kir::Module& m, const std::string& n
   for (int r = 1; r < 4; ++r) {
     e.if_(rem, Cmp::EQ, r);
     e.if_(bits, Cmp::NE, 0);
-    emit_rows(e, ra, Groups{gemv_sign[r], -1, r, 0, pk, one, V{}, gbytes, groups.y_step}, yt);
+    emit_rows16(e, ra, Rows16Groups{gemv_sign[r], -1, r, 0, pk, one, V{}, gbytes, groups.y_step},
+                yt);
     e.ret();
     e.end_if();
-    emit_rows(e, ra, Groups{gemv[r], -1, r, 0, pk, one, V{}, gbytes, groups.y_step}, yt);
+    emit_rows16(e, ra, Rows16Groups{gemv[r], -1, r, 0, pk, one, V{}, gbytes, groups.y_step}, yt);
     e.end_if();
   }
 }

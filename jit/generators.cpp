@@ -79,7 +79,7 @@ constexpr gen::MoeCombineFn kMoeCombine = nullptr;
 constexpr gen::MoeRouteFn kMoeRoute = nullptr;
 constexpr gen::MoeGroupFn kMoeGroup = nullptr;
 
-const std::array<Generator, 121> kGenerators = {
+const std::array<Generator, 122> kGenerators = {
     make_generator("linear_q8_0__avx512vnni",
                    "q8_0 linear, ggml vec_dot lanes, 2 rows per zmm, vpdpbusd", kAvx512Vnni,
                    kLinear, &gen::build_linear_q8_0_avx512vnni),
@@ -93,6 +93,10 @@ const std::array<Generator, 121> kGenerators = {
                    "q4_0 linear on the q4_0_r16 weight copy, ggml's repacked 8x8 arithmetic "
                    "(contract linear.q4_0x8.ggml)",
                    kAvx512Vnni, kLinear, &gen::build_linear_q4_0_r16_avx512vnni),
+    make_generator("linear_q8_0_r16__avx512vnni",
+                   "q8_0 linear on the q8_0_r16 weight copy, ggml vec_dot lanes, lane j of 16 "
+                   "rows per zmm (contract linear.q8_0.ggml)",
+                   kAvx512Vnni, kLinear, &gen::build_linear_q8_0_r16_avx512vnni),
     make_generator("linear_q6_K__avx512vnni",
                    "q6_K linear, ggml vec_dot_q6_K lanes, two chunks per zmm, vpdpbusd",
                    kAvx512Vnni, kLinear, &gen::build_linear_q6_K_avx512vnni),

@@ -1,8 +1,11 @@
 // The repacked weight layouts (layouts.h).
 #include "kernels/formats/layouts.h"
 
+#include <emmintrin.h>  // SSE2 (x86-64 baseline): non-temporal stores
+
 #include <cstddef>
 #include <cstring>
+#include <vector>
 
 #include "kernels/formats/blocks.h"
 
@@ -13,6 +16,30 @@ int64_t groups(int64_t N, int64_t rows) {
   return (N + rows - 1) / rows;
 }
 
+// A row group's repacked bytes are made in a buffer that stays in cache, then copied to the
+// copy with non-temporal stores: the copy is written once and read much later, and a plain
+// store would first read each line from memory (measured: the q8_0 copy of a 1.1 GiB file
+// spent 60 % of its repack time on those reads). n is a multiple of 16 (every layout's
+// block is).
+void stream_out(uint8_t* dst, const uint8_t* src, size_t n) {
+  if (reinterpret_cast<uintptr_t>(dst) % 16 != 0) {
+    std::memcpy(dst, src, n);
+    return;
+  }
+  for (size_t i = 0; i < n; i += 16)
+    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i),
+                     _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i)));
+  _mm_sfence();
+}
+
+// The group's buffer, zeroed only where a group has rows past N (padding rows are zero).
+uint8_t* group_buffer(size_t bytes, bool partial) {
+  thread_local std::vector<uint8_t> buf;
+  if (buf.size() < bytes) buf.resize(bytes);
+  if (partial) std::memset(buf.data(), 0, bytes);
+  return buf.data();
+}
+
 size_t q4_0_r16_bytes(int64_t K, int64_t N) {
   return size_t(groups(N, kQ4_0R16Rows)) * size_t(K / kQK4_0) * kQ4_0R16Block;
 }
@@ -21,10 +48,11 @@ void q4_0_r16_repack(const uint8_t* src, uint8_t* dst, int64_t K, int64_t N, int
                      int64_t g1) {
   const int64_t nb = K / kQK4_0;
   const auto* rows = reinterpret_cast<const block_q4_0*>(src);
-  for (int64_t g = g0; g < g1; ++g)
+  const size_t gbytes = size_t(nb) * kQ4_0R16Block;
+  for (int64_t g = g0; g < g1; ++g) {
+    uint8_t* buf = group_buffer(gbytes, (g + 1) * kQ4_0R16Rows > N);
     for (int64_t b = 0; b < nb; ++b) {
-      uint8_t* out = dst + size_t(g * nb + b) * kQ4_0R16Block;
-      std::memset(out, 0, kQ4_0R16Block);
+      uint8_t* out = buf + size_t(b) * kQ4_0R16Block;
       for (int r = 0; r < kQ4_0R16Rows; ++r) {
         const int64_t n = g * kQ4_0R16Rows + r;
         if (n >= N) break;
@@ -33,6 +61,38 @@ void q4_0_r16_repack(const uint8_t* src, uint8_t* dst, int64_t K, int64_t N, int
         std::memcpy(out + 256 + 2 * r, &blk.d, 2);
       }
     }
+    stream_out(dst + size_t(g) * gbytes, buf, gbytes);
+  }
+}
+
+size_t q8_0_r16_bytes(int64_t K, int64_t N) {
+  return size_t(groups(N, kQ8_0R16Rows)) * size_t(K / kQK8_0) * kQ8_0R16Block;
+}
+
+void q8_0_r16_repack(const uint8_t* src, uint8_t* dst, int64_t K, int64_t N, int64_t g0,
+                     int64_t g1) {
+  const int64_t nb = K / kQK8_0;
+  const auto* rows = reinterpret_cast<const block_q8_0*>(src);
+  const size_t gbytes = size_t(nb) * kQ8_0R16Block;
+  for (int64_t g = g0; g < g1; ++g) {
+    uint8_t* buf = group_buffer(gbytes, (g + 1) * kQ8_0R16Rows > N);
+    for (int64_t b = 0; b < nb; ++b) {
+      uint8_t* out = buf + size_t(b) * kQ8_0R16Block;
+      for (int r = 0; r < kQ8_0R16Rows; ++r) {
+        const int64_t n = g * kQ8_0R16Rows + r;
+        if (n >= N) break;
+        const block_q8_0& blk = rows[n * nb + b];
+        for (int j = 0; j < 8; ++j) {
+          uint32_t v;
+          std::memcpy(&v, blk.qs + 4 * j, 4);
+          v ^= 0x80808080u;  // each byte q + 128
+          std::memcpy(out + 64 * j + 4 * r, &v, 4);
+        }
+        std::memcpy(out + 512 + 2 * r, &blk.d, 2);
+      }
+    }
+    stream_out(dst + size_t(g) * gbytes, buf, gbytes);
+  }
 }
 
 size_t q4_K_r16_bytes(int64_t K, int64_t N) {
@@ -43,10 +103,11 @@ void q4_K_r16_repack(const uint8_t* src, uint8_t* dst, int64_t K, int64_t N, int
                      int64_t g1) {
   static_assert(sizeof(block_q4_K) == 144 && offsetof(block_q4_K, qs) == 16);
   const int64_t nb = K / kQK_K;
-  for (int64_t g = g0; g < g1; ++g)
+  const size_t gbytes = size_t(nb) * kQ4KR16Block;
+  for (int64_t g = g0; g < g1; ++g) {
+    uint8_t* buf = group_buffer(gbytes, (g + 1) * kQ4KR16Rows > N);
     for (int64_t b = 0; b < nb; ++b) {
-      uint8_t* out = dst + size_t(g * nb + b) * kQ4KR16Block;
-      std::memset(out, 0, kQ4KR16Block);
+      uint8_t* out = buf + size_t(b) * kQ4KR16Block;
       for (int r = 0; r < kQ4KR16Rows; ++r) {
         const int64_t n = g * kQ4KR16Rows + r;
         if (n >= N) break;
@@ -57,6 +118,8 @@ void q4_K_r16_repack(const uint8_t* src, uint8_t* dst, int64_t K, int64_t N, int
             std::memcpy(out + 256 + 512 * c + 64 * d + 4 * r, blk + 16 + 32 * c + 4 * d, 4);
       }
     }
+    stream_out(dst + size_t(g) * gbytes, buf, gbytes);
+  }
 }
 
 }  // namespace
@@ -64,6 +127,7 @@ void q4_K_r16_repack(const uint8_t* src, uint8_t* dst, int64_t K, int64_t N, int
 const std::vector<WeightLayout>& weight_layouts() {
   static const std::vector<WeightLayout> k = {
       {"q4_0_r16", DType::Q4_0, kQ4_0R16Rows, &q4_0_r16_bytes, &q4_0_r16_repack},
+      {"q8_0_r16", DType::Q8_0, kQ8_0R16Rows, &q8_0_r16_bytes, &q8_0_r16_repack},
       {"q4_K_r16", DType::Q4_K, kQ4KR16Rows, &q4_K_r16_bytes, &q4_K_r16_repack},
   };
   return k;

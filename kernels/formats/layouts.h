@@ -26,6 +26,17 @@
 //                                                    64-element chunk c of that row, d = 0..7
 //              So one 512-bit load holds one dword of all 16 rows, lane r = row r: 144
 //              bytes per row and super-block, as in the file.
+//   q8_0_r16   q8_0 rows in groups of 16, block-interleaved and transposed for kernels that
+//              keep each row's 8 ggml lanes in 8 vectors of one lane per row. Group g (rows
+//              16g .. 16g+15; rows past N are zero bytes), block b (elements 32b .. 32b+31)
+//              is kQ8_0R16Block bytes at (g * nb + b) * kQ8_0R16Block:
+//                bytes [64 j + 4 r, 64 j + 4 r + 4)  dword j (quants 4j .. 4j+3) of row
+//                                                    16g + r's block, j = 0..7, each quant
+//                                                    BIASED: q + 128 as an unsigned byte
+//                                                    (q xor 0x80), vpdpbusd's unsigned side
+//                bytes [512 + 2 r, 512 + 2 r + 2)    that block's fp16 scale d
+//              The bias is a bijection of bytes: no information is lost or rounded. 34
+//              bytes per row and block, as in the file.
 #pragma once
 
 #include <cstddef>
@@ -39,6 +50,8 @@ namespace cke {
 
 inline constexpr int kQ4_0R16Rows = 16;
 inline constexpr int kQ4_0R16Block = 16 * 18;  // bytes of one block of a 16-row group
+inline constexpr int kQ8_0R16Rows = 16;
+inline constexpr int kQ8_0R16Block = 16 * 34;  // bytes of one block of a 16-row group
 inline constexpr int kQ4KR16Rows = 16;
 inline constexpr int kQ4KR16Block = 16 * 144;  // bytes of one super-block of a 16-row group
 

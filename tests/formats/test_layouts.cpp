@@ -61,6 +61,45 @@ TEST(WeightLayouts, q4_0_r16) {
   }
 }
 
+// q8_0_r16: group g, block b at (g * nb + b) * 544; quant e of row 16g + r at
+// 64 (e / 4) + 4 r + e % 4, biased (q + 128 as a byte); the row's fp16 scale at 512 + 2 r;
+// rows past N zero. The bias is undone here, so every byte of the file is checked.
+TEST(WeightLayouts, q8_0_r16) {
+  const WeightLayout& l = *find_weight_layout("q8_0_r16");
+  EXPECT_EQ(l.dtype, DType::Q8_0);
+  for (auto [K, N] : {std::pair<int64_t, int64_t>{32, 16}, {96, 37}, {256, 8}, {64, 48}}) {
+    const int64_t nb = K / 32, groups = (N + 15) / 16;
+    const std::vector<uint8_t> src = random_bytes(size_t(N * nb) * sizeof(block_q8_0), 5);
+    ASSERT_EQ(l.bytes(K, N), size_t(groups * nb) * 544) << "K=" << K << " N=" << N;
+    std::vector<uint8_t> dst(l.bytes(K, N), 0xAB);
+    l.repack(src.data(), dst.data(), K, N, 0, groups);
+    for (int64_t g = 0; g < groups; ++g)
+      for (int64_t b = 0; b < nb; ++b) {
+        const uint8_t* blk = dst.data() + (g * nb + b) * 544;
+        for (int r = 0; r < 16; ++r) {
+          const int64_t n = 16 * g + r;
+          const uint8_t* row = src.data() + (n * nb + b) * sizeof(block_q8_0);
+          for (int e = 0; e < 32; ++e) {
+            const uint8_t got = blk[64 * (e / 4) + 4 * r + e % 4];
+            if (n < N) {
+              // got - 128 (mod 256) is the quant: int8 q + 128 as an unsigned byte.
+              ASSERT_EQ(int8_t(uint8_t(got - 128)), int8_t(row[2 + e]))
+                  << "K=" << K << " N=" << N << " row " << n << " block " << b << " quant " << e;
+            } else {
+              ASSERT_EQ(got, 0) << "padding row " << n;
+            }
+          }
+          for (int i = 0; i < 2; ++i)
+            ASSERT_EQ(blk[512 + 2 * r + i], n < N ? row[i] : 0)
+                << "scale of row " << n << " block " << b;
+        }
+      }
+    std::vector<uint8_t> parts(l.bytes(K, N), 0x11);
+    for (int64_t g = 0; g < groups; ++g) l.repack(src.data(), parts.data(), K, N, g, g + 1);
+    EXPECT_EQ(parts, dst);
+  }
+}
+
 // q4_K_r16: group g, super-block b at (g * nb + b) * 2304; dword k of row 16g + r's 16-byte
 // head (d, dmin, scales) at 64 k + 4 r; dword d of its chunk c (quant bytes 16 + 32 c + 4 d)
 // at 256 + 512 c + 64 d + 4 r; rows past N zero.

@@ -568,6 +568,12 @@ TEST(JitLinear, linear_q4_0r16_f32_16x8__avx512vnni) {
 TEST(JitLinear, linear_q4_0r16_f32_16x1__avx512vnni) {
   run_all("linear_q4_0r16_f32_16x1__avx512vnni");
 }
+TEST(JitLinear, linear_q8_0r16_f32_16x3__avx512vnni) {
+  run_all("linear_q8_0r16_f32_16x3__avx512vnni");
+}
+TEST(JitLinear, linear_q8_0r16_f32_16x1__avx512vnni) {
+  run_all("linear_q8_0r16_f32_16x1__avx512vnni");
+}
 TEST(JitLinear, linear_q4_Kr16_f32_16x8__avx512vnni) {
   run_all("linear_q4_Kr16_f32_16x8__avx512vnni");
 }
@@ -613,6 +619,7 @@ TEST(JitLinear, EveryGeneratedProviderHasATest) {
       "linear_q5_1_f32_4x2__avx2",           "linear_q5_1_f32_4x1__avx2",
       "linear_q4_0r16_f32_16x8__avx512vnni", "linear_q4_0r16_f32_16x1__avx512vnni",
       "linear_q4_Kr16_f32_16x8__avx512vnni", "linear_q4_Kr16_f32_16x1__avx512vnni",
+      "linear_q8_0r16_f32_16x3__avx512vnni", "linear_q8_0r16_f32_16x1__avx512vnni",
   };
   std::vector<std::string> maps;
   for (const GeneratedLinear& g : generated_linear_providers()) maps.push_back(g.map->id);

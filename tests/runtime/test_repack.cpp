@@ -1,7 +1,8 @@
-// The engine's repack step end to end (stories260K-Q4_0: its q4_0 matrices with 16-row
-// multiples run on the q4_0_r16 copy at AVX-512 VNNI): the same logits, bit for bit, as the
-// plan that reads the file's blocks (--no-repack; same contract), the copy named in the
-// plan and counted in the stats, and one copy shared by engines of the same file and plan.
+// The engine's repack step end to end, per layout (stories260K-Q4_0 / -Q8_0: their
+// matrices with 16-row multiples run on the q4_0_r16 / q8_0_r16 copy at AVX-512 VNNI): the
+// same logits, bit for bit, as the plan that reads the file's blocks (--no-repack; same
+// contract), the copy named in the plan and counted in the stats, and one copy shared by
+// engines of the same file and plan.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -39,18 +40,27 @@ std::vector<float> run(Engine& e) {
   return all;
 }
 
-TEST(Repack, SameBitsAsTheFileBlocksAndOneCopyPerFile) {
-  CKE_REQUIRE_SHARED(path, "models/synthetic/stories260K-Q4_0.gguf");
+struct RepackCase {
+  const char* model;   // under ../shared/models/synthetic/
+  const char* layout;  // what its plan reads
+};
+
+class Repack : public ::testing::TestWithParam<RepackCase> {};
+
+TEST_P(Repack, SameBitsAsTheFileBlocksAndOneCopyPerFile) {
+  const RepackCase& rc = GetParam();
+  CKE_REQUIRE_SHARED(path, std::string("models/synthetic/") + rc.model);
   if (!HostCaps::probe().has(Feature::avx512vnni))
-    GTEST_SKIP() << "host lacks avx512vnni: no q4_0_r16 provider runs here";
+    GTEST_SKIP() << "host lacks avx512vnni: no " << rc.layout << " provider runs here";
+  const std::string tag = std::string("@") + rc.layout;
   auto plain = load(path, true);
   auto a = load(path, false);
   ASSERT_TRUE(plain && a);
   EXPECT_EQ(plain->stats().repack_bytes, 0);
-  EXPECT_EQ(plain->plan_text().find("@q4_0_r16"), std::string::npos);
+  EXPECT_EQ(plain->plan_text().find(tag), std::string::npos);
   EXPECT_GT(a->stats().repack_bytes, 0);
   EXPECT_FALSE(a->stats().repack_reused);
-  EXPECT_NE(a->plan_text().find("@q4_0_r16"), std::string::npos);
+  EXPECT_NE(a->plan_text().find(tag), std::string::npos);
   const std::vector<float> want = run(*plain), got = run(*a);
   ASSERT_EQ(got.size(), want.size());
   EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0);
@@ -68,6 +78,13 @@ TEST(Repack, SameBitsAsTheFileBlocksAndOneCopyPerFile) {
   ASSERT_TRUE(c);
   EXPECT_FALSE(c->stats().repack_reused);
 }
+
+INSTANTIATE_TEST_SUITE_P(Layouts, Repack,
+                         ::testing::Values(RepackCase{"stories260K-Q4_0.gguf", "q4_0_r16"},
+                                           RepackCase{"stories260K-Q8_0.gguf", "q8_0_r16"}),
+                         [](const ::testing::TestParamInfo<RepackCase>& i) {
+                           return std::string(i.param.layout);
+                         });
 
 }  // namespace
 }  // namespace cke

@@ -1,0 +1,256 @@
+// The q8_0 linear kernels on the weights' q8_0_r16 copy (kernels/formats/layouts.h) at
+// AVX-512 VNNI, contract linear.q8_0.ggml: ggml_vec_dot_q8_0_q8_0's 8 float lanes per
+// output, with each of them one lane of a vector of 16 rows.
+//
+// Why this shape. The contract fixes, per (row, token, 32-element block), 8 int32 lane sums
+// of 4 products, 8 int-to-float conversions and 8 lane FMAs with fl(d_w * d_a). The vec_dot
+// form (two rows per zmm, 8 lanes each) also needs that scale product per pair and token, as
+// a vector: 4 vector ops per 64 MACs. Here vector j (j = 0..7) holds lane j of 16 rows, so
+// the 16 rows' scale products of a token are ONE vmulps per block, shared by its 8 lane
+// vectors: vpdpbusd, vcvtdq2ps and vfmadd per 64 MACs, plus 1/8 of the vmulps. Lane j of a
+// row is the dword j of its block, which the copy holds in lane r = row r at 64 j: the
+// weight vectors are plain loads. hsum8 at the end is then vertical adds of the 8 lane
+// vectors in ggml's order.
+//
+// Products. The copy holds u = q + 128 (unsigned), so vpdpbusd(u, a) = sum (q + 128) a and
+// the pack's correction -128 * (sum of the lane's 4 activations) (emit_offset_pack) makes
+// the exact int32 sum of q * a. ggml's vec_dot moves the weight's sign onto the activation
+// (vpsignb), which differs from the exact product for an activation of -128 (only an inf or
+// NaN input makes one) against a negative weight: it wraps. So a chunk of tokens holding a
+// -128 runs through sign-move tiles (q = u xor 0x80, |q| times the activation with q's sign
+// moved onto it, wrapping as vpsignb does): ggml's bits in both cases.
+//
+// Tiles: 16 rows x G tokens (G = 3 for prefill: 24 lane accumulators, the register file's
+// limit with a weight vector, the tokens' scale products and temporaries; G = 1 for
+// decode), activations packed per group of G tokens (the offset pack, kOffPack bytes a
+// block). Every token is computed alone (the contract has no gemm/gemv split), so the
+// token grouping never changes the bits. The row loop is the 16-row kernels' (gen_rows16.h):
+// every group of a chunk on one tile before the next, the chunk's packs in L2.
+#include <fmt/format.h>
+
+#include "jit/gen_linear_q.h"
+#include "jit/gen_rows16.h"
+#include "kernels/formats/blocks.h"
+#include "kernels/formats/layouts.h"
+
+namespace cke::jit::gen {
+namespace {
+
+using kir::Builder;
+using kir::Cls;
+using kir::Cmp;
+using kir::Mem;
+using kir::V;
+
+constexpr int kLanes = 8;  // ggml's float lanes per output
+constexpr int kMaxGroup = 3;
+// Frame bytes for the packs of one chunk of token groups (kOffPack bytes per block and
+// group): with a tile's weights (16 * 34 bytes a block) within a 1 MiB L2.
+constexpr int kPackBudget = 512 * 1024;
+constexpr int kMaxBlocks = 512;  // K <= 16384 (the map's shape predicate)
+static_assert(kPackBudget >= kMaxBlocks * kOffPack);
+
+enum class Products : uint8_t { Exact, SignMove };
+
+// One tile: 16 rows (the group at w) x `tokens` tokens of a pack (gen_rows16.h).
+int emit_tile(kir::Module& m, const std::string& name, int tokens, Products products) {
+  Builder b = open_tile(m, name);
+  const TileArgs a = begin_tile(b);
+  const bool exact = products == Products::Exact;
+  V zero, c80;
+  if (!exact) {
+    zero = b.vec(512, Cls::I, "zero");
+    c80 = b.vec(512, Cls::I, "c80");
+    b.vzero(zero);
+    b.vsplat32(c80, 0x80808080u);
+  }
+  V acc[kMaxGroup][kLanes];
+  for (int t = 0; t < tokens; ++t)
+    for (int j = 0; j < kLanes; ++j) {
+      acc[t][j] = b.vec(512, Cls::F, "acc");
+      b.vzero(acc[t][j]);
+    }
+
+  V wb = b.ptr("wb"), pk = b.ptr("pk"), off = b.i64("off"), end = b.i64("end");
+  b.mov(pk, a.a);
+  b.muli(end, a.n, kQ8_0R16Block);
+  b.for_(off, b.imm(0, "zero_i"), end, b.imm(kQ8_0R16Block, "block_bytes"));
+  b.ptr_add(wb, a.w, off, 1);  // this block of the group
+  for (int l = 0; l < kQ8_0R16Block; l += 64) b.vprefetch(Mem{wb, {}, 1, kStreamPrefetchAhead + l});
+  // d[t] = fl(d_w * d_a) for the 16 rows: one product per row and token, as ggml's.
+  V hw = b.vec(256, Cls::I, "hw"), dw = b.vec(512, Cls::F, "dw");
+  b.vload(hw, Mem{wb, {}, 1, 512});
+  b.vcvt_f16_f32(dw, hw);
+  V d[kMaxGroup];
+  for (int t = 0; t < tokens; ++t) {
+    V da = b.vec(512, Cls::F, "da");
+    b.vbcast_f32(da, Mem{pk, {}, 1, kOffPackScale + 4 * t});
+    d[t] = b.vec(512, Cls::F, "d");
+    b.vmul_f(d[t], dw, da);
+  }
+  for (int j = 0; j < kLanes; ++j) {
+    V u = b.vec(512, Cls::I, "u");
+    b.vload(u, Mem{wb, {}, 1, 64 * j});  // lane r: q + 128 of row r's elements 4j..4j+3
+    V aq, neg;
+    if (!exact) {  // |q| and q's sign, for ggml's sign move
+      V q = b.vec(512, Cls::I, "q");
+      b.vxor(q, u, c80);
+      aq = b.vec(512, Cls::I, "aq");
+      b.vabs_i8(aq, q);
+      neg = b.mask("neg");
+      b.kfrom_bytes(neg, q);
+    }
+    for (int t = 0; t < tokens; ++t) {
+      V isum = b.vec(512, Cls::I, "isum"), act = b.vec(512, Cls::I, "act");
+      b.vbcast_f32(act, Mem{pk, {}, 1, 32 * t + 4 * j});  // activation dword j (bits)
+      if (exact) {
+        b.vbcast_f32(isum, Mem{pk, {}, 1, kOffPackCorr + 32 * t + 4 * j});  // -128 * sum(a)
+        b.vdpbusd(isum, u, act);  // sum (q + 128) a - 128 sum(a) = sum q a, exact
+      } else {
+        V sy = b.vec(512, Cls::I, "sy");
+        b.vcopy(sy, act);
+        b.vsub_i8_mk(sy, neg, zero, act);  // 0 - a where q < 0 (-(-128) wraps, as vpsignb)
+        b.vzero(isum);
+        b.vdpbusd(isum, aq, sy);
+      }
+      V f = b.vec(512, Cls::F, "fsum");
+      b.vcvt_i32_f32(f, isum);
+      b.vfma(acc[t][j], d[t], f);  // acc = fma(fl(d_w * d_a), float(isum), acc)
+    }
+  }
+  b.addi(pk, pk, kOffPack);
+  b.end_for();
+
+  // hsum8 = ((a0 + a4) + (a2 + a6)) + ((a1 + a5) + (a3 + a7)), lane r = row r.
+  V store = b.mask("store"), yt = b.ptr("yt");
+  b.kfirst_n(store, a.nrows);
+  b.mov(yt, a.y);
+  for (int t = 0; t < tokens; ++t) {
+    if (t > 0) b.ptr_add(yt, yt, a.ys, 1);
+    V s04 = b.vec(512, Cls::F, "s04"), s26 = b.vec(512, Cls::F, "s26"),
+      s15 = b.vec(512, Cls::F, "s15"), s37 = b.vec(512, Cls::F, "s37");
+    b.vadd_f(s04, acc[t][0], acc[t][4]);
+    b.vadd_f(s26, acc[t][2], acc[t][6]);
+    b.vadd_f(s15, acc[t][1], acc[t][5]);
+    b.vadd_f(s37, acc[t][3], acc[t][7]);
+    b.vadd_f(s04, s04, s26);
+    b.vadd_f(s15, s15, s37);
+    b.vadd_f(s04, s04, s15);
+    b.vstore_mk(Mem{yt, {}, 1, 0}, s04, store);
+  }
+  return b.index();
+}
+
+void build_entry(Builder& e, kir::Module& m, const std::string& name, int group) {
+  // Tiles: G tokens and the 1 .. G-1 of a last group, exact and sign-move.
+  int exact[kMaxGroup + 1], sign[kMaxGroup + 1];
+  for (int k = 1; k <= group; ++k) {
+    exact[k] = emit_tile(m, fmt::format("{}_t{}", name, k), k, Products::Exact);
+    sign[k] = emit_tile(m, fmt::format("{}_t{}_sign", name, k), k, Products::SignMove);
+  }
+  const auto [x, w, y, K, N, T, n0, n1, nb] = linear_entry_prologue(e, kQK8_0, kMaxBlocks);
+  Rows16Args ra{Rows16Weights::R16, w, {}, e.i64("group_bytes"), n0, n1, e.i64("y_stride"), nb,
+                e.ptr("group_tmp")};
+  e.muli(ra.gs, nb, kQ8_0R16Block);
+  e.muli(ra.ys, N, 4);
+  e.ptr_align(ra.tmp, e.stack(4 * kRows16 * group + 64, "tmp_raw"), 64);
+  V as = e.i64("act_stride"), tmp = e.i64("tmp");
+  e.muli(as, nb, int64_t(sizeof(block_q8_0)));
+  V pk = e.ptr("pack");
+  e.ptr_align(pk, e.stack(kPackBudget + 64, "pack_raw"), 64);
+
+  // Tokens in chunks of C groups of G (as many groups as kPackBudget holds; the last chunk
+  // may end in a group of fewer): the chunk's groups are packed, then every row tile runs
+  // all of them.
+  V gbytes = e.i64("gbytes"), C = e.i64("C"), chunk = e.i64("chunk");
+  V t0 = e.i64("t0"), cnt = e.i64("cnt"), xt = e.ptr("xt"), yt = e.ptr("yt");
+  V gi = e.i64("gi"), gc = e.i64("gcnt"), pkg = e.ptr("pkg"), xg = e.ptr("xg");
+  V G = e.imm(group, "G"), rem = group > 1 ? e.i64("rem") : V{}, bits = e.i64("min8_bits");
+  e.muli(gbytes, nb, kOffPack);
+  e.movi(C, kPackBudget);
+  e.div(C, C, gbytes);
+  e.muli(chunk, C, group);
+  Rows16Groups groups{exact[group],
+                      -1,
+                      group,
+                      0,
+                      pk,
+                      e.i64("n_full"),
+                      group > 1 ? e.i64("has_tail") : V{},
+                      gbytes,
+                      e.i64("y_step")};
+  e.muli(groups.y_step, ra.ys, group);
+  e.for_(t0, e.imm(0, "zero"), T, chunk);
+  {
+    e.sub(cnt, T, t0);
+    e.min(cnt, cnt, chunk);
+    e.mul(tmp, t0, as);
+    e.ptr_add(xt, x, tmp, 1);
+    e.mul(tmp, t0, ra.ys);
+    e.ptr_add(yt, y, tmp, 1);
+    e.mov(pkg, pk);
+    e.mov(xg, xt);
+    V cmin = e.vec(256, Cls::I, "chunk_min");
+    e.vsplat32(cmin, 0x7F7F7F7Fu);
+    e.for_(gi, e.imm(0, "zero_p"), cnt, G);
+    e.sub(gc, cnt, gi);
+    e.min(gc, gc, G);
+    emit_offset_pack(e, QFormat::Q8_0, xg, as, nb, gc, pkg, cmin);
+    e.ptr_add(pkg, pkg, gbytes, 1);
+    e.muli(tmp, as, group);
+    e.ptr_add(xg, xg, tmp, 1);
+    e.end_for();
+    emit_has_min8(e, cmin, bits);
+    e.movi(groups.n_full, group);
+    e.div(groups.n_full, cnt, groups.n_full);
+    if (group > 1) {
+      e.muli(tmp, groups.n_full, group);
+      e.sub(rem, cnt, tmp);
+      e.movi(groups.has_tail, 1);
+    }
+    // One row loop per (products, size of the last group): the tail tile is fixed per loop.
+    for (int s = 0; s < 2; ++s) {
+      e.if_(bits, s ? Cmp::NE : Cmp::EQ, 0);
+      const int* tiles = s ? sign : exact;
+      for (int r = 0; r < group; ++r) {
+        if (group > 1) e.if_(rem, Cmp::EQ, r);
+        Rows16Groups g = groups;
+        g.full_tile = tiles[group];
+        g.tail_tile = r > 0 ? tiles[r] : -1;
+        g.tail_tokens = r;
+        emit_rows16(e, ra, g, yt);
+        if (group > 1) e.end_if();
+      }
+      e.end_if();
+    }
+  }
+  e.end_for();
+}
+
+}  // namespace
+
+bool build_linear_q8_0_r16_avx512vnni(const GeneratorParams& p, kir::Module* m, std::string* err) {
+  int rows = 16, tokens = kMaxGroup;
+  if (!int_params(p, "linear_q8_0_r16__avx512vnni", {{"rows", &rows}, {"tokens", &tokens}}, err))
+    return false;
+  if (rows != 16 || tokens < 1 || tokens > kMaxGroup) {
+    *err = fmt::format(
+        "generator 'linear_q8_0_r16__avx512vnni': tile {}x{} is not one it can emit (rows 16, "
+        "tokens 1..{})",
+        rows, tokens, kMaxGroup);
+    return false;
+  }
+  m->isa = isa_features(Isa::Avx512Vnni);
+  m->comment = fmt::format(
+      "generator linear_q8_0_r16__avx512vnni, rows 16, tokens {}: ggml_vec_dot lanes of "
+      "contract linear.q8_0.ggml\n(weights: the q8_0_r16 copy made at load; activations: "
+      "q8_0 rows from the plan's act_quant step)",
+      tokens);
+  Builder e(*m, m->name,
+            {kir::Kind::Ptr, kir::Kind::Ptr, kir::Kind::Ptr, kir::Kind::I64, kir::Kind::I64,
+             kir::Kind::I64, kir::Kind::I64, kir::Kind::I64});
+  build_entry(e, *m, m->name, tokens);
+  return true;
+}
+
+}  // namespace cke::jit::gen

@@ -1,0 +1,114 @@
+// The 16-row kernels' row loop (gen_rows16.h).
+#include "jit/gen_rows16.h"
+
+namespace cke::jit::gen {
+
+using kir::Builder;
+using kir::Cls;
+using kir::Cmp;
+using kir::Mem;
+using kir::V;
+
+namespace {
+
+// Calls the tiles of every group of `g` for the 16-row tile at wn (rows, outputs at yn, `yo`
+// bytes between tokens, `ystep` between groups); `after` (if any) runs after each call.
+void emit_group_calls(Builder& e, const Rows16Args& r, const Rows16Groups& g, V wn, V rows, V yn,
+                      V yo, V ystep, const std::function<void(int tokens)>& after) {
+  V gi = e.i64("gi"), pkg = e.ptr("pk_g"), yg = e.ptr("y_g"), none = e.imm(0, "none");
+  V wstride = r.layout == Rows16Weights::R16 ? r.gs : r.rb;
+  e.mov(pkg, g.pk);
+  e.mov(yg, yn);
+  e.for_(gi, e.imm(0, "zero_g"), g.n_full, e.imm(1, "one_g"));
+  e.call(g.full_tile, {wn, wstride, rows, pkg, none, yg, yo, r.nb});
+  if (after) after(g.full_tokens);
+  e.ptr_add(pkg, pkg, g.pk_step, 1);
+  e.ptr_add(yg, yg, ystep, 1);
+  e.end_for();
+  if (g.tail_tile >= 0) {
+    e.if_(g.has_tail, Cmp::NE, 0);
+    e.call(g.tail_tile, {wn, wstride, rows, pkg, none, yg, yo, r.nb});
+    if (after) after(g.tail_tokens);
+    e.end_if();
+  }
+}
+
+}  // namespace
+
+// Every row tile of the groups `g` (outputs from y = row 0, token 0 of the first group): per
+// 16 rows [n, n + 16) of [n0, n1), every group's tile, so the tile's weights are read from
+// memory once for all the groups. The r16 copy runs whole groups: a first row group that
+// starts at n0 % 16 != 0 goes through tmp (64 bytes a token) and its rows are copied out.
+void emit_rows16(Builder& e, const Rows16Args& r, const Rows16Groups& g, V y) {
+  V n = e.i64("n"), rows = e.i64("rows"), left = e.i64("left"), tmp = e.i64("tmp");
+  V wn = e.ptr("wn"), yn = e.ptr("yn"), step = e.imm(kRows16, "R");
+  V start = e.i64("start");
+  e.mov(start, r.n0);
+  if (r.layout == Rows16Weights::RowMajor) {
+    e.mul(tmp, r.n0, r.rb);
+    e.ptr_add(wn, r.w, tmp, 1);
+    e.ptr_add(yn, y, r.n0, 4);
+  } else {
+    V grp = e.i64("grp"), r0 = e.i64("r0");
+    e.sari(grp, r.n0, 4);
+    e.mul(tmp, grp, r.gs);
+    e.ptr_add(wn, r.w, tmp, 1);
+    e.andi(r0, r.n0, kRows16 - 1);
+    e.sub(start, r.n0, r0);  // the group's first row
+    e.ptr_add(yn, y, start, 4);
+    e.if_(r0, Cmp::NE, 0);
+    {
+      // Each token group into tmp, then rows [r0, min(16, n1 - start)) out to its y.
+      V sixteen = e.imm(kRows16, "sixteen"), t64 = e.imm(4 * kRows16, "t64"), rend = e.i64("rend");
+      V ri = e.i64("ri"), ys_t = e.ptr("ys_t"), tmp_t = e.ptr("tmp_t");
+      e.sub(rend, r.n1, start);
+      e.min(rend, rend, sixteen);
+      // Every group's tile writes tmp; `after` copies the rows to that group's outputs.
+      V y_of_group = e.ptr("y_of_group");
+      e.mov(y_of_group, yn);
+      emit_group_calls(e, r, g, wn, sixteen, r.tmp, t64, e.imm(0, "same_tmp"), [&](int tokens) {
+        e.mov(ys_t, y_of_group);
+        e.mov(tmp_t, r.tmp);
+        for (int t = 0; t < tokens; ++t) {
+          e.for_(ri, r0, rend, e.imm(1, "one"));
+          V f = e.vec(128, Cls::F, "row_out");
+          e.vload_ss(f, Mem{tmp_t, ri, 4, 0});
+          e.vstore_ss(Mem{ys_t, ri, 4, 0}, f);
+          e.end_for();
+          e.ptr_add(ys_t, ys_t, r.ys, 1);
+          e.addi(tmp_t, tmp_t, 4 * kRows16);
+        }
+        e.ptr_add(y_of_group, y_of_group, g.y_step, 1);
+      });
+      e.addi(start, start, kRows16);
+      e.ptr_add(wn, wn, r.gs, 1);
+      e.addi(yn, yn, 4 * kRows16);
+    }
+    e.end_if();
+  }
+  e.for_(n, start, r.n1, step);
+  e.sub(left, r.n1, n);
+  e.min(rows, step, left);
+  emit_group_calls(e, r, g, wn, rows, yn, r.ys, g.y_step, {});
+  if (r.layout == Rows16Weights::R16) {
+    e.ptr_add(wn, wn, r.gs, 1);
+  } else {
+    e.muli(tmp, r.rb, kRows16);
+    e.ptr_add(wn, wn, tmp, 1);
+  }
+  e.addi(yn, yn, 4 * kRows16);
+  e.end_for();
+}
+
+void emit_has_min8(Builder& e, V amin, V bits) {
+  V amin512 = e.vec(512, Cls::I, "amin512"), am = e.vec(512, Cls::I, "amin_abs"),
+    zero512 = e.vec(512, Cls::I, "zero512");
+  V k = e.mask("has_min8");
+  e.vzero(zero512);
+  e.vinsert(amin512, zero512, amin, 0);
+  e.vabs_i8(am, amin512);  // |min| keeps its sign bit only for -128
+  e.kfrom_bytes(k, am);
+  e.kto_i64(bits, k);
+}
+
+}  // namespace cke::jit::gen

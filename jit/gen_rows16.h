@@ -1,0 +1,50 @@
+// The entry side shared by the 16-row quantized linear kernels (gen_linear_q_rows16.cpp:
+// q4_0 under linear.q4_0x8.ggml; gen_linear_q8_0_r16.cpp: q8_0 under linear.q8_0.ggml): the
+// loop over 16-row tiles that runs every token group of a packed chunk on one tile before the
+// next, so a tile's weights come from memory once per chunk, not once per group.
+//
+// A tile here has the gen_tile.h ABI with a = the group's pack (its stride is fixed by the
+// kernel, `as` is passed 0) and n = blocks of K; w is row 0 of the row-major blocks
+// (rb = row bytes) or the tile's group of a 16-row copy (rb = group bytes, unused by it).
+#pragma once
+
+#include <functional>
+
+#include "jit/kir/kir.h"
+
+namespace cke::jit::gen {
+
+constexpr int kRows16 = 16;
+
+// Where the weights are: the file's row-major blocks, or a load-time copy in 16-row groups
+// (layouts q4_0_r16, q8_0_r16: kernels/formats/layouts.h).
+enum class Rows16Weights : uint8_t { RowMajor, R16 };
+
+// Where the rows of a call live: row n at w + n * rb (RowMajor), or group g at w + g * gs
+// (R16). tmp (R16 only): a 64-byte aligned frame buffer of 4 * 16 * (most tokens of a tile)
+// bytes, for a range that starts inside a group.
+struct Rows16Args {
+  Rows16Weights layout;
+  kir::V w, rb, gs, n0, n1, ys, nb, tmp;
+};
+
+// The token groups one pass over the rows serves: n_full groups of the full tile (pack g at
+// pk + g * pk_step, outputs from y + g * y_step), then, if has_tail != 0 and tail_tile >= 0,
+// one group of the tail tile after them.
+struct Rows16Groups {
+  int full_tile, tail_tile;  // function indices in the module; tail_tile -1: none
+  int full_tokens, tail_tokens;
+  kir::V pk, n_full, has_tail, pk_step, y_step;
+};
+
+// Every 16-row tile of [n0, n1) runs every group of `g` (outputs from y = row 0, token 0 of
+// the first group). With R16 weights a first group that starts at n0 % 16 != 0 is computed
+// whole into tmp (64 bytes a token) and its rows [n0, ...) copied out, so any split of N
+// gives the same bits.
+void emit_rows16(kir::Builder& e, const Rows16Args& r, const Rows16Groups& g, kir::V y);
+
+// bits != 0 iff a byte of `amin` (a 256-bit bytewise minimum of activation quants) is -128:
+// the activation a NaN or inf makes, where ggml's vpsignb products wrap.
+void emit_has_min8(kir::Builder& e, kir::V amin, kir::V bits);
+
+}  // namespace cke::jit::gen
