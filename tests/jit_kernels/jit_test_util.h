@@ -19,6 +19,12 @@ __attribute__((noinline)) inline void dirty_stack(uint8_t fill) {
   volatile uint8_t junk[1 << 16];
   for (size_t i = 0; i < sizeof junk; ++i) junk[i] = fill;
 }
+// `dirtied(fn, fill)(args...)`: calls the kernel fn over a stack dirty_stack(fill) made.
+template <class F>
+F dirtied(F fn, int fill) {
+  dirty_stack(uint8_t(fill));
+  return fn;
+}
 
 // Empty when this machine has every feature the generator needs, else the missing ones.
 std::string missing_isa(const jit::Generator& g);

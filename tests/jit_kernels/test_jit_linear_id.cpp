@@ -87,8 +87,8 @@ std::string compare(const Loaded& l, const std::vector<uint8_t>& w, const std::v
                     int64_t n0, int64_t n1) {
   std::vector<float> yr(static_cast<size_t>(N * P), 5.0f), yj = yr, yc = yr;
   l.k.ref(x.data(), w.data(), sched.data(), yr.data(), K, N, E, P, n0, n1);
-  l.k.fn(x.data(), w.data(), sched.data(), yj.data(), K, N, E, P, n0, n1);
-  l.k.cfn(x.data(), w.data(), sched.data(), yc.data(), K, N, E, P, n0, n1);
+  dirtied(l.k.fn, __LINE__)(x.data(), w.data(), sched.data(), yj.data(), K, N, E, P, n0, n1);
+  dirtied(l.k.cfn, __LINE__)(x.data(), w.data(), sched.data(), yc.data(), K, N, E, P, n0, n1);
   for (size_t i = 0; i < yr.size(); ++i) {
     if (!same(yj[i], yr[i]))
       return fmt::format("K={} N={} E={} P={} rows [{}, {}): y[{}] jit {} reference {}", K, N, E, P,
@@ -139,7 +139,7 @@ void unused_experts_not_read(const Loaded& l, std::mt19937& rng) {
   ASSERT_EQ(mprotect(wb + 2 * expert, expert, PROT_NONE), 0);  // expert 2
   for (LinearIdFn fn : {l.k.fn, l.k.cfn}) {
     std::vector<float> y(size_t(N * P), 0.0f);
-    fn(x.data(), wb, sched.data(), y.data(), K, N, E, P, 0, N);
+    dirtied(fn, __LINE__)(x.data(), wb, sched.data(), y.data(), K, N, E, P, 0, N);
     EXPECT_EQ(std::memcmp(y.data(), yr.data(), y.size() * 4), 0);
   }
   munmap(m, expert * size_t(E));
@@ -205,8 +205,8 @@ void run_all(const std::string& id) {
         std::vector<float> zeros(static_cast<size_t>(N * P), 0.0f);
         GuardedBuffer gy(zeros.data(), zeros.size() * 4);
         GuardedBuffer gs(r.sched.data(), r.sched.size() * 4);
-        fn(gx.data(), gw.data(), static_cast<const int32_t*>(gs.data()),
-           static_cast<float*>(gy.data()), K, N, E, P, 0, N);
+        dirtied(fn, __LINE__)(gx.data(), gw.data(), static_cast<const int32_t*>(gs.data()),
+                              static_cast<float*>(gy.data()), K, N, E, P, 0, N);
         EXPECT_EQ(std::memcmp(gy.data(), yr.data(), yr.size() * 4), 0);
       }
     }

@@ -73,14 +73,14 @@ std::string glu_case(const Loaded& l, const std::vector<float>& g, const std::ve
   const size_t cnt = size_t(n * T);
   std::vector<float> yr(cnt, 7.0f), yj(cnt, 7.0f), yc(cnt, 7.0f);
   reinterpret_cast<GluFn>(l.ref)(g.data(), u.data(), yr.data(), n, T);
-  reinterpret_cast<GluFn>(l.fn)(g.data(), u.data(), yj.data(), n, T);
-  reinterpret_cast<GluFn>(l.cfn)(g.data(), u.data(), yc.data(), n, T);
+  dirtied(reinterpret_cast<GluFn>(l.fn), __LINE__)(g.data(), u.data(), yj.data(), n, T);
+  dirtied(reinterpret_cast<GluFn>(l.cfn), __LINE__)(g.data(), u.data(), yc.data(), n, T);
   if (std::string d = diff(yj, yr, yc, g, u); !d.empty())
     return fmt::format("n={} T={} {}", n, T, d);
   // In place: y = gate, then y = up.
   std::vector<float> gi = g, ui = u;
-  reinterpret_cast<GluFn>(l.fn)(gi.data(), u.data(), gi.data(), n, T);
-  reinterpret_cast<GluFn>(l.fn)(g.data(), ui.data(), ui.data(), n, T);
+  dirtied(reinterpret_cast<GluFn>(l.fn), __LINE__)(gi.data(), u.data(), gi.data(), n, T);
+  dirtied(reinterpret_cast<GluFn>(l.fn), __LINE__)(g.data(), ui.data(), ui.data(), n, T);
   for (size_t i = 0; i < cnt; ++i)
     if (!same(gi[i], yr[i]) || !same(ui[i], yr[i])) return fmt::format("in place [{}] differs", i);
   return "";
@@ -120,7 +120,7 @@ void run_glu(const std::string& id) {
   {  // outside the contract (n % 16 != 0, n or T <= 0): nothing written
     std::vector<float> g(40, 1.0f), u(40, 1.0f), y(40, 7.0f);
     for (auto [n, T] : {std::pair<int64_t, int64_t>{20, 2}, {0, 1}, {16, 0}, {-16, 1}}) {
-      reinterpret_cast<GluFn>(l.fn)(g.data(), u.data(), y.data(), n, T);
+      dirtied(reinterpret_cast<GluFn>(l.fn), __LINE__)(g.data(), u.data(), y.data(), n, T);
       for (float x : y) ASSERT_EQ(x, 7.0f) << "n=" << n << " T=" << T;
     }
   }
@@ -178,8 +178,8 @@ void run_geglu(const std::string& id) {
   {  // outside the contract (n % 16 != 0, n or T <= 0): nothing written
     std::vector<float> g(40, 1.0f), u(40, 1.0f), y(40, 7.0f);
     for (auto [n, T] : {std::pair<int64_t, int64_t>{20, 2}, {0, 1}, {16, 0}, {-16, 1}}) {
-      reinterpret_cast<GluFn>(l.fn)(g.data(), u.data(), y.data(), n, T);
-      reinterpret_cast<GluFn>(l.cfn)(g.data(), u.data(), y.data(), n, T);
+      dirtied(reinterpret_cast<GluFn>(l.fn), __LINE__)(g.data(), u.data(), y.data(), n, T);
+      dirtied(reinterpret_cast<GluFn>(l.cfn), __LINE__)(g.data(), u.data(), y.data(), n, T);
       for (float x : y) ASSERT_EQ(x, 7.0f) << "n=" << n << " T=" << T;
     }
   }
@@ -205,15 +205,15 @@ void run_add(const std::string& id) {
     for (int64_t i = 3; i < n; i += 11) a[size_t(i)] = sp[size_t(i) % 8];
     std::vector<float> yr(size_t(n), 7.0f), yj = yr, yc = yr;
     reinterpret_cast<AddFn>(l.ref)(a.data(), b.data(), yr.data(), n);
-    reinterpret_cast<AddFn>(l.fn)(a.data(), b.data(), yj.data(), n);
-    reinterpret_cast<AddFn>(l.cfn)(a.data(), b.data(), yc.data(), n);
+    dirtied(reinterpret_cast<AddFn>(l.fn), __LINE__)(a.data(), b.data(), yj.data(), n);
+    dirtied(reinterpret_cast<AddFn>(l.cfn), __LINE__)(a.data(), b.data(), yc.data(), n);
     EXPECT_EQ(diff(yj, yr, yc, a, b), "") << "n=" << n;
     std::vector<float> ai = a;  // in place on a
-    reinterpret_cast<AddFn>(l.fn)(ai.data(), b.data(), ai.data(), n);
+    dirtied(reinterpret_cast<AddFn>(l.fn), __LINE__)(ai.data(), b.data(), ai.data(), n);
     EXPECT_EQ(diff(ai, yr, ai, a, b), "") << "in place, n=" << n;
   }
   std::vector<float> a(4, 1.0f), y(4, 7.0f);
-  reinterpret_cast<AddFn>(l.fn)(a.data(), a.data(), y.data(), 0);
+  dirtied(reinterpret_cast<AddFn>(l.fn), __LINE__)(a.data(), a.data(), y.data(), 0);
   for (float v : y) EXPECT_EQ(v, 7.0f) << "n = 0 writes nothing";
 }
 
@@ -252,17 +252,17 @@ void run_add_bias(const std::string& id) {
     for (int64_t i = 0; i < n * T; ++i) br[size_t(i)] = b[size_t(i % n)];
     std::vector<float> yr(size_t(n * T), 7.0f), yj = yr, yc = yr;
     reinterpret_cast<AddBiasFn>(l.ref)(x.data(), b.data(), yr.data(), n, T);
-    reinterpret_cast<AddBiasFn>(l.fn)(x.data(), b.data(), yj.data(), n, T);
-    reinterpret_cast<AddBiasFn>(l.cfn)(x.data(), b.data(), yc.data(), n, T);
+    dirtied(reinterpret_cast<AddBiasFn>(l.fn), __LINE__)(x.data(), b.data(), yj.data(), n, T);
+    dirtied(reinterpret_cast<AddBiasFn>(l.cfn), __LINE__)(x.data(), b.data(), yc.data(), n, T);
     EXPECT_EQ(diff(yj, yr, yc, x, br), "") << "n=" << n << " T=" << T;
     std::vector<float> xi = x;  // in place
-    reinterpret_cast<AddBiasFn>(l.fn)(xi.data(), b.data(), xi.data(), n, T);
+    dirtied(reinterpret_cast<AddBiasFn>(l.fn), __LINE__)(xi.data(), b.data(), xi.data(), n, T);
     EXPECT_EQ(diff(xi, yr, xi, x, br), "") << "in place, n=" << n << " T=" << T;
   }
   std::vector<float> x(32, 1.0f), y(32, 7.0f);
   for (auto [n, T] : {std::pair<int64_t, int64_t>{0, 1}, {16, 0}, {-16, 1}, {16, -1}}) {
-    reinterpret_cast<AddBiasFn>(l.fn)(x.data(), x.data(), y.data(), n, T);
-    reinterpret_cast<AddBiasFn>(l.cfn)(x.data(), x.data(), y.data(), n, T);
+    dirtied(reinterpret_cast<AddBiasFn>(l.fn), __LINE__)(x.data(), x.data(), y.data(), n, T);
+    dirtied(reinterpret_cast<AddBiasFn>(l.cfn), __LINE__)(x.data(), x.data(), y.data(), n, T);
     for (float v : y) ASSERT_EQ(v, 7.0f) << "n=" << n << " T=" << T << " writes nothing";
   }
 }
@@ -285,16 +285,16 @@ void run_scale(const std::string& id) {
       const auto x = with_specials(glu_inputs(n, -1e3f, 1e3f, rng), 2, 9);
       std::vector<float> yr(size_t(n), 7.0f), yj = yr, yc = yr;
       reinterpret_cast<ScaleFn>(l.ref)(x.data(), yr.data(), n, sc);
-      reinterpret_cast<ScaleFn>(l.fn)(x.data(), yj.data(), n, sc);
-      reinterpret_cast<ScaleFn>(l.cfn)(x.data(), yc.data(), n, sc);
+      dirtied(reinterpret_cast<ScaleFn>(l.fn), __LINE__)(x.data(), yj.data(), n, sc);
+      dirtied(reinterpret_cast<ScaleFn>(l.cfn), __LINE__)(x.data(), yc.data(), n, sc);
       EXPECT_EQ(diff(yj, yr, yc, x, x), "") << "n=" << n << " s=" << sc;
       std::vector<float> xi = x;  // in place
-      reinterpret_cast<ScaleFn>(l.fn)(xi.data(), xi.data(), n, sc);
+      dirtied(reinterpret_cast<ScaleFn>(l.fn), __LINE__)(xi.data(), xi.data(), n, sc);
       EXPECT_EQ(diff(xi, yr, xi, x, x), "") << "in place, n=" << n << " s=" << sc;
     }
   std::vector<float> x(4, 1.0f), y(4, 7.0f);
-  reinterpret_cast<ScaleFn>(l.fn)(x.data(), y.data(), 0, 2.0f);
-  reinterpret_cast<ScaleFn>(l.cfn)(x.data(), y.data(), -4, 2.0f);
+  dirtied(reinterpret_cast<ScaleFn>(l.fn), __LINE__)(x.data(), y.data(), 0, 2.0f);
+  dirtied(reinterpret_cast<ScaleFn>(l.cfn), __LINE__)(x.data(), y.data(), -4, 2.0f);
   for (float v : y) EXPECT_EQ(v, 7.0f) << "n <= 0 writes nothing";
 }
 
@@ -332,9 +332,10 @@ void run_kv_store(const std::string& id) {
     const size_t cache = size_t(kv * nctx);
     std::vector<float> kr(cache, 9.0f), vr(cache, 9.0f), kj = kr, vj = vr, kc = kr, vcc = vr;
     reinterpret_cast<KvStoreFn>(l.ref)(k.data(), v.data(), kr.data(), vr.data(), kv, nctx, pos0, T);
-    reinterpret_cast<KvStoreFn>(l.fn)(k.data(), v.data(), kj.data(), vj.data(), kv, nctx, pos0, T);
-    reinterpret_cast<KvStoreFn>(l.cfn)(k.data(), v.data(), kc.data(), vcc.data(), kv, nctx, pos0,
-                                       T);
+    dirtied(reinterpret_cast<KvStoreFn>(l.fn), __LINE__)(k.data(), v.data(), kj.data(), vj.data(),
+                                                         kv, nctx, pos0, T);
+    dirtied(reinterpret_cast<KvStoreFn>(l.cfn), __LINE__)(k.data(), v.data(), kc.data(), vcc.data(),
+                                                          kv, nctx, pos0, T);
     const std::string where = fmt::format("kv={} n_ctx={} pos0={} T={}", kv, nctx, pos0, T);
     EXPECT_EQ(0, std::memcmp(kj.data(), kr.data(), cache * 4)) << "K cache, " << where;
     EXPECT_EQ(0, std::memcmp(vj.data(), vr.data(), cache * 4)) << "V cache, " << where;
@@ -393,10 +394,10 @@ void run_kv_store_f16(const std::string& id) {
     std::vector<uint16_t> kr(cache, 0x5555), vr(cache, 0x5555), kj = kr, vj = vr, kc = kr, vcc = vr;
     reinterpret_cast<KvStoreF16Fn>(l.ref)(k.data(), v.data(), kr.data(), vr.data(), kv, nctx, pos0,
                                           T);
-    reinterpret_cast<KvStoreF16Fn>(l.fn)(k.data(), v.data(), kj.data(), vj.data(), kv, nctx, pos0,
-                                         T);
-    reinterpret_cast<KvStoreF16Fn>(l.cfn)(k.data(), v.data(), kc.data(), vcc.data(), kv, nctx, pos0,
-                                          T);
+    dirtied(reinterpret_cast<KvStoreF16Fn>(l.fn), __LINE__)(k.data(), v.data(), kj.data(),
+                                                            vj.data(), kv, nctx, pos0, T);
+    dirtied(reinterpret_cast<KvStoreF16Fn>(l.cfn), __LINE__)(k.data(), v.data(), kc.data(),
+                                                             vcc.data(), kv, nctx, pos0, T);
     const std::string where = fmt::format("kv={} n_ctx={} pos0={} T={}", kv, nctx, pos0, T);
     for (size_t i = 0; i < cache; ++i) {
       ASSERT_EQ(kj[i], kr[i]) << "K cache cell value " << i << ", " << where;
@@ -475,13 +476,16 @@ void run_rmsnorm(const std::string& id) {
       for (float& v : w) v = nd(rng);
       std::vector<float> yr(x.size(), 7.0f), yj = yr, yc = yr;
       reinterpret_cast<RmsNormFn>(l.ref)(x.data(), w.data(), yr.data(), n, rows, eps);
-      reinterpret_cast<RmsNormFn>(l.fn)(x.data(), w.data(), yj.data(), n, rows, eps);
-      reinterpret_cast<RmsNormFn>(l.cfn)(x.data(), w.data(), yc.data(), n, rows, eps);
+      dirtied(reinterpret_cast<RmsNormFn>(l.fn), __LINE__)(x.data(), w.data(), yj.data(), n, rows,
+                                                           eps);
+      dirtied(reinterpret_cast<RmsNormFn>(l.cfn), __LINE__)(x.data(), w.data(), yc.data(), n, rows,
+                                                            eps);
       std::vector<float> wr(x.size());
       for (size_t i = 0; i < x.size(); ++i) wr[i] = w[i % size_t(n)];
       EXPECT_EQ(diff(yj, yr, yc, x, wr), "") << "n=" << n << " rows=" << rows << " eps=" << eps;
       std::vector<float> xi = x;  // in place
-      reinterpret_cast<RmsNormFn>(l.fn)(xi.data(), w.data(), xi.data(), n, rows, eps);
+      dirtied(reinterpret_cast<RmsNormFn>(l.fn), __LINE__)(xi.data(), w.data(), xi.data(), n, rows,
+                                                           eps);
       EXPECT_EQ(diff(xi, yr, xi, x, wr), "") << "in place, n=" << n;
     }
   }
@@ -502,15 +506,18 @@ void run_rmsnorm(const std::string& id) {
     for (size_t i = 0; i < x.size(); ++i) wr[i] = w[i % size_t(n)];
     for (float eps : {1e-5f, 0.0f}) {
       reinterpret_cast<RmsNormFn>(l.ref)(x.data(), w.data(), yr.data(), n, rows, eps);
-      reinterpret_cast<RmsNormFn>(l.fn)(x.data(), w.data(), yj.data(), n, rows, eps);
-      reinterpret_cast<RmsNormFn>(l.cfn)(x.data(), w.data(), yc.data(), n, rows, eps);
+      dirtied(reinterpret_cast<RmsNormFn>(l.fn), __LINE__)(x.data(), w.data(), yj.data(), n, rows,
+                                                           eps);
+      dirtied(reinterpret_cast<RmsNormFn>(l.cfn), __LINE__)(x.data(), w.data(), yc.data(), n, rows,
+                                                            eps);
       EXPECT_EQ(diff(yj, yr, yc, x, wr), "") << "specials, eps=" << eps;
     }
   }
   {  // outside the contract (n % 16 != 0, n or rows <= 0): nothing written
     std::vector<float> x(40, 1.0f), w(40, 1.0f), y(40, 7.0f);
     for (auto [n, rows] : {std::pair<int64_t, int64_t>{20, 2}, {0, 1}, {16, 0}, {-16, 1}}) {
-      reinterpret_cast<RmsNormFn>(l.fn)(x.data(), w.data(), y.data(), n, rows, 1e-5f);
+      dirtied(reinterpret_cast<RmsNormFn>(l.fn), __LINE__)(x.data(), w.data(), y.data(), n, rows,
+                                                           1e-5f);
       for (float v : y) ASSERT_EQ(v, 7.0f) << "n=" << n << " rows=" << rows;
     }
   }
@@ -541,10 +548,10 @@ std::string rope_case(const Loaded& l, const RopeCase& c, const std::vector<floa
   reinterpret_cast<RopeFn>(l.ref)(yr.data(), c.head_dim, c.n_heads, c.T, c.pos0, c.n_rot, c.base,
                                   c.scale);
   GuardedBuffer gj(x.data(), bytes), gc(x.data(), bytes);
-  reinterpret_cast<RopeFn>(l.fn)(static_cast<float*>(gj.data()), c.head_dim, c.n_heads, c.T, c.pos0,
-                                 c.n_rot, c.base, c.scale);
-  reinterpret_cast<RopeFn>(l.cfn)(static_cast<float*>(gc.data()), c.head_dim, c.n_heads, c.T,
-                                  c.pos0, c.n_rot, c.base, c.scale);
+  dirtied(reinterpret_cast<RopeFn>(l.fn), __LINE__)(
+      static_cast<float*>(gj.data()), c.head_dim, c.n_heads, c.T, c.pos0, c.n_rot, c.base, c.scale);
+  dirtied(reinterpret_cast<RopeFn>(l.cfn), __LINE__)(
+      static_cast<float*>(gc.data()), c.head_dim, c.n_heads, c.T, c.pos0, c.n_rot, c.base, c.scale);
   std::memcpy(yj.data(), gj.data(), bytes);
   std::memcpy(yc.data(), gc.data(), bytes);
   if (std::string d = diff(yj, yr, yc, x, x); !d.empty())
@@ -605,8 +612,10 @@ void run_rope(const std::string& id, bool neox) {
                                       {1024, 1024, 1},
                                       {64, 64, 0},
                                       {64, 64, -1}}) {
-      reinterpret_cast<RopeFn>(l.fn)(x.data(), head_dim, 1, T, 3, n_rot, 10000.0f, 1.0f);
-      reinterpret_cast<RopeFn>(l.cfn)(x.data(), head_dim, 1, T, 3, n_rot, 10000.0f, 1.0f);
+      dirtied(reinterpret_cast<RopeFn>(l.fn), __LINE__)(x.data(), head_dim, 1, T, 3, n_rot,
+                                                        10000.0f, 1.0f);
+      dirtied(reinterpret_cast<RopeFn>(l.cfn), __LINE__)(x.data(), head_dim, 1, T, 3, n_rot,
+                                                         10000.0f, 1.0f);
       for (float v : x) ASSERT_EQ(v, 7.0f) << "head_dim=" << head_dim << " n_rot=" << n_rot;
     }
   }
