@@ -108,6 +108,21 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
   b.movi(tiny, 1);
   b.end_if();
   b.end_if();
+  // ... 16 rows at a time where there are 16 lanes in one register and head_dim % 16 == 0,
+  // else one row at a time.
+  V tiny16, tiny1 = b.i64("tiny1");
+  b.mov(tiny1, tiny);
+  if (L.parts == 1) {
+    tiny16 = b.imm(0, "tiny16");
+    V hd16 = b.i64("hd16");
+    b.andi(hd16, hd, 15);
+    b.if_(tiny, Cmp::EQ, 1);
+    b.if_(hd16, Cmp::EQ, 0);
+    b.movi(tiny16, 1);
+    b.movi(tiny1, 0);
+    b.end_if();
+    b.end_if();
+  }
 
   // Byte strides.
   V hd_bytes = b.i64("hd_bytes"), kv_bytes = b.i64("kv_bytes"), tok_bytes = b.i64("tok_bytes"),
@@ -117,6 +132,18 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
   b.mul(tok_bytes, nh, hd_bytes);
   b.muli(vrow_bytes, nctx, 4);
   b.mul(vhead_bytes, vrow_bytes, hd);
+  // V^T row offsets of a 16-row block: 1, 3, 5, 7, 8 and 16 rows.
+  V rb, rb3, rb5, rb7, rb8, rb16;
+  if (L.parts == 1) {
+    rb = b.i64("rb"), rb3 = b.i64("rb3"), rb5 = b.i64("rb5"), rb7 = b.i64("rb7");
+    rb8 = b.i64("rb8"), rb16 = b.i64("rb16");
+    b.mov(rb, vrow_bytes);
+    b.muli(rb3, vrow_bytes, 3);
+    b.muli(rb5, vrow_bytes, 5);
+    b.muli(rb7, vrow_bytes, 7);
+    b.muli(rb8, vrow_bytes, 8);
+    b.muli(rb16, vrow_bytes, 16);
+  }
   V np = b.i64("np"), np_bytes = b.i64("np_bytes");
   b.andi(np, hd, ~int64_t(63));
   b.muli(np_bytes, np, 4);
@@ -127,6 +154,8 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
     i = b.i64("i");
   V p = b.i64("p"), len = b.i64("len"), len16 = b.i64("len16"), first = b.i64("first"),
     f = b.i64("f"), hk = b.i64("hk"), off = b.i64("off"), r = b.i64("r"), lim = b.i64("lim");
+  V jb = b.i64("jb"), nb = L.parts == 1 ? b.i64("nb") : V{};
+  const V16 scalev = L.parts == 1 ? L.bcast(scale, "scalev") : V16{};
   V qt = b.ptr("qt"), ot = b.ptr("ot"), qh = b.ptr("qh"), oh = b.ptr("oh"), kh = b.ptr("kh"),
     kj = b.ptr("kj"), vh = b.ptr("vh"), vrow = b.ptr("vrow"), eg = b.ptr("eg");
 
@@ -165,7 +194,38 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
   b.end_for();
   b.mul(off, first, kv_bytes);
   b.ptr_add(kj, kh, off, 1);
-  b.for_(j, first, len, one);
+  // AVX-512 with no tail past the 64-chunks: 16 cells at a time, their 16 folded vectors
+  // reduced as one (reduce_add16), scaled and stored as one vector.
+  b.mov(jb, first);
+  if (L.parts == 1) {
+    b.if_(np, Cmp::EQ, hd);
+    b.sub(nb, len, first);
+    b.andi(nb, nb, ~int64_t(15));
+    b.add(jb, first, nb);
+    b.for_(j, first, jb, c16);
+    {
+      V16 r[16];
+      for (int key = 0; key < 16; ++key) {
+        V16 acc[4];
+        for (int a = 0; a < 4; ++a) acc[a] = L.zero("acc");
+        b.for_(c, zero, np_bytes, c256b);
+        for (int a = 0; a < 4; ++a) {
+          V16 kx = L.vec("kx");
+          L.load(kx, Mem{kj, c, 1, 64 * a});
+          L.fma_m(acc[a], kx, Mem{qh, c, 1, 64 * a});
+        }
+        b.end_for();
+        r[key] = L.fold4(acc);
+        b.ptr_add(kj, kj, kv_bytes, 1);
+      }
+      V16 sc = L.reduce_add16(r);
+      L.mul(sc, sc, scalev);
+      L.store(Mem{e, j, 4, 0}, sc);
+    }
+    b.end_for();
+    b.end_if();
+  }
+  b.for_(j, jb, len, one);  // one cell at a time: the rest, or all of them
   {
     V16 acc[4];
     for (int a = 0; a < 4; ++a) acc[a] = L.zero("acc");
@@ -208,7 +268,75 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
 
   // out[d] = V^T row d . p over cells [0, len).
   V full = b.i64("full"), full_bytes = b.i64("full_bytes");
-  b.if_(tiny, Cmp::EQ, 1);
+  if (L.parts == 1) {
+    V va = b.ptr("va"), vb = b.ptr("vb");
+    // tinyBLAS on AVX-512 with head_dim % 16 == 0: 16 rows of V^T at a time, each loaded
+    // 16 cells by 16 against the same probabilities; their 16 sums reduced as one vector.
+    // Row i of the block is at va + c (+ 8 rows for i >= 8) + a multiple of vrow_bytes.
+    b.if_(tiny16, Cmp::EQ, 1);
+    b.andi(full, len, ~int64_t(15));
+    b.muli(full_bytes, full, 4);
+    b.mov(vrow, vh);
+    b.sub(r, len, full);
+    b.for_(d, zero, hd, c16);
+    {
+      V16 acc[16];
+      for (int row = 0; row < 16; ++row) acc[row] = L.zero("acc");
+      auto row_mem = [&](int row, V base) {
+        const int k = row % 8;
+        switch (k) {
+          case 0:
+            return Mem{base, {}, 1, 0};
+          case 1:
+            return Mem{base, rb, 1, 0};
+          case 2:
+            return Mem{base, rb, 2, 0};
+          case 3:
+            return Mem{base, rb3, 1, 0};
+          case 4:
+            return Mem{base, rb, 4, 0};
+          case 5:
+            return Mem{base, rb5, 1, 0};
+          case 6:
+            return Mem{base, rb3, 2, 0};
+          default:
+            return Mem{base, rb7, 1, 0};
+        }
+      };
+      b.for_(c, zero, full_bytes, c64b);
+      {
+        b.ptr_add(va, vrow, c, 1);
+        b.ptr_add(vb, va, rb8, 1);
+        V16 px = L.vec("px");
+        L.load(px, Mem{e, c, 1, 0});
+        for (int row = 0; row < 16; ++row) {
+          V16 vx = L.vec("vx");
+          L.load(vx, row_mem(row, row < 8 ? va : vb));
+          L.fma(acc[row], vx, px);
+        }
+      }
+      b.end_for();
+      b.if_(r, Cmp::GT, 0);
+      {
+        b.ptr_add(va, vrow, full_bytes, 1);
+        b.ptr_add(vb, va, rb8, 1);
+        V16 px = L.vec("px");
+        masks.load_first(px, Mem{e, full, 4, 0}, r);
+        for (int row = 0; row < 16; ++row) {
+          V16 vx = L.vec("vx");
+          masks.load_first(vx, row_mem(row, row < 8 ? va : vb), r);
+          L.fma(acc[row], vx, px);
+        }
+      }
+      b.end_if();
+      L.store(Mem{oh, d, 4, 0}, L.reduce_add16(acc));
+      b.ptr_add(vrow, vrow, rb16, 1);
+    }
+    b.end_for();
+    b.end_if();
+  }
+
+  b.if_(tiny1, Cmp::EQ, 1);
   b.andi(full, len, ~int64_t(15));
   b.muli(full_bytes, full, 4);
   b.mov(vrow, vh);

@@ -1,5 +1,7 @@
 #include "jit/gen_lanes16.h"
 
+#include <stdexcept>
+
 namespace cke::jit::gen {
 
 using kir::Builder;
@@ -95,12 +97,64 @@ V Lanes16::reduce_add(V16 v) {
   return hsum8(b, s8);  // t[i+4] + t[i], then (u0 + u2) + (u1 + u3)
 }
 
-V Lanes16::fold4_reduce_add(const V16 acc[4]) {
+V16 Lanes16::fold4(const V16 acc[4]) {
   V16 r = vec("r"), t = vec("t");
   add(r, acc[0], acc[2]);
   add(t, acc[1], acc[3]);
   add(r, r, t);
-  return reduce_add(r);
+  return r;
+}
+
+V Lanes16::fold4_reduce_add(const V16 acc[4]) {
+  return reduce_add(fold4(acc));
+}
+
+// The four stages of reduce_add, each on all vectors at once (a transpose that adds as it
+// goes). Lane 4c + l of the result comes out of input slot 4l + c, so vector j goes into
+// slot 4(j % 4) + j / 4 and the result is in order without a final permute.
+V16 Lanes16::reduce_add16(const V16 v[16]) {
+  if (parts != 1) throw std::logic_error("kir: reduce_add16 takes one zmm per 16 lanes");
+  auto fv = [&](V x) { return b.view(x, 512, Cls::F); };
+  auto iv = [&](V x) { return b.view(x, 512, Cls::I); };
+  V s[16];
+  for (int j = 0; j < 16; ++j) s[4 * (j % 4) + j / 4] = v[j].part[0];
+  // i + 8: [lo256 of a | lo256 of b] + [hi256 of a | hi256 of b], hi first as reduce_add.
+  V w[8];
+  for (int k = 0; k < 8; ++k) {
+    V lo = b.vec(512, Cls::I, "lo8"), hi = b.vec(512, Cls::I, "hi8");
+    b.vshuf128(lo, iv(s[2 * k]), iv(s[2 * k + 1]), 0x44);
+    b.vshuf128(hi, iv(s[2 * k]), iv(s[2 * k + 1]), 0xEE);
+    w[k] = b.vec(512, Cls::F, "w8");
+    b.vadd_f(w[k], fv(hi), fv(lo));
+  }
+  // i + 4: 128-bit blocks 0, 2 against 1, 3 of a pair, lo first as hsum8.
+  V u[4];
+  for (int k = 0; k < 4; ++k) {
+    V lo = b.vec(512, Cls::I, "lo4"), hi = b.vec(512, Cls::I, "hi4");
+    b.vshuf128(lo, iv(w[2 * k]), iv(w[2 * k + 1]), 0x88);
+    b.vshuf128(hi, iv(w[2 * k]), iv(w[2 * k + 1]), 0xDD);
+    u[k] = b.vec(512, Cls::F, "w4");
+    b.vadd_f(u[k], fv(lo), fv(hi));
+  }
+  // Per block: lanes (0, 1) + (2, 3) of two vectors side by side.
+  V z[2];
+  for (int k = 0; k < 2; ++k) {
+    V lo = b.vec(512, Cls::I, "lo2"), hi = b.vec(512, Cls::I, "hi2");
+    b.vunpack_lo64(lo, iv(u[2 * k]), iv(u[2 * k + 1]));
+    b.vunpack_hi64(hi, iv(u[2 * k]), iv(u[2 * k + 1]));
+    z[k] = b.vec(512, Cls::F, "w2");
+    b.vadd_f(z[k], fv(lo), fv(hi));
+  }
+  // Per block: lane 0 + lane 1 (even first), four vectors' pairs side by side.
+  V e0 = b.vec(512, Cls::F, "e0"), e1 = b.vec(512, Cls::F, "e1");
+  b.vpermil_f(e0, z[0], 0xD8);  // (0, 2, 1, 3)
+  b.vpermil_f(e1, z[1], 0xD8);
+  V lo = b.vec(512, Cls::I, "lo1"), hi = b.vec(512, Cls::I, "hi1");
+  b.vunpack_lo64(lo, iv(e0), iv(e1));
+  b.vunpack_hi64(hi, iv(e0), iv(e1));
+  V16 r = vec("r16");
+  b.vadd_f(r.part[0], fv(lo), fv(hi));
+  return r;
 }
 
 V Lanes16::reduce_max(V16 v) {

@@ -41,8 +41,13 @@ struct Lanes16 {
   // Lane 0 of the result: GCC's _mm512_reduce_add_ps of v (ggml_vec_reduce / reduce_add16):
   // lanes i+8 + i, then i+4 + i, then (u0 + u2) + (u1 + u3).
   kir::V reduce_add(V16 v);
-  // reduce_add of ggml's four accumulators folded as (a0 + a2) + (a1 + a3).
+  // ggml's four accumulators folded as (a0 + a2) + (a1 + a3), and its reduce_add.
+  V16 fold4(const V16 acc[4]);
   kir::V fold4_reduce_add(const V16 acc[4]);
+  // r[j] = lane 0 of reduce_add(v[j]) for the 16 vectors v[0..15], the same additions in
+  // the same pairs, as one vector: 15 adds and 30 shuffles where 16 reduce_adds take 112
+  // ops and 16 stores. One zmm only (parts == 1).
+  V16 reduce_add16(const V16 v[16]);
   // Lane 0: the largest lane (for NaN-free v; order of the max tree unspecified).
   kir::V reduce_max(V16 v);
 };
