@@ -5,8 +5,12 @@
 // Weights: random normal rows quantized by the reference quantizers. Each reference runs
 // first; each JIT benchmark then reports `x_ref`, the reference's time / its own (the
 // speed-up at identical output bits). Generators whose ISA this host lacks are skipped.
+// Decode (T = 1) benchmarks stream their weights from DRAM as a decode step does: the calls
+// cycle through copies of the matrix that together exceed any last-level cache (kStreamBytes),
+// and `read` is the weight bytes a call reads over its time. Prefill ones reread one copy.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <map>
@@ -27,6 +31,8 @@ namespace {
 using cke::jit::LinearFn;
 
 constexpr int64_t kK = 4096, kN = 4096;
+// Weight bytes a decode benchmark cycles through: more than the L3 of any host it runs on.
+constexpr size_t kStreamBytes = size_t(512) << 20;
 
 // Tokens of a prefill benchmark: 32, or CKE_BENCH_PREFILL_T.
 int64_t prefill_tokens() {
@@ -60,17 +66,23 @@ std::map<std::string, double>& ref_seconds() {
 // in the plan it is its own step, shared by the linears reading the same input).
 void run(benchmark::State& st, const cke::test::GeneratedLinear& g, LinearFn fn, int64_t T,
          int64_t N, const std::string& ref_key, bool is_ref) {
-  const std::vector<uint8_t> w =
+  const std::vector<uint8_t> w0 =
       is_ref ? weights(g.wtype) : g.kernel_weights(weights(g.wtype), kK, N);
+  // Decode: copies of the weights, called in turn, so every call reads from DRAM.
+  const size_t copies = T == 1 ? std::max<size_t>(1, kStreamBytes / w0.size()) : 1;
+  std::vector<uint8_t> w(w0.size() * copies);
+  for (size_t c = 0; c < copies; ++c) std::copy(w0.begin(), w0.end(), w.begin() + c * w0.size());
   std::vector<float> xf(kK * T);
   std::mt19937 rng(2);
   std::normal_distribution<float> d(0.0f, 1.0f);
   for (float& v : xf) v = d(rng);
   const std::vector<uint8_t> x = g.convert(xf, kK, T);
   std::vector<float> y(N * T);
+  size_t c = 0;
   const auto t0 = std::chrono::steady_clock::now();
   for (auto _ : st) {
-    fn(x.data(), w.data(), y.data(), kK, N, T, 0, N);
+    fn(x.data(), w.data() + c * w0.size(), y.data(), kK, N, T, 0, N);
+    c = c + 1 == copies ? 0 : c + 1;
     benchmark::DoNotOptimize(y.data());
     benchmark::ClobberMemory();
   }
@@ -79,6 +91,10 @@ void run(benchmark::State& st, const cke::test::GeneratedLinear& g, LinearFn fn,
       double(st.iterations());
   st.counters["MAC/s"] =
       benchmark::Counter(double(kK * N * T), benchmark::Counter::kIsIterationInvariantRate);
+  if (T == 1)
+    st.counters["read"] =
+        benchmark::Counter(double(w0.size()), benchmark::Counter::kIsIterationInvariantRate,
+                           benchmark::Counter::kIs1000);
   const std::string& key = ref_key;
   if (is_ref) {
     ref_seconds()[key] = per_call;

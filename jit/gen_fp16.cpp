@@ -33,8 +33,8 @@ void convert_f16_range(kir::Builder& b, Isa isa, V x, V y, V i0, V i1) {
   b.vstore(Mem{y, i, 2, 0}, h);
   b.end_for();
   // The tail, lane 0 of the same operations.
-  V s = b.vec(128, Cls::F, "x1"), sc = b.vec(128, Cls::I, "canon1"),
-    ss = b.view(sign, 128, Cls::I), sq = b.view(qnan, 128, Cls::I);
+  V s = b.vec(128, Cls::F, "x1"), sc = b.vec(128, Cls::I, "canon1"), ss = b.view(sign, 128, Cls::I),
+    sq = b.view(qnan, 128, Cls::I);
   V sn = M.make(128, "isnan1");
   b.for_(i, full_end, i1, b.imm(1, "one"));
   b.vload_ss(s, Mem{x, i, 4, 0});

@@ -54,6 +54,9 @@ std::vector<kir::V> tile_rows(kir::Builder& b, const TileArgs& t, int rows);
 // Measured (Q8_0 decode, 4-row tiles): a fixed 2 KiB within the row lands in the tile's own
 // next row, already streamed, and decodes at the speed of no prefetch at all; a tile ahead
 // (8-9 KiB) is 1.5x faster, and F16/BF16 decode, which had no prefetch, 1.15x.
+// The prefetch fills L2 (prefetcht1), not L1: on an AMD EPYC (Zen 4), 2 threads, F16 decode
+// 13.2-13.5 tok/s against 10.8 with prefetcht0, Q6_K 30-33 against 26-28 (the L2 stream
+// prefetcher follows 4 interleaved rows poorly there; L1 fills competed with the loads).
 constexpr int kPrefetchMin = 8192;
 struct RowPrefetch {
   kir::V dist;  // bytes between a prefetched line and the line read now
@@ -63,9 +66,11 @@ RowPrefetch row_prefetch(kir::Builder& b, const TileArgs& t, int rows);
 // In a loop that consumes `bytes` of each row per iteration at row + off.
 void prefetch_rows(kir::Builder& b, const std::vector<kir::V>& rows, kir::V off, int bytes,
                    const RowPrefetch& pf);
-// For layouts that are one stream (rows interleaved into groups): a fixed distance
-// (measured: 2 to 16 KiB decode alike; the hardware prefetchers follow one stream).
-constexpr int kStreamPrefetchAhead = 2048;
+// Layouts that are one stream (rows interleaved into 16-row groups) take no software
+// prefetch: the hardware prefetchers follow one stream. Measured on an AMD EPYC (Zen 4),
+// decode tg32, 2 threads: a prefetch of every line 2 KiB ahead (36 per q4_K_r16 super-block)
+// made Q4_K_M decode 1.6x slower (26 vs 42 tok/s), Q8_0 1.2x, Q4_0 1.15x; on a Xeon 2-16 KiB
+// ahead decoded alike. (q8_0_r16 is the exception, measured: gen_linear_q8_0_r16.cpp.)
 
 // Token t of a group at base + t * stride: addressed as [base + stride * s] for t = 1, 2
 // and through a precomputed 3 * stride for t = 3, so the loop advances one pointer.

@@ -10,7 +10,8 @@ namespace cke::jit {
 
 asmjit::JitRuntime& runtime();
 std::string error_text(asmjit::Error e);
-// Appends "<addr> <size> <name>" to /tmp/perf-<pid>.map when CKE_PERF_MAP=1.
+// Appends "<addr> <size> <name>" to /tmp/perf-<pid>.map when CKE_PERF_MAP=1, and writes the
+// code's bytes to $CKE_JIT_DUMP/<name>.bin when CKE_JIT_DUMP names a directory.
 void register_perf_symbol(const void* addr, size_t size, const std::string& name);
 
 // Debian 12 ships the 2022 asmjit snapshot (1.9); newer asmjit renamed parts of the

@@ -89,7 +89,7 @@ enum class Op : uint8_t {
   VExtract,    // d = block imm (of d's width) of a
   VView,       // d = the low bits(d) of a, read-only alias (class may differ)
   VCopy,       // d = a
-  VPrefetch,   // a hint to load mem's cache line (prefetcht0): no value, never faults
+  VPrefetch,   // a hint to load mem's cache line into L2 (prefetcht1): no value, never faults
   // vectors: integer arithmetic (lane sizes in the name)
   VAnd,       // d = a & b
   VSubI8,     // d = a - b (wrapping bytes)

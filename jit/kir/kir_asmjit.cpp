@@ -353,7 +353,7 @@ class FuncLowering {
         cc_.vmovaps(x(d), x(a));
         break;
       case Op::VPrefetch:
-        cc_.prefetcht0(mem(in.mem, 1));
+        cc_.prefetcht1(mem(in.mem, 1));
         break;
       case Op::VAnd:
         if (avx512_)

@@ -306,7 +306,7 @@ class FuncRender {
         set(d, opnd(a, ty(d).cls), ty(d).cls);
         break;
       case Op::VPrefetch:
-        line(fmt::format("_mm_prefetch((const char*){}, _MM_HINT_T0);", addr(in.mem)));
+        line(fmt::format("_mm_prefetch((const char*){}, _MM_HINT_T1);", addr(in.mem)));
         break;
       case Op::VAnd:
         set(d, fmt::format("{}_and_{}({}, {})", p, SI(w), i(a), i(b)), Cls::I);
