@@ -4,9 +4,14 @@
 // resolve against the running executable (linked with exported symbols).
 #include <dlfcn.h>
 #include <fmt/format.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 
+#include "resolver/sha256.h"
 #include "runtime/core/backend.h"
 
 namespace cke {
@@ -24,6 +29,29 @@ class EmittedBackend : public Backend {
   jit::GlueFn batch() const override { return batch_; }
 };
 
+// What the shared object is made from: the compile command and the emitted files' bytes.
+std::string build_key(const std::string& dir, const std::string& cmd) {
+  Sha256 h;
+  h.update(cmd.data(), cmd.size());
+  for (const char* name : {"cke_plan.h", "cke_plan.c", "cke_kernels.h", "cke_kernels.c"}) {
+    std::ifstream in(dir + "/" + name, std::ios::binary);
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    const std::string text = std::string(name) + ":" + ss.str();
+    h.update(text.data(), text.size());
+  }
+  std::string hex;
+  for (uint8_t b : h.finish()) hex += fmt::format("{:02x}", b);
+  return hex;
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
 }  // namespace
 
 std::unique_ptr<Backend> load_emitted_c_backend(const std::string& dir, const EmittedC& emitted,
@@ -34,12 +62,32 @@ std::unique_ptr<Backend> load_emitted_c_backend(const std::string& dir, const Em
   const std::string cmd =
       fmt::format("{} -std=c11 -fPIC -shared {} -o '{}' '{}/cke_plan.c' '{}/cke_kernels.c'",
                   cc && *cc ? cc : "cc", emitted_c_flags(emitted), so, dir, dir);
-  if (std::system(cmd.c_str()) != 0) {
-    *err = "--run-emitted: the C compiler failed: " + cmd;
-    return nullptr;
+  // A directory compiled before from the same sources with the same command keeps its
+  // shared object (cke_plan.so.sha256 holds that build's key), as make would: running an
+  // emitted plan again, at another thread count, costs no second compile.
+  const std::string key = build_key(dir, cmd), key_file = so + ".sha256";
+  std::ifstream so_exists(so);
+  if (!so_exists || read_text(key_file) != key) {
+    std::remove(key_file.c_str());
+    if (std::system(cmd.c_str()) != 0) {
+      *err = "--run-emitted: the C compiler failed: " + cmd;
+      return nullptr;
+    }
+    std::ofstream(key_file, std::ios::binary) << key;
   }
   auto b = std::make_unique<EmittedBackend>();
-  b->handle_ = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+  // The plan binds its weights and arena to globals of the shared object, so each engine
+  // needs its own copy: if another engine has this file loaded, load a private copy of it.
+  std::string path = so;
+  if (void* h = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD)) {
+    dlclose(h);
+    static std::atomic<int> copies{0};
+    path = fmt::format("{}.{}.{}", so, int(getpid()), ++copies);
+    std::ifstream src(so, std::ios::binary);
+    std::ofstream(path, std::ios::binary) << src.rdbuf();
+  }
+  b->handle_ = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (path != so) std::remove(path.c_str());  // mapped now: the name is not needed
   if (!b->handle_) {
     *err = std::string("--run-emitted: ") + dlerror();
     return nullptr;

@@ -217,5 +217,61 @@ TEST(EmitCMismatch, AnotherModelsPlanIsRefused) {
   fs::remove_all(dir);
 }
 
+// A compiled directory keeps its shared object (cke_plan.so.sha256: the build's key) for the
+// next engine, but each live engine binds its own copy: two engines of one directory at once
+// compute the JIT's bits side by side, and an edited source is compiled again.
+TEST(EmitCReuse, EnginesOfOneDirectoryEachBindTheirOwnCopy) {
+  CKE_REQUIRE_SHARED(json, "reference/stories260K-Q8_0.json");
+  std::string err;
+  auto ref = test::load_reference("stories260K-Q8_0", &err);
+  ASSERT_TRUE(ref) << err;
+  const std::string dir = temp_dir("reuse");
+  auto jit = load(ref->model_path, 1);
+  ASSERT_TRUE(jit);
+  ASSERT_TRUE(jit->emit_c(dir, &err)) << err;
+  auto a = load(ref->model_path, 1, dir);
+  ASSERT_TRUE(a);
+  const std::string key = slurp(dir + "/cke_plan.so.sha256");
+  EXPECT_EQ(key.size(), 64u);
+  const auto built = fs::last_write_time(dir + "/cke_plan.so");
+  auto b = load(ref->model_path, 2, dir);  // a is alive: b binds a private copy
+  ASSERT_TRUE(b);
+  EXPECT_EQ(fs::last_write_time(dir + "/cke_plan.so"), built) << "compiled again";
+  // Interleaved: a's prefill, b's prefill of another sequence, then a's decode steps, which
+  // read a's KV cache (a shared object's globals would have b's there).
+  ASSERT_GE(ref->sequences.size(), 2u);
+  const auto& s0 = ref->sequences[0];
+  const auto& s1 = ref->sequences[1];
+  auto steps = [&](Engine& e, Engine* other) {
+    std::vector<float> out, rows;
+    e.rewind(0);
+    EXPECT_TRUE(e.eval(s0.eval_ids, &rows, true, &err)) << err;
+    out.insert(out.end(), rows.begin(), rows.end());
+    if (other) {
+      other->rewind(0);
+      EXPECT_TRUE(other->eval(s1.eval_ids, &rows, true, &err)) << err;
+    }
+    for (size_t k = 0; k + 1 < s0.exact.greedy.size(); ++k) {
+      EXPECT_TRUE(e.eval({&s0.exact.greedy[k], 1}, &rows, true, &err)) << err;
+      out.insert(out.end(), rows.begin(), rows.end());
+    }
+    return out;
+  };
+  const std::vector<float> want0 = steps(*jit, nullptr);
+  for (auto [e, other] : {std::pair{a.get(), b.get()}, std::pair{b.get(), a.get()}}) {
+    const std::vector<float> got = steps(*e, other);
+    ASSERT_EQ(got.size(), want0.size());
+    EXPECT_EQ(0, std::memcmp(got.data(), want0.data(), got.size() * sizeof(float)));
+  }
+  a.reset();
+  b.reset();
+  // An edit (a comment) changes the key: the next engine compiles the directory again.
+  std::ofstream(dir + "/cke_plan.c", std::ios::app) << "/* edited */\n";
+  auto c = load(ref->model_path, 1, dir);
+  ASSERT_TRUE(c);
+  EXPECT_NE(slurp(dir + "/cke_plan.so.sha256"), key);
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace cke
