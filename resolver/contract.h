@@ -26,11 +26,13 @@ struct Comparison {
   Kind kind = Kind::BitExact;
   double bound = 0;         // Ulp: max ulp distance per element; Rel: max |a-b| / max|ref| per row
   std::string str() const;  // "bit_exact", "ulp:2", "rel:1e-05"
+  bool operator==(const Comparison&) const = default;
 };
 
 struct ContractPort {
   std::string name;
   std::optional<DType> dtype;  // nullopt: `any` (a dtype-generic port, e.g. a byte copy)
+  bool operator==(const ContractPort&) const = default;
 };
 
 // A port whose values reach the provider converted: a circuit edge of dtype `from` feeds it
@@ -40,11 +42,13 @@ struct ContractConvert {
   std::string port;
   DType from;
   std::string via;  // contract id of the conversion (ports x: from, y: this port's dtype)
+  bool operator==(const ContractConvert&) const = default;
 };
 
 struct ContractParam {
   std::string name;
   ParamType type;
+  bool operator==(const ContractParam&) const = default;
 };
 
 struct Contract {
@@ -77,6 +81,7 @@ struct Contract {
 
   const ContractPort* port(std::string_view name) const;
   const ContractParam* param(std::string_view name) const;
+  bool operator==(const Contract&) const = default;
 };
 
 // Parses one contract document; `file` names it in errors. Checks the schema only (the

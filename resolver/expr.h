@@ -71,6 +71,8 @@ class Expr {
 
   Result eval(const Lookup& lookup) const;
   const std::string& text() const { return text_; }
+  // Same source text (parse maps one text to one tree): for tests of parsed values.
+  bool operator==(const Expr& o) const { return text_ == o.text_; }
   // Identifiers referenced (not function names), in first-use order, without duplicates.
   std::vector<std::string> names() const;
   // The identifier if the whole expression is one bare name.

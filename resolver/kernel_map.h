@@ -46,11 +46,13 @@ struct PortSpec {
   Storage storage;
   std::string alias_of;                // this port IS that port's memory (in place)
   std::vector<std::string> may_alias;  // these ports may share this port's memory
+  bool operator==(const PortSpec&) const = default;
 };
 
 struct ParamSpec {
   std::string name;
   ParamType type;
+  bool operator==(const ParamSpec&) const = default;
 };
 
 // RuntimeValue (pos0 | n_tokens | n_kv) is the kernel ABI's: kernels/registry.h.
@@ -64,6 +66,7 @@ struct AbiArg {
   PortRole role{};         // Port: which category the word named
   RuntimeValue runtime{};  // Runtime
   std::string text;        // as written
+  bool operator==(const AbiArg&) const = default;
 };
 
 struct ParallelSpec {
@@ -71,12 +74,14 @@ struct ParallelSpec {
   std::string dim;       // a shape symbol or derived dim
   int64_t min_chunk = 1;
   bool changes_arithmetic = false;
+  bool operator==(const ParallelSpec&) const = default;
 };
 
 struct ImplSpec {
   std::string function;   // ahead-of-time symbol (kernels/registry.h), or
   std::string generator;  // a JIT generator name with its parameters
   std::map<std::string, std::string> generator_params;
+  bool operator==(const ImplSpec&) const = default;
 };
 
 struct Selection {
@@ -89,6 +94,7 @@ struct Selection {
   // all tokens (the weights read once) instead of once per token. Needs the decode phase.
   bool decode_batch = false;
   bool supports(Phase p) const;
+  bool operator==(const Selection&) const = default;
 };
 
 struct KernelMap {
@@ -116,6 +122,7 @@ struct KernelMap {
   // Whether the shape predicates hold for these integer dims (e.g. {K, N}): for tests and
   // benchmarks that call a provider directly. A predicate naming an absent dim is false.
   bool admits(const std::map<std::string, int64_t>& dims) const;
+  bool operator==(const KernelMap&) const = default;
 };
 
 // Parses one map document and checks everything that needs no other file (the registry
@@ -128,6 +135,9 @@ std::optional<KernelMap> parse_kernel_map(std::string_view yaml, const std::stri
 // "<path>:<line>". Errors name the file, the field and the instance.
 std::vector<KernelMap> load_kernel_maps(const std::filesystem::path& path,
                                         std::vector<LoadError>* errors);
+// The same from the file's bytes (`path` names it in errors and families' file checks).
+std::vector<KernelMap> parse_kernel_maps(const std::string& text, const std::filesystem::path& path,
+                                         std::vector<LoadError>* errors);
 std::optional<KernelMap> load_kernel_map(const std::filesystem::path& path,
                                          std::vector<LoadError>* errors);
 

@@ -49,12 +49,17 @@ std::vector<KernelMap> load_kernel_maps(const std::filesystem::path& path,
                                         std::vector<LoadError>* errors) {
   std::optional<std::string> text = read_data_file(path, errors);
   if (!text) return {};
-  if (text->find("cke.kernel_map_family/1") == std::string::npos) {
-    std::optional<KernelMap> m = parse_kernel_map(*text, path.string(), errors);
+  return parse_kernel_maps(*text, path, errors);
+}
+
+std::vector<KernelMap> parse_kernel_maps(const std::string& text, const std::filesystem::path& path,
+                                         std::vector<LoadError>* errors) {
+  if (text.find("cke.kernel_map_family/1") == std::string::npos) {
+    std::optional<KernelMap> m = parse_kernel_map(text, path.string(), errors);
     return m ? std::vector<KernelMap>{std::move(*m)} : std::vector<KernelMap>{};
   }
   ErrorSink sink(path.string(), errors);
-  std::optional<YAML::Node> doc = detail::parse_yaml(*text, &sink);
+  std::optional<YAML::Node> doc = detail::parse_yaml(text, &sink);
   if (!doc) return {};
   Fields f(*doc, "", &sink);
   if (!f.ok()) return {};

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "resolver/data_file.h"
+#include "resolver/registry_snapshot.h"
 
 namespace cke {
 
@@ -185,17 +186,36 @@ std::optional<Registry> Registry::load_files(
   std::vector<LoadError> local;
   std::vector<LoadError>* out = errors ? errors : &local;
   const size_t before = out->size();
-  // Files load independently: in parallel, gathered in file order (the same maps, errors
+  // The files' bytes (the snapshot's key), read in parallel.
+  std::vector<snapshot::InputFile> map_in(map_files.size()), contract_in(contract_files.size());
+  std::vector<char> readable(map_files.size() + contract_files.size(), 0);
+  std::vector<std::vector<LoadError>> errs(map_files.size() + contract_files.size());
+  tbb::parallel_for(size_t(0), errs.size(), [&](size_t i) {
+    const bool is_map = i < map_files.size();
+    const std::filesystem::path& p = is_map ? map_files[i] : contract_files[i - map_files.size()];
+    snapshot::InputFile& f = is_map ? map_in[i] : contract_in[i - map_files.size()];
+    f.path = p.string();
+    if (std::optional<std::string> t = read_data_file(p, &errs[i])) {
+      f.bytes = std::move(*t);
+      readable[i] = 1;
+    }
+  });
+  const bool all_read = std::all_of(readable.begin(), readable.end(), [](char r) { return r; });
+  const std::string key = all_read ? snapshot::key(map_in, contract_in) : std::string();
+  if (std::optional<snapshot::Parsed> s = snapshot::read(key))
+    return build(std::move(s->maps), std::move(s->contracts), symbols, out);
+  // Files parse independently: in parallel, gathered in file order (the same maps, errors
   // and provenance as one by one).
   std::vector<std::vector<KernelMap>> per_map_file(map_files.size());
   std::vector<std::optional<Contract>> per_contract(contract_files.size());
-  std::vector<std::vector<LoadError>> errs(map_files.size() + contract_files.size());
   tbb::parallel_for(size_t(0), errs.size(), [&](size_t i) {
+    if (!readable[i]) return;
     if (i < map_files.size())
-      per_map_file[i] = load_kernel_maps(map_files[i], &errs[i]);
+      per_map_file[i] = parse_kernel_maps(map_in[i].bytes, map_files[i], &errs[i]);
     else
       per_contract[i - map_files.size()] =
-          load_contract(contract_files[i - map_files.size()], &errs[i]);
+          parse_contract(contract_in[i - map_files.size()].bytes,
+                         contract_files[i - map_files.size()].string(), &errs[i]);
   });
   for (const std::vector<LoadError>& e : errs) out->insert(out->end(), e.begin(), e.end());
   std::vector<KernelMap> maps;
@@ -204,6 +224,7 @@ std::optional<Registry> Registry::load_files(
     for (KernelMap& m : ms) maps.push_back(std::move(m));
   for (std::optional<Contract>& c : per_contract)
     if (c) contracts.push_back(std::move(*c));
+  if (out->size() == before && !key.empty()) snapshot::write(key, {maps, contracts});
   if (out->size() != before) return std::nullopt;
   return build(std::move(maps), std::move(contracts), symbols, out);
 }

@@ -1,0 +1,178 @@
+// The registry snapshot (resolver/registry_snapshot.h): it round-trips every real map and
+// contract field for field, a load reads it only under its key, any edit of a data file is a
+// new key, a damaged snapshot is ignored, and a load with errors writes none.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "resolver/registry.h"
+#include "resolver/registry_snapshot.h"
+#include "tests/common/shared.h"
+
+namespace cke {
+namespace {
+
+namespace fs = std::filesystem;
+
+// CKE_CACHE_DIR for the scope of a test.
+class CacheDir {
+ public:
+  explicit CacheDir(const std::string& value) {
+    if (const char* v = std::getenv("CKE_CACHE_DIR")) old_ = v;
+    setenv("CKE_CACHE_DIR", value.c_str(), 1);
+  }
+  ~CacheDir() {
+    if (old_)
+      setenv("CKE_CACHE_DIR", old_->c_str(), 1);
+    else
+      unsetenv("CKE_CACHE_DIR");
+  }
+
+ private:
+  std::optional<std::string> old_;
+};
+
+fs::path temp(const std::string& name) {
+  const fs::path d =
+      fs::temp_directory_path() / ("cke_snap_" + name + "_" + std::to_string(getpid()));
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+std::vector<fs::path> snapshots(const fs::path& dir) {
+  std::vector<fs::path> out;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().filename().string().rfind("registry-", 0) == 0) out.push_back(e.path());
+  return out;
+}
+
+std::optional<Registry> load(const fs::path& maps, std::vector<LoadError>* errors) {
+  return Registry::load({maps}, linked_symbols(), errors);
+}
+
+// The repository's maps copied to a directory a test may edit.
+fs::path copy_of_real_maps(const std::string& name) {
+  const fs::path d = temp(name) / "kernel_maps";
+  fs::copy(test::source_path("kernel_maps"), d, fs::copy_options::recursive);
+  return d;
+}
+
+TEST(RegistrySnapshot, EncodingRoundTripsEveryRealMapAndContract) {
+  CacheDir off("off");
+  std::vector<LoadError> errors;
+  auto reg = load(test::source_path("kernel_maps"), &errors);
+  ASSERT_TRUE(reg) << format_errors(errors);
+  ASSERT_GT(reg->maps().size(), 100u);
+  const snapshot::Parsed p{reg->maps(), reg->contracts()};
+  const std::string bytes = snapshot::encode("k", p);
+  std::optional<snapshot::Parsed> back = snapshot::decode("k", bytes);
+  ASSERT_TRUE(back);
+  ASSERT_EQ(back->maps.size(), p.maps.size());
+  ASSERT_EQ(back->contracts.size(), p.contracts.size());
+  for (size_t i = 0; i < p.maps.size(); ++i)
+    EXPECT_TRUE(back->maps[i] == p.maps[i]) << p.maps[i].id;
+  for (size_t i = 0; i < p.contracts.size(); ++i)
+    EXPECT_TRUE(back->contracts[i] == p.contracts[i]) << p.contracts[i].id;
+  // Under another key, or with any payload byte changed, it decodes to nothing.
+  EXPECT_FALSE(snapshot::decode("other", bytes));
+  for (size_t at : {bytes.find('\n') + 1, bytes.size() / 2, bytes.size() - 1}) {
+    std::string bad = bytes;
+    bad[at] = char(bad[at] ^ 0x01);
+    EXPECT_FALSE(snapshot::decode("k", bad)) << "byte " << at;
+  }
+  EXPECT_FALSE(snapshot::decode("k", bytes.substr(0, bytes.size() - 7)));
+}
+
+TEST(RegistrySnapshot, ALoadWritesOneAndTheNextReadsIt) {
+  const fs::path cache = temp("cache");
+  CacheDir on(cache.string());
+  const fs::path maps = copy_of_real_maps("rw");
+  std::vector<LoadError> errors;
+  auto first = load(maps, &errors);
+  ASSERT_TRUE(first) << format_errors(errors);
+  const auto written = snapshots(cache);
+  ASSERT_EQ(written.size(), 1u);
+  // Proof that the next load reads the snapshot: one planted under the same key (a map's
+  // priority changed in the snapshot only) is what it returns.
+  snapshot::Parsed planted{first->maps(), first->contracts()};
+  planted.maps[0].selection.priority += 7;
+  const std::string key = written[0].filename().string().substr(9, 64);
+  ASSERT_TRUE(snapshot::write(key, planted));
+  auto second = load(maps, &errors);
+  ASSERT_TRUE(second) << format_errors(errors);
+  EXPECT_EQ(second->maps()[0].selection.priority, first->maps()[0].selection.priority + 7);
+  // A damaged snapshot is ignored: the maps are parsed again (and the snapshot rewritten).
+  std::string bytes = slurp(written[0]);
+  bytes[bytes.size() / 2] = char(bytes[bytes.size() / 2] ^ 0x40);
+  std::ofstream(written[0], std::ios::binary) << bytes;
+  auto third = load(maps, &errors);
+  ASSERT_TRUE(third) << format_errors(errors);
+  EXPECT_EQ(third->maps()[0].selection.priority, first->maps()[0].selection.priority);
+  EXPECT_TRUE(snapshot::read(key));
+  fs::remove_all(cache);
+  fs::remove_all(maps.parent_path());
+}
+
+TEST(RegistrySnapshot, AnEditedFileIsANewKey) {
+  const fs::path cache = temp("edit_cache");
+  CacheDir on(cache.string());
+  const fs::path maps = copy_of_real_maps("edit");
+  std::vector<LoadError> errors;
+  auto before = load(maps, &errors);
+  ASSERT_TRUE(before) << format_errors(errors);
+  const KernelMap* m = before->find_map("linear_q8_0_f32__ref");
+  ASSERT_TRUE(m);
+  const int64_t priority = m->selection.priority;
+  // The same map with another priority (its file is one map: the id is the file name).
+  const fs::path f = maps / "linear_q8_0_f32__ref.yaml";
+  std::string text = slurp(f);
+  const std::string from = "priority: " + std::to_string(priority);
+  const size_t at = text.find(from);
+  ASSERT_NE(at, std::string::npos) << text;
+  text.replace(at, from.size(), "priority: " + std::to_string(priority + 1));
+  std::ofstream(f, std::ios::binary) << text;
+  auto after = load(maps, &errors);
+  ASSERT_TRUE(after) << format_errors(errors);
+  EXPECT_EQ(after->find_map("linear_q8_0_f32__ref")->selection.priority, priority + 1);
+  EXPECT_EQ(snapshots(cache).size(), 2u);
+  fs::remove_all(cache);
+  fs::remove_all(maps.parent_path());
+}
+
+TEST(RegistrySnapshot, ALoadWithErrorsWritesNoneAndFailsEveryTime) {
+  const fs::path cache = temp("err_cache");
+  CacheDir on(cache.string());
+  const fs::path maps = copy_of_real_maps("err");
+  std::ofstream(maps / "broken.yaml") << "schema: cke.kernel_map/1\nid: broken\nop: [\n";
+  for (int i = 0; i < 2; ++i) {
+    std::vector<LoadError> errors;
+    EXPECT_FALSE(load(maps, &errors));
+    ASSERT_FALSE(errors.empty());
+    EXPECT_NE(errors[0].file.find("broken.yaml"), std::string::npos) << format_errors(errors);
+  }
+  EXPECT_TRUE(snapshots(cache).empty());
+  fs::remove_all(cache);
+  fs::remove_all(maps.parent_path());
+}
+
+TEST(RegistrySnapshot, OffWritesNothing) {
+  CacheDir off("off");
+  EXPECT_FALSE(snapshot::cache_dir());
+  EXPECT_EQ(snapshot::key({}, {}), "");
+  EXPECT_FALSE(snapshot::write("", {}));
+}
+
+}  // namespace
+}  // namespace cke
