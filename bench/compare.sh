@@ -1,20 +1,24 @@
 #!/usr/bin/env bash
 # bench/compare.sh MODEL... — CKE against llama.cpp on the same files, in the same minutes.
 #
-# For every model: llama-bench, cke-bench, llama-bench again (interleaved, so a noisy
-# neighbour hurts both), then the ratio CKE / llama.cpp per test, against the mean of the
-# two llama.cpp runs. llama.cpp is a measuring instrument only: nothing builds or tests
-# with it.
+# Per round and model: llama-bench, cke-bench, llama-bench again (interleaved, so a noisy
+# neighbour hurts both), and the ratio CKE / llama.cpp per test against the mean of the two
+# llama.cpp runs. With ROUNDS > 1 the rounds go over all models in turn and the table gives,
+# per test, the median ratio and the range of the rounds (on a shared host memory bandwidth
+# moves by up to 2x between minutes: one round is one minute). llama.cpp is a measuring
+# instrument only: nothing builds or tests with it.
 #
 #   LLAMA_BENCH   command that runs llama-bench (default: ../shared/tools/llama.cpp/run
 #                 llama-bench, relative to the repository)
 #   CKE_BENCH     cke-bench binary (default: build/bin/cke-bench)
 #   ARGS          test arguments for both (default: -p 128 -n 32 -t 2 -r 3)
+#   ROUNDS        rounds over all models (default 1)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 llama=${LLAMA_BENCH:-"$root/../shared/tools/llama.cpp/run llama-bench"}
 cke=${CKE_BENCH:-"$root/build/bin/cke-bench"}
 args=${ARGS:-"-p 128 -n 32 -t 2 -r 3"}
+rounds=${ROUNDS:-1}
 [ $# -ge 1 ] || { echo "usage: bench/compare.sh MODEL.gguf..." >&2; exit 2; }
 [ -x "${cke%% *}" ] || { echo "compare.sh: no $cke (build first)" >&2; exit 1; }
 
@@ -23,18 +27,42 @@ args=${ARGS:-"-p 128 -n 32 -t 2 -r 3"}
 rows() { awk -F'|' -v tc="$2" -v vc="$3" 'NF > 5 && $tc ~ /(pp|tg)[0-9]+/ {
   gsub(/ /, "", $tc); split($vc, v, "±"); gsub(/ /, "", v[1]); print $tc, v[1] }' <<<"$1"; }
 
-printf '| model | test | llama.cpp t/s | CKE t/s | CKE / llama.cpp |\n|---|---|---:|---:|---:|\n'
+tmp="$(mktemp -d "${TMPDIR:-/tmp}/cke-compare.XXXXXX")"
+trap 'rm -rf "$tmp"' EXIT
+# One line per (round, model, test): model test llama_tps cke_tps ratio.
+for ((r = 1; r <= rounds; ++r)); do
+  for m in "$@"; do
+    # shellcheck disable=SC2086
+    l1=$($llama -m "$m" $args 2>/dev/null)
+    # shellcheck disable=SC2086
+    c=$($cke -m "$m" $args 2>/dev/null)
+    # shellcheck disable=SC2086
+    l2=$($llama -m "$m" $args 2>/dev/null)
+    join <(rows "$l1" 7 8 | sort) <(rows "$l2" 7 8 | sort) | awk '{print $1, ($2 + $3) / 2}' |
+      sort >"$tmp/llama"
+    rows "$c" 7 8 | sort >"$tmp/cke"
+    join "$tmp/llama" "$tmp/cke" |
+      awk -v m="$(basename "$m")" '{ printf "%s %s %.2f %.2f %.3f\n", m, $1, $2, $3, $3 / $2 }' \
+        >>"$tmp/all"
+  done
+done
+
+if ((rounds == 1)); then
+  printf '| model | test | llama.cpp t/s | CKE t/s | CKE / llama.cpp |\n|---|---|---:|---:|---:|\n'
+  awk '{ printf "| %s | %s | %s | %s | %.2f |\n", $1, $2, $3, $4, $5 }' "$tmp/all"
+  exit 0
+fi
+printf '| model | test | llama.cpp t/s (rounds) | CKE t/s (rounds) | CKE / llama.cpp: median (range) |\n'
+printf '|---|---|---:|---:|---:|\n'
 for m in "$@"; do
-  # shellcheck disable=SC2086
-  l1=$($llama -m "$m" $args 2>/dev/null)
-  # shellcheck disable=SC2086
-  c=$($cke -m "$m" $args 2>/dev/null)
-  # shellcheck disable=SC2086
-  l2=$($llama -m "$m" $args 2>/dev/null)
-  join <(rows "$l1" 7 8 | sort) <(rows "$l2" 7 8 | sort) | awk '{print $1, ($2 + $3) / 2}' |
-    sort >/tmp/cke_compare_llama.$$
-  rows "$c" 7 8 | sort >/tmp/cke_compare_cke.$$
-  join /tmp/cke_compare_llama.$$ /tmp/cke_compare_cke.$$ |
-    awk -v m="$(basename "$m")" '{ printf "| %s | %s | %.2f | %.2f | %.2f |\n", m, $1, $2, $3, $3 / $2 }'
-  rm -f /tmp/cke_compare_llama.$$ /tmp/cke_compare_cke.$$
+  b="$(basename "$m")"
+  for t in $(awk -v m="$b" '$1 == m {print $2}' "$tmp/all" | sort -u); do
+    awk -v m="$b" -v t="$t" '$1 == m && $2 == t' "$tmp/all" | sort -k5 -n | awk '
+      { l[NR] = $3; c[NR] = $4; q[NR] = $5; m = $1; t = $2 }
+      END {
+        med = (NR % 2) ? q[(NR + 1) / 2] : (q[NR / 2] + q[NR / 2 + 1]) / 2
+        ls = l[1]; cs = c[1]
+        for (i = 2; i <= NR; ++i) { ls = ls " " l[i]; cs = cs " " c[i] }
+        printf "| %s | %s | %s | %s | %.2f (%.2f-%.2f) |\n", m, t, ls, cs, med, q[1], q[NR] }'
+  done
 done
