@@ -39,6 +39,9 @@ TileArgs begin_tile(kir::Builder& b);
 // hsum8 of an 8-lane (256-bit) float accumulator into lane 0 of the result, in ggml's
 // order: ((a0+a4)+(a2+a6)) + ((a1+a5)+(a3+a7)).
 kir::V hsum8(kir::Builder& b, kir::V acc);
+// The same order lane by lane over 8 vectors (acc[j] lane r = ggml lane j of row r: the
+// 16-row copies' kernels), into a new vector.
+kir::V hsum8_rows(kir::Builder& b, const kir::V acc[8]);
 
 // A guard of an entry: `if (a c x) return;` (a call outside the contract writes nothing).
 void ret_if(kir::Builder& b, kir::V a, kir::Cmp c, kir::V x);

@@ -397,8 +397,9 @@ void Builder::vsx_bd(V d, V a) {
   emit(Op::VSxBD, d, a);
 }
 void Builder::vsx_bw(V d, V a) {
-  need_vec(d, 256, "vsx_bw");
-  need_vec(a, 128, "vsx_bw");
+  need_vec(d, 0, "vsx_bw");
+  if (type(d).bits < 256) throw std::logic_error("kir: vsx_bw widens into 256 or 512 bits");
+  need_vec(a, type(d).bits / 2, "vsx_bw");
   emit(Op::VSxBW, d, a);
 }
 void Builder::vconst32(V d, std::vector<uint32_t> lanes) {

@@ -111,7 +111,7 @@ enum class Op : uint8_t {
   VSrlI32,    // d = a >> imm (logical, per 32 bits)
   VPermD,     // d[i] = a[b[i]] (dwords; b holds lane indices) (256 or 512 bits)
   VSxBD,      // d = the low int8 lanes of a (128 bits) sign-extended to int32 (d: 256/512)
-  VSxBW,      // d = int8 lanes of a (128 bits) sign-extended to int16 (d: 256 bits)
+  VSxBW,      // d = int8 lanes of a (half d's bits) sign-extended to int16 (d: 256 or 512)
   VConst32,   // d = the dwords in `consts` (lane 0 first)
   VHaddI32,   // d = vphaddd(a, b) (<= 256 bits)
   VShufB,     // d = vpshufb(a, b): per 128-bit block, byte i = b[i] < 0 ? 0 : a[b[i] & 15]

@@ -423,7 +423,7 @@ class FuncLowering {
         cc_.vpmovsxbd(x(d), x(a).xmm());
         break;
       case Op::VSxBW:
-        cc_.vpmovsxbw(x(d), x(a).xmm());
+        cc_.vpmovsxbw(x(d), bits(d) == 512 ? Vec(x(a).ymm()) : Vec(x(a).xmm()));
         break;
       case Op::VConst32: {
         // Through a frame slot: the module's code stays instructions only.

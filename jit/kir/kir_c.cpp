@@ -376,7 +376,7 @@ class FuncRender {
         set(d, fmt::format("{}_cvtepi8_epi32({})", p, i(a)), Cls::I);
         break;
       case Op::VSxBW:
-        set(d, fmt::format("_mm256_cvtepi8_epi16({})", i(a)), Cls::I);
+        set(d, fmt::format("{}_cvtepi8_epi16({})", p, i(a)), Cls::I);
         break;
       case Op::VConst32: {
         std::string lanes;
