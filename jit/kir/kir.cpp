@@ -445,6 +445,13 @@ void Builder::vfma_m(V d, V a, Mem m) {
   need_mem(m);
   emit(Op::VFmaM, d, a).mem = m;
 }
+void Builder::vdpbusd_b(V d, V a, Mem m) {
+  need_vec(d, 0, "vdpbusd_b");
+  if (type(d).bits < 256) throw std::logic_error("kir: vdpbusd_b takes 256 or 512 bits");
+  need_vec(a, type(d).bits, "vdpbusd_b");
+  need_mem(m);
+  emit(Op::VDpBusdB, d, a).mem = m;
+}
 void Builder::vpermil_f(V d, V a, int imm) {
   need_vec(d, 0, "vpermil_f");
   need_vec(a, type(d).bits, "vpermil_f");

@@ -117,6 +117,9 @@ enum class Op : uint8_t {
   VShufB,     // d = vpshufb(a, b): per 128-bit block, byte i = b[i] < 0 ? 0 : a[b[i] & 15]
   VDpBusd,    // d += vpdpbusd(a unsigned, b signed) (4-byte groups into i32; d is read)
   VDpWssd,    // d += vpdpwssd(a, b) (i16 pairs into i32, wrapping; d is read)
+  VDpBusdB,   // d += vpdpbusd(a unsigned, the 4 signed bytes at mem in every dword lane): per
+              // dword i, d[i] += sum_k u8(a[4i+k]) * s8(mem[k]), wrapping; d is read (AVX-512:
+              // the dword broadcast is the instruction's memory operand, {1toN})
   VUnpackLo32,
   VUnpackHi32,
   VUnpackLo64,
@@ -318,6 +321,7 @@ class Builder {
   void vshuf_b(V d, V a, V b);
   void vdpbusd(V d, V a, V b);
   void vdpwssd(V d, V a, V b);
+  void vdpbusd_b(V d, V a, Mem m);
   void vunpack_lo32(V d, V a, V b);
   void vunpack_hi32(V d, V a, V b);
   void vunpack_lo64(V d, V a, V b);

@@ -450,6 +450,9 @@ class FuncLowering {
       case Op::VDpBusd:
         cc_.vpdpbusd(x(d), x(a), x(b));
         break;
+      case Op::VDpBusdB:
+        cc_.vpdpbusd(x(d), x(a), bits(d) == 512 ? mem(in.mem)._1to16() : mem(in.mem)._1to8());
+        break;
       case Op::VDpWssd:
         cc_.vpdpwssd(x(d), x(a), x(b));
         break;

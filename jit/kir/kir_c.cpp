@@ -394,6 +394,12 @@ class FuncRender {
       case Op::VDpBusd:
         set(d, fmt::format("{}_dpbusd_epi32({}, {}, {})", p, i(d), i(a), i(b)), Cls::I);
         break;
+      case Op::VDpBusdB:
+        set(d,
+            fmt::format("{0}_dpbusd_epi32({1}, {2}, {0}_set1_epi32(*(const int32_t*){3}))", p, i(d),
+                        i(a), addr(in.mem)),
+            Cls::I);
+        break;
       case Op::VDpWssd:
         set(d, fmt::format("{}_dpwssd_epi32({}, {}, {})", p, i(d), i(a), i(b)), Cls::I);
         break;
