@@ -144,10 +144,11 @@ int emit_tile(kir::Module& m, const std::string& name, int tokens, bool prefetch
       if (!d_regs) b.vstore(d_slot(t), d[t]);
     }
   }
-  // The rows' scale pair p (scales 2p, 2p + 1, sign-extended) as the words of each dword.
-  auto scale_pair = [&](int p) {
+  // The rows' scale pair p (scales 2p, 2p + 1, sign-extended) as the words of each dword
+  // (first: the first read of its line).
+  auto scale_pair = [&](int p, bool first = false) {
     V raw = b.vec(256, Cls::I, "sc_pair8"), q = b.vec(512, Cls::I, "sc_pair");
-    if (p % 2 == 0) fetch(kScales + 32 * p);
+    if (first && p % 2 == 0) fetch(kScales + 32 * p);
     b.vload(raw, w(kScales + 32 * p));
     b.vsx_bw(q, raw);
     return q;
@@ -160,7 +161,7 @@ int emit_tile(kir::Module& m, const std::string& name, int tokens, bool prefetch
     for (int c = 0; c < 8; ++c) {
       S[c] = b.vec(512, Cls::I, "S");
       if (hh == 0)
-        b.vand(S[c], scale_pair(c), low);
+        b.vand(S[c], scale_pair(c, true), low);
       else
         b.vsrl_i32(S[c], scale_pair(c), 16);
     }
@@ -176,7 +177,8 @@ int emit_tile(kir::Module& m, const std::string& name, int tokens, bool prefetch
         b.vload(qh, w(base + 128));  // 2 bits of chunk 4h+s at bit 2s
         for (int s = 0; s < 4; ++s) {
           // q = low 4 bits | high 2 bits << 4 (0..63), per byte; the 16-bit shifts move bits
-          // across bytes only where the masks then clear them.
+          // across bytes only where the masks then clear them (lo: nib; hi: 0x30 in the
+          // vpternlogd that ORs them, 13 instructions for the 4 chunks instead of 17).
           V lo = b.vec(512, Cls::I, "lo"), hi = b.vec(512, Cls::I, "hi"),
             q = b.vec(512, Cls::I, "q");
           const V ql = s % 2 ? ql1 : ql0;
@@ -189,8 +191,7 @@ int emit_tile(kir::Module& m, const std::string& name, int tokens, bool prefetch
           if (s == 0) b.vsll_i16(hi, qh, 4);
           if (s == 1) b.vsll_i16(hi, qh, 2);
           if (s == 3) b.vsrl_i16(hi, qh, 2);
-          b.vand(hi, s == 2 ? qh : hi, m30);
-          b.vor(q, lo, hi);
+          b.vternlog(q, s == 2 ? qh : hi, lo, m30, 0xEC);  // (hi & 0x30) | lo
           const int c = 4 * h + s, k = chains == 2 ? h : 0;
           for (int t = 0; t < tokens; ++t) {
             // The lane's dot of the 4 elements (q unsigned, the token's activation dword

@@ -363,6 +363,14 @@ KIR_V1(vcvt_sd_ss, VCvtSdSs)
 KIR_V1(vsqrt_ss, VSqrtSS)
 #undef KIR_V1
 
+void Builder::vternlog(V d, V a, V b, V c, int imm) {
+  need_vec(d, 0, "vternlog");
+  need_vec(a, type(d).bits, "vternlog");
+  need_vec(b, type(d).bits, "vternlog");
+  need_vec(c, type(d).bits, "vternlog");
+  if (imm < 0 || imm > 255) throw std::logic_error("kir: vternlog's table is 8 bits");
+  emit(Op::VTernLog, d, a, b, c).imm = imm;
+}
 void Builder::vsrl_i16(V d, V a, int imm) {
   need_vec(d, 0, "vsrl_i16");
   need_vec(a, type(d).bits, "vsrl_i16");

@@ -104,6 +104,8 @@ enum class Op : uint8_t {
   VMaddUbsW,  // d = vpmaddubsw(a unsigned, b signed) -> saturated i16 pair sums
   VMaddWd,    // d = vpmaddwd(a, b) -> i32 pair sums
   VOr,        // d = a | b
+  VTernLog,   // d = vpternlogd(a, b, c, imm): bit i of d = bit (4 a_i + 2 b_i + c_i) of imm, for
+              // every bit i (AVX-512 only)
   VSubI32,    // d = a - b (wrapping)
   VMulLoI32,  // d = low 32 bits of a * b per dword
   VSllI16,    // d = a << imm (per 16 bits)
@@ -308,6 +310,7 @@ class Builder {
   void vmaddubs_w(V d, V a, V b);
   void vmadd_wd(V d, V a, V b);
   void vor(V d, V a, V b);
+  void vternlog(V d, V a, V b, V c, int imm);
   void vsub_i32(V d, V a, V b);
   void vmullo_i32(V d, V a, V b);
   void vsll_i16(V d, V a, int imm);

@@ -401,6 +401,16 @@ class FuncLowering {
         else
           cc_.vpor(x(d), x(a), x(b));
         break;
+      case Op::VTernLog: {
+        // vpternlogd overwrites its first source: through a temporary when d is b or c.
+        Vec t = d.id == a.id || (d.id != b.id && d.id != c.id)
+                    ? x(d)
+                    : as_width(cc_.newZmm("tern"), bits(d));
+        if (t.id() != x(a).id()) cc_.vmovdqa32(t, x(a));
+        cc_.vpternlogd(t, x(b), x(c), in.imm);
+        if (t.id() != x(d).id()) cc_.vmovdqa32(x(d), t);
+        break;
+      }
       case Op::VSubI32:
         cc_.vpsubd(x(d), x(a), x(b));
         break;

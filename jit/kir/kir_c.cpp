@@ -391,6 +391,10 @@ class FuncRender {
       case Op::VShufB:
         set(d, fmt::format("{}_shuffle_epi8({}, {})", p, i(a), i(b)), Cls::I);
         break;
+      case Op::VTernLog:
+        set(d, fmt::format("{}_ternarylogic_epi32({}, {}, {}, {})", p, i(a), i(b), i(c), in.imm),
+            Cls::I);
+        break;
       case Op::VDpBusd:
         set(d, fmt::format("{}_dpbusd_epi32({}, {}, {})", p, i(d), i(a), i(b)), Cls::I);
         break;
