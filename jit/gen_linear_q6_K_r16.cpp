@@ -5,20 +5,25 @@
 // Why this shape. The contract fixes, per (row, token, super-block), 8 int32 lanes: lane l
 // = sum over the 8 chunks c of sc[2c + (l >= 4)] * (dot of elements 32c+4l..+3), minus
 // 32 * (bsum[2l] sc[2l] + bsum[2l+1] sc[2l+1]), then one FMA per lane with fl(d_a * d_w).
-// Every 4 products of a lane carry their own scale, so each costs a scale multiply: the
-// least is ggml's, vpmaddubsw (pair sums, exact: 2 * 63 * 128 < 32768) then vpdpwssd with
-// the scale in both words, 2 multiply-unit ops per 64 MACs, the same as the row-major
-// tiles (gen_linear_q6_K.cpp). What the row-major tiles spend besides is the vector form:
-// two chunks of one row per zmm, so every super-block and token ends with lane shuffles,
-// the bsum correction, a conversion and a scale product per row. Here vector j of a token
-// holds lane j of 16 rows, so the finishing work is shared by 16 rows: per lane and token
-// one vpmaddwd (the correction: the rows' scale pairs times the broadcast bsum pair),
-// vpsubd, vcvtdq2ps and vfmadd, and per token one vmulps for the 16 rows' fl(d_a * d_w);
-// hsum8 is vertical adds at the end. The 6-bit quants of a lane come from 6 plain loads
-// (the copy holds each lane's ql and qh dwords of 16 rows), rebuilt once for all tokens of
-// the tile; the scales of a chunk, in both words of each row's dword, are one vpshufb of
-// the rows' scale pair (a vpmovsxbw of the copy's 32 bytes), made once per half of the
-// lanes (lanes 0-3 read scale 2c, lanes 4-7 scale 2c + 1).
+// Every 4 products of a lane carry their own scale, so each 4 cost a scale multiply: 2
+// multiply-unit ops per 64 MACs in any form, as in the row-major tiles (gen_linear_q6_K.cpp:
+// vpmaddubsw pair sums, vpdpwssd by the scale in both words). What the row-major tiles spend
+// besides is the vector form: two chunks of one row per zmm, so every super-block and token
+// ends with lane shuffles, the bsum correction, a conversion and a scale product per row.
+// Here vector j of a token holds lane j of 16 rows, so that work is shared by 16 rows: per
+// lane and token one vpmaddwd (the correction: the rows' scale pairs times 32 by the token's
+// bsum pair), vpsubd, vcvtdq2ps and vfmadd, and per token one vmulps for the 16 rows'
+// fl(d_a * d_w); hsum8 is vertical adds at the end.
+//
+// Products. A lane's dot of 4 elements is one vpdpbusd into a zeroed register, the 6-bit
+// quants (0..63) unsigned, the token's activation dword its broadcast memory operand
+// (vdpbusd_b: no broadcast instruction per product, measured 86 vs 74 GMAC/s against
+// vpbroadcastd + vpmaddubsw); the dot fits 16 bits (|4 * 63 * 128| < 32768), so vpdpwssd by
+// the row's scale in the low word and 0 in the high one (the dot's sign) adds scale * dot,
+// exact. The quants of a lane come from 6 plain loads (the copy holds each lane's ql and qh
+// dwords of 16 rows), rebuilt once for all tokens of the tile; the scales are the copy's
+// pairs (a vpmovsxbw of 32 bytes each), masked or shifted to the low word once per half of
+// the lanes (lanes 0-3 read scale 2c, lanes 4-7 scale 2c + 1).
 //
 // Order. A tile runs lane by lane: lane l's int32 of each token is finished (and its FMA
 // done) before lane l + 1, so one integer accumulator per token is live (two for tiles of
@@ -30,9 +35,10 @@
 // Tiles: 16 rows x T tokens (T = 1..8), every token computed alone, so grouping tokens
 // never changes the bits: the prefill tile (T = 4: 8 scale vectors, 3 quant loads and the
 // rebuilt chunk, 4 integer accumulators, 4 token scale products in registers; the 32 float
-// accumulators in an aligned frame buffer), the decode tile (T = 1, its 8 accumulators in
-// registers) and, for a batch of decode tokens (decode_batch), tiles of 2..8 tokens reading
-// the weights once a group. No software prefetch (one stream: gen_tile.h).
+// accumulators in an aligned frame buffer; 5, 6 and 8 tokens measured alike within noise),
+// the decode tile (T = 1, its 8 accumulators in registers) and, for a batch of decode tokens
+// (decode_batch), tiles of 2..8 tokens reading the weights once a group. The decode tiles
+// prefetch (kPrefetchAhead); the prefill tiles reread a group from L2 per token group.
 #include <fmt/format.h>
 
 #include <algorithm>
