@@ -59,6 +59,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "jit/gen_rows16.h"
 #include "jit/gen_tile.h"
 #include "kernels/formats/blocks.h"
 #include "kernels/formats/layouts.h"
@@ -746,68 +747,6 @@ bool build_x8(const X8Format& f, Isa isa, const GeneratorParams& params, kir::Mo
   return true;
 }
 
-// The entry on the q4_K_r16 copy: row n's outputs come from lane n % 16 of group n / 16, so
-// rows [first, n1) with first = n0 rounded down to 16 run as the row-major grid does (a row
-// tile is a group: w + (n / 16) * gs = w + n * rb with gs = 16 rb, rb = nb * 144). A range
-// starting inside a group (n0 % 16 != 0, a thread's split) first computes that whole group,
-// 8 tokens at a time, into a frame buffer and keeps rows [n0, ...) of it.
-void emit_r16_entry(Builder& e, const Grid& g) {
-  const auto [x, w, y, K, N, T, n0, n1, nb] = linear_entry_prologue(e, kQK_K);
-  V rb = e.i64("row_bytes"), as = e.i64("act_stride"), ys = e.i64("y_stride"), tmp = e.i64("tmp");
-  V first = e.i64("first"), r0 = e.i64("r0"), wf = e.ptr("w_first"), yf = e.ptr("y_first");
-  e.muli(rb, nb, int64_t(sizeof(block_q4_K)));
-  e.muli(as, nb, kABlock);
-  e.muli(ys, N, 4);
-  e.andi(r0, n0, kQ4KR16Rows - 1);
-  e.sub(first, n0, r0);
-  e.mul(tmp, first, rb);
-  e.ptr_add(wf, w, tmp, 1);
-  e.ptr_add(yf, y, first, 4);
-  e.if_(r0, kir::Cmp::NE, 0);
-  {
-    V buf = e.ptr("group_out"), t0 = e.i64("t0"), cnt = e.i64("cnt"), rend = e.i64("rend");
-    V xt = e.ptr("xt"), yt = e.ptr("yt"), ri = e.i64("ri"), t = e.i64("t");
-    V sixteen = e.imm(kQ4KR16Rows, "sixteen"), row_out = e.imm(4 * kQ4KR16Rows, "row_out");
-    V g_end = e.i64("g_end"), eight = e.imm(8, "eight");
-    e.ptr_align(buf, e.stack(8 * 4 * kQ4KR16Rows + 64, "group_raw"), 64);
-    e.addi(g_end, first, kQ4KR16Rows);
-    e.sub(rend, n1, first);
-    e.min(rend, rend, sixteen);
-    e.for_(t0, e.imm(0, "zero_t"), T, eight);
-    {
-      e.sub(cnt, T, t0);
-      e.min(cnt, cnt, eight);
-      e.mul(tmp, t0, as);
-      e.ptr_add(xt, x, tmp, 1);
-      // The group's 16 rows of these tokens (the grid's own tiles, 64 bytes a token).
-      emit_grid(e, g, wf, rb, first, g_end, xt, as, cnt, buf, row_out, nb);
-      e.mul(tmp, t0, ys);
-      e.ptr_add(yt, y, tmp, 1);
-      e.ptr_add(yt, yt, first, 4);
-      e.for_(t, e.imm(0, "zero_c"), cnt, e.imm(1, "one_t"));
-      {
-        V src = e.ptr("src");
-        e.muli(tmp, t, 4 * kQ4KR16Rows);
-        e.ptr_add(src, buf, tmp, 1);
-        e.for_(ri, r0, rend, e.imm(1, "one_r"));
-        V f = e.vec(128, Cls::F, "row_y");
-        e.vload_ss(f, Mem{src, ri, 4, 0});
-        e.vstore_ss(Mem{yt, ri, 4, 0}, f);
-        e.end_for();
-        e.ptr_add(yt, yt, ys, 1);
-      }
-      e.end_for();
-    }
-    e.end_for();
-    e.addi(first, first, kQ4KR16Rows);
-    e.muli(tmp, rb, kQ4KR16Rows);
-    e.ptr_add(wf, wf, tmp, 1);
-    e.addi(yf, yf, 4 * kQ4KR16Rows);
-  }
-  e.end_if();
-  emit_grid(e, g, wf, rb, first, n1, x, as, T, yf, ys, nb);
-}
-
 // q4_K on its q4_K_r16 copy, AVX-512 VNNI: the tiles of build_x8 reading the transposed
 // super-blocks directly.
 bool build_q4_K_r16(const GeneratorParams& params, kir::Module* m, std::string* err) {
@@ -844,7 +783,7 @@ bool build_q4_K_r16(const GeneratorParams& params, kir::Module* m, std::string* 
     for (int r = 1; r < tokens; ++r)
       g.rem_fn[r] = tile(fmt::format("{}_rest{}", m->name, r), r - r % 4, r % 4);
   }
-  emit_r16_entry(e, g);
+  emit_r16_entry(e, g, {kQK_K, int(sizeof(block_q4_K)), kABlock});
   return true;
 }
 

@@ -134,16 +134,7 @@ int emit_tile(kir::Module& m, const std::string& name, int tokens, Products prod
   b.mov(yt, a.y);
   for (int t = 0; t < tokens; ++t) {
     if (t > 0) b.ptr_add(yt, yt, a.ys, 1);
-    V s04 = b.vec(512, Cls::F, "s04"), s26 = b.vec(512, Cls::F, "s26"),
-      s15 = b.vec(512, Cls::F, "s15"), s37 = b.vec(512, Cls::F, "s37");
-    b.vadd_f(s04, acc[t][0], acc[t][4]);
-    b.vadd_f(s26, acc[t][2], acc[t][6]);
-    b.vadd_f(s15, acc[t][1], acc[t][5]);
-    b.vadd_f(s37, acc[t][3], acc[t][7]);
-    b.vadd_f(s04, s04, s26);
-    b.vadd_f(s15, s15, s37);
-    b.vadd_f(s04, s04, s15);
-    b.vstore_mk(Mem{yt, {}, 1, 0}, s04, store);
+    b.vstore_mk(Mem{yt, {}, 1, 0}, hsum8_rows(b, acc[t]), store);
   }
   return b.index();
 }

@@ -1,6 +1,8 @@
 // The 16-row kernels' row loop (gen_rows16.h).
 #include "jit/gen_rows16.h"
 
+#include "jit/gen_tile.h"
+
 namespace cke::jit::gen {
 
 using kir::Builder;
@@ -98,6 +100,68 @@ void emit_rows16(Builder& e, const Rows16Args& r, const Rows16Groups& g, V y) {
   }
   e.addi(yn, yn, 4 * kRows16);
   e.end_for();
+}
+
+// A row tile of the grid is a group: row n's outputs come from lane n % 16 of group n / 16,
+// so rows [first, n1) with first = n0 rounded down to 16 run as the row-major grid does
+// (w + (n / 16) * gs = w + n * rb with gs = 16 rb, rb = nb * l.w_block_bytes). A range
+// starting inside a group (n0 % 16 != 0, a thread's split) first computes that whole group,
+// 8 tokens at a time, into a frame buffer and keeps rows [n0, ...) of it.
+void emit_r16_entry(Builder& e, const Grid& g, const LinearLayout& l) {
+  const auto [x, w, y, K, N, T, n0, n1, nb] = linear_entry_prologue(e, l.block_elems);
+  V rb = e.i64("row_bytes"), as = e.i64("act_stride"), ys = e.i64("y_stride"), tmp = e.i64("tmp");
+  V first = e.i64("first"), r0 = e.i64("r0"), wf = e.ptr("w_first"), yf = e.ptr("y_first");
+  e.muli(rb, nb, l.w_block_bytes);
+  e.muli(as, nb, l.a_block_bytes);
+  e.muli(ys, N, 4);
+  e.andi(r0, n0, kRows16 - 1);
+  e.sub(first, n0, r0);
+  e.mul(tmp, first, rb);
+  e.ptr_add(wf, w, tmp, 1);
+  e.ptr_add(yf, y, first, 4);
+  e.if_(r0, Cmp::NE, 0);
+  {
+    V buf = e.ptr("group_out"), t0 = e.i64("t0"), cnt = e.i64("cnt"), rend = e.i64("rend");
+    V xt = e.ptr("xt"), yt = e.ptr("yt"), ri = e.i64("ri"), t = e.i64("t");
+    V sixteen = e.imm(kRows16, "sixteen"), row_out = e.imm(4 * kRows16, "row_out");
+    V g_end = e.i64("g_end"), eight = e.imm(8, "eight");
+    e.ptr_align(buf, e.stack(8 * 4 * kRows16 + 64, "group_raw"), 64);
+    e.addi(g_end, first, kRows16);
+    e.sub(rend, n1, first);
+    e.min(rend, rend, sixteen);
+    e.for_(t0, e.imm(0, "zero_t"), T, eight);
+    {
+      e.sub(cnt, T, t0);
+      e.min(cnt, cnt, eight);
+      e.mul(tmp, t0, as);
+      e.ptr_add(xt, x, tmp, 1);
+      // The group's 16 rows of these tokens (the grid's own tiles, 64 bytes a token).
+      emit_grid(e, g, wf, rb, first, g_end, xt, as, cnt, buf, row_out, nb);
+      e.mul(tmp, t0, ys);
+      e.ptr_add(yt, y, tmp, 1);
+      e.ptr_add(yt, yt, first, 4);
+      e.for_(t, e.imm(0, "zero_c"), cnt, e.imm(1, "one_t"));
+      {
+        V src = e.ptr("src");
+        e.muli(tmp, t, 4 * kRows16);
+        e.ptr_add(src, buf, tmp, 1);
+        e.for_(ri, r0, rend, e.imm(1, "one_r"));
+        V f = e.vec(128, Cls::F, "row_y");
+        e.vload_ss(f, Mem{src, ri, 4, 0});
+        e.vstore_ss(Mem{yt, ri, 4, 0}, f);
+        e.end_for();
+        e.ptr_add(yt, yt, ys, 1);
+      }
+      e.end_for();
+    }
+    e.end_for();
+    e.addi(first, first, kRows16);
+    e.muli(tmp, rb, kRows16);
+    e.ptr_add(wf, wf, tmp, 1);
+    e.addi(yf, yf, 4 * kRows16);
+  }
+  e.end_if();
+  emit_grid(e, g, wf, rb, first, n1, x, as, T, yf, ys, nb);
 }
 
 void emit_has_min8(Builder& e, V amin, V bits) {

@@ -58,6 +58,21 @@ V hsum8(Builder& b, V acc) {
   return out;
 }
 
+V hsum8_rows(Builder& b, const V acc[8]) {
+  using kir::Cls;
+  const int bits = b.type(acc[0]).bits;
+  V s04 = b.vec(bits, Cls::F, "s04"), s26 = b.vec(bits, Cls::F, "s26"),
+    s15 = b.vec(bits, Cls::F, "s15"), s37 = b.vec(bits, Cls::F, "s37");
+  b.vadd_f(s04, acc[0], acc[4]);
+  b.vadd_f(s26, acc[2], acc[6]);
+  b.vadd_f(s15, acc[1], acc[5]);
+  b.vadd_f(s37, acc[3], acc[7]);
+  b.vadd_f(s04, s04, s26);
+  b.vadd_f(s15, s15, s37);
+  b.vadd_f(s04, s04, s15);
+  return s04;
+}
+
 TileArgs begin_tile(Builder& b) {
   TileArgs t;
   t.w = b.arg(0);

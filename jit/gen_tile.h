@@ -39,6 +39,9 @@ TileArgs begin_tile(kir::Builder& b);
 // hsum8 of an 8-lane (256-bit) float accumulator into lane 0 of the result, in ggml's
 // order: ((a0+a4)+(a2+a6)) + ((a1+a5)+(a3+a7)).
 kir::V hsum8(kir::Builder& b, kir::V acc);
+// The same order lane by lane over 8 vectors (acc[j] lane r = ggml lane j of row r: the
+// 16-row copies' kernels), into a new vector.
+kir::V hsum8_rows(kir::Builder& b, const kir::V acc[8]);
 
 // A guard of an entry: `if (a c x) return;` (a call outside the contract writes nothing).
 void ret_if(kir::Builder& b, kir::V a, kir::Cmp c, kir::V x);
@@ -70,7 +73,8 @@ void prefetch_rows(kir::Builder& b, const std::vector<kir::V>& rows, kir::V off,
 // prefetch: the hardware prefetchers follow one stream. Measured on an AMD EPYC (Zen 4),
 // decode tg32, 2 threads: a prefetch of every line 2 KiB ahead (36 per q4_K_r16 super-block)
 // made Q4_K_M decode 1.6x slower (26 vs 42 tok/s), Q8_0 1.2x, Q4_0 1.15x; on a Xeon 2-16 KiB
-// ahead decoded alike. (q8_0_r16 is the exception, measured: gen_linear_q8_0_r16.cpp.)
+// ahead decoded alike. (q8_0_r16 and the q6_K_r16 decode tiles are the exceptions, measured:
+// gen_linear_q8_0_r16.cpp, gen_linear_q6_K_r16.cpp.)
 
 // Token t of a group at base + t * stride: addressed as [base + stride * s] for t = 1, 2
 // and through a precomputed 3 * stride for t = 3, so the loop advances one pointer.

@@ -79,7 +79,7 @@ constexpr gen::MoeCombineFn kMoeCombine = nullptr;
 constexpr gen::MoeRouteFn kMoeRoute = nullptr;
 constexpr gen::MoeGroupFn kMoeGroup = nullptr;
 
-const std::array<Generator, 122> kGenerators = {
+const std::array<Generator, 123> kGenerators = {
     make_generator("linear_q8_0__avx512vnni",
                    "q8_0 linear, ggml vec_dot lanes, 2 rows per zmm, vpdpbusd", kAvx512Vnni,
                    kLinear, &gen::build_linear_q8_0_avx512vnni),
@@ -100,6 +100,10 @@ const std::array<Generator, 122> kGenerators = {
     make_generator("linear_q6_K__avx512vnni",
                    "q6_K linear, ggml vec_dot_q6_K lanes, two chunks per zmm, vpdpbusd",
                    kAvx512Vnni, kLinear, &gen::build_linear_q6_K_avx512vnni),
+    make_generator("linear_q6_K_r16__avx512vnni",
+                   "q6_K linear on the q6_K_r16 weight copy, ggml vec_dot_q6_K lanes, lane j of "
+                   "16 rows per zmm (contract linear.q6_K.ggml)",
+                   kAvx512Vnni, kLinear, &gen::build_linear_q6_K_r16_avx512vnni),
     make_generator("linear_q4_Kx8__avx512vnni",
                    "q4_K linear, ggml's repacked q4_K_8x8 gemm/gemv, one lane per row of 16",
                    kAvx512Vnni, kLinear, &gen::build_linear_q4_Kx8_avx512vnni),

@@ -363,6 +363,14 @@ KIR_V1(vcvt_sd_ss, VCvtSdSs)
 KIR_V1(vsqrt_ss, VSqrtSS)
 #undef KIR_V1
 
+void Builder::vternlog(V d, V a, V b, V c, int imm) {
+  need_vec(d, 0, "vternlog");
+  need_vec(a, type(d).bits, "vternlog");
+  need_vec(b, type(d).bits, "vternlog");
+  need_vec(c, type(d).bits, "vternlog");
+  if (imm < 0 || imm > 255) throw std::logic_error("kir: vternlog's table is 8 bits");
+  emit(Op::VTernLog, d, a, b, c).imm = imm;
+}
 void Builder::vsrl_i16(V d, V a, int imm) {
   need_vec(d, 0, "vsrl_i16");
   need_vec(a, type(d).bits, "vsrl_i16");
@@ -397,8 +405,9 @@ void Builder::vsx_bd(V d, V a) {
   emit(Op::VSxBD, d, a);
 }
 void Builder::vsx_bw(V d, V a) {
-  need_vec(d, 256, "vsx_bw");
-  need_vec(a, 128, "vsx_bw");
+  need_vec(d, 0, "vsx_bw");
+  if (type(d).bits < 256) throw std::logic_error("kir: vsx_bw widens into 256 or 512 bits");
+  need_vec(a, type(d).bits / 2, "vsx_bw");
   emit(Op::VSxBW, d, a);
 }
 void Builder::vconst32(V d, std::vector<uint32_t> lanes) {
@@ -443,6 +452,13 @@ void Builder::vfma_m(V d, V a, Mem m) {
   need_vec(a, type(d).bits, "vfma_m");
   need_mem(m);
   emit(Op::VFmaM, d, a).mem = m;
+}
+void Builder::vdpbusd_b(V d, V a, Mem m) {
+  need_vec(d, 0, "vdpbusd_b");
+  if (type(d).bits < 256) throw std::logic_error("kir: vdpbusd_b takes 256 or 512 bits");
+  need_vec(a, type(d).bits, "vdpbusd_b");
+  need_mem(m);
+  emit(Op::VDpBusdB, d, a).mem = m;
 }
 void Builder::vpermil_f(V d, V a, int imm) {
   need_vec(d, 0, "vpermil_f");

@@ -104,6 +104,8 @@ enum class Op : uint8_t {
   VMaddUbsW,  // d = vpmaddubsw(a unsigned, b signed) -> saturated i16 pair sums
   VMaddWd,    // d = vpmaddwd(a, b) -> i32 pair sums
   VOr,        // d = a | b
+  VTernLog,   // d = vpternlogd(a, b, c, imm): bit i of d = bit (4 a_i + 2 b_i + c_i) of imm, for
+              // every bit i (AVX-512 only)
   VSubI32,    // d = a - b (wrapping)
   VMulLoI32,  // d = low 32 bits of a * b per dword
   VSllI16,    // d = a << imm (per 16 bits)
@@ -111,12 +113,15 @@ enum class Op : uint8_t {
   VSrlI32,    // d = a >> imm (logical, per 32 bits)
   VPermD,     // d[i] = a[b[i]] (dwords; b holds lane indices) (256 or 512 bits)
   VSxBD,      // d = the low int8 lanes of a (128 bits) sign-extended to int32 (d: 256/512)
-  VSxBW,      // d = int8 lanes of a (128 bits) sign-extended to int16 (d: 256 bits)
+  VSxBW,      // d = int8 lanes of a (half d's bits) sign-extended to int16 (d: 256 or 512)
   VConst32,   // d = the dwords in `consts` (lane 0 first)
   VHaddI32,   // d = vphaddd(a, b) (<= 256 bits)
   VShufB,     // d = vpshufb(a, b): per 128-bit block, byte i = b[i] < 0 ? 0 : a[b[i] & 15]
   VDpBusd,    // d += vpdpbusd(a unsigned, b signed) (4-byte groups into i32; d is read)
   VDpWssd,    // d += vpdpwssd(a, b) (i16 pairs into i32, wrapping; d is read)
+  VDpBusdB,   // d += vpdpbusd(a unsigned, the 4 signed bytes at mem in every dword lane): per
+              // dword i, d[i] += sum_k u8(a[4i+k]) * s8(mem[k]), wrapping; d is read (AVX-512:
+              // the dword broadcast is the instruction's memory operand, {1toN})
   VUnpackLo32,
   VUnpackHi32,
   VUnpackLo64,
@@ -305,6 +310,7 @@ class Builder {
   void vmaddubs_w(V d, V a, V b);
   void vmadd_wd(V d, V a, V b);
   void vor(V d, V a, V b);
+  void vternlog(V d, V a, V b, V c, int imm);
   void vsub_i32(V d, V a, V b);
   void vmullo_i32(V d, V a, V b);
   void vsll_i16(V d, V a, int imm);
@@ -318,6 +324,7 @@ class Builder {
   void vshuf_b(V d, V a, V b);
   void vdpbusd(V d, V a, V b);
   void vdpwssd(V d, V a, V b);
+  void vdpbusd_b(V d, V a, Mem m);
   void vunpack_lo32(V d, V a, V b);
   void vunpack_hi32(V d, V a, V b);
   void vunpack_lo64(V d, V a, V b);

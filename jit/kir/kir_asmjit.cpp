@@ -401,6 +401,16 @@ class FuncLowering {
         else
           cc_.vpor(x(d), x(a), x(b));
         break;
+      case Op::VTernLog: {
+        // vpternlogd overwrites its first source: through a temporary when d is b or c.
+        Vec t = d.id == a.id || (d.id != b.id && d.id != c.id)
+                    ? x(d)
+                    : as_width(cc_.newZmm("tern"), bits(d));
+        if (t.id() != x(a).id()) cc_.vmovdqa32(t, x(a));
+        cc_.vpternlogd(t, x(b), x(c), in.imm);
+        if (t.id() != x(d).id()) cc_.vmovdqa32(x(d), t);
+        break;
+      }
       case Op::VSubI32:
         cc_.vpsubd(x(d), x(a), x(b));
         break;
@@ -423,7 +433,7 @@ class FuncLowering {
         cc_.vpmovsxbd(x(d), x(a).xmm());
         break;
       case Op::VSxBW:
-        cc_.vpmovsxbw(x(d), x(a).xmm());
+        cc_.vpmovsxbw(x(d), bits(d) == 512 ? Vec(x(a).ymm()) : Vec(x(a).xmm()));
         break;
       case Op::VConst32: {
         // Through a frame slot: the module's code stays instructions only.
@@ -449,6 +459,9 @@ class FuncLowering {
         break;
       case Op::VDpBusd:
         cc_.vpdpbusd(x(d), x(a), x(b));
+        break;
+      case Op::VDpBusdB:
+        cc_.vpdpbusd(x(d), x(a), bits(d) == 512 ? mem(in.mem)._1to16() : mem(in.mem)._1to8());
         break;
       case Op::VDpWssd:
         cc_.vpdpwssd(x(d), x(a), x(b));

@@ -376,7 +376,7 @@ class FuncRender {
         set(d, fmt::format("{}_cvtepi8_epi32({})", p, i(a)), Cls::I);
         break;
       case Op::VSxBW:
-        set(d, fmt::format("_mm256_cvtepi8_epi16({})", i(a)), Cls::I);
+        set(d, fmt::format("{}_cvtepi8_epi16({})", p, i(a)), Cls::I);
         break;
       case Op::VConst32: {
         std::string lanes;
@@ -391,8 +391,18 @@ class FuncRender {
       case Op::VShufB:
         set(d, fmt::format("{}_shuffle_epi8({}, {})", p, i(a), i(b)), Cls::I);
         break;
+      case Op::VTernLog:
+        set(d, fmt::format("{}_ternarylogic_epi32({}, {}, {}, {})", p, i(a), i(b), i(c), in.imm),
+            Cls::I);
+        break;
       case Op::VDpBusd:
         set(d, fmt::format("{}_dpbusd_epi32({}, {}, {})", p, i(d), i(a), i(b)), Cls::I);
+        break;
+      case Op::VDpBusdB:
+        set(d,
+            fmt::format("{0}_dpbusd_epi32({1}, {2}, {0}_set1_epi32(*(const int32_t*){3}))", p, i(d),
+                        i(a), addr(in.mem)),
+            Cls::I);
         break;
       case Op::VDpWssd:
         set(d, fmt::format("{}_dpwssd_epi32({}, {}, {})", p, i(d), i(a), i(b)), Cls::I);

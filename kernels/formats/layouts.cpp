@@ -122,6 +122,39 @@ void q4_K_r16_repack(const uint8_t* src, uint8_t* dst, int64_t K, int64_t N, int
   }
 }
 
+size_t q6_K_r16_bytes(int64_t K, int64_t N) {
+  return size_t(groups(N, kQ6KR16Rows)) * size_t(K / kQK_K) * kQ6KR16Block;
+}
+
+void q6_K_r16_repack(const uint8_t* src, uint8_t* dst, int64_t K, int64_t N, int64_t g0,
+                     int64_t g1) {
+  static_assert(sizeof(block_q6_K) == 210 && offsetof(block_q6_K, qh) == 128 &&
+                offsetof(block_q6_K, scales) == 192 && offsetof(block_q6_K, d) == 208);
+  const int64_t nb = K / kQK_K;
+  const size_t gbytes = size_t(nb) * kQ6KR16Block;
+  for (int64_t g = g0; g < g1; ++g) {
+    uint8_t* buf = group_buffer(gbytes, (g + 1) * kQ6KR16Rows > N);
+    for (int64_t b = 0; b < nb; ++b) {
+      uint8_t* out = buf + size_t(b) * kQ6KR16Block;
+      for (int r = 0; r < kQ6KR16Rows; ++r) {
+        const int64_t n = g * kQ6KR16Rows + r;
+        if (n >= N) break;
+        const uint8_t* blk = src + size_t(n * nb + b) * sizeof(block_q6_K);
+        for (int p = 0; p < 8; ++p) std::memcpy(out + 32 * p + 2 * r, blk + 192 + 2 * p, 2);
+        for (int l = 0; l < 8; ++l)
+          for (int h = 0; h < 2; ++h) {
+            uint8_t* q = out + 256 + 384 * l + 192 * h + 4 * r;
+            std::memcpy(q, blk + 64 * h + 4 * l, 4);              // ql, chunks 4h, 4h+2
+            std::memcpy(q + 64, blk + 64 * h + 32 + 4 * l, 4);    // ql, chunks 4h+1, 4h+3
+            std::memcpy(q + 128, blk + 128 + 32 * h + 4 * l, 4);  // qh, chunks 4h .. 4h+3
+          }
+        std::memcpy(out + 3328 + 2 * r, blk + 208, 2);
+      }
+    }
+    stream_out(dst + size_t(g) * gbytes, buf, gbytes);
+  }
+}
+
 }  // namespace
 
 const std::vector<WeightLayout>& weight_layouts() {
@@ -129,6 +162,7 @@ const std::vector<WeightLayout>& weight_layouts() {
       {"q4_0_r16", DType::Q4_0, kQ4_0R16Rows, &q4_0_r16_bytes, &q4_0_r16_repack},
       {"q8_0_r16", DType::Q8_0, kQ8_0R16Rows, &q8_0_r16_bytes, &q8_0_r16_repack},
       {"q4_K_r16", DType::Q4_K, kQ4KR16Rows, &q4_K_r16_bytes, &q4_K_r16_repack},
+      {"q6_K_r16", DType::Q6_K, kQ6KR16Rows, &q6_K_r16_bytes, &q6_K_r16_repack},
   };
   return k;
 }

@@ -37,6 +37,25 @@
 //                bytes [512 + 2 r, 512 + 2 r + 2)    that block's fp16 scale d
 //              The bias is a bijection of bytes: no information is lost or rounded. 34
 //              bytes per row and block, as in the file.
+//   q6_K_r16   q6_K rows in groups of 16, super-block-interleaved and transposed for kernels
+//              that keep each row's 8 ggml lanes in 8 vectors of one lane per row. Group g
+//              (rows 16g .. 16g+15; rows past N are zero), super-block b (elements 256b ..
+//              256b+255) is kQ6KR16Block bytes at (g * nb + b) * kQ6KR16Block:
+//                bytes [32 p + 2 r, +2)              scales 2p, 2p+1 (int8) of row 16g + r,
+//                                                    p = 0..7
+//                bytes [256 + 384 l + 192 h + 64 k + 4 r, +4)
+//                                                    for ggml lane l = 0..7 and half h = 0..1
+//                                                    of that row: k = 0: ql bytes 64h + 4l ..
+//                                                    +3 (elements 4l.. of chunks 4h, 4h+2 as
+//                                                    low, high nibbles); k = 1: ql bytes
+//                                                    64h + 32 + 4l .. +3 (chunks 4h+1, 4h+3);
+//                                                    k = 2: qh bytes 32h + 4l .. +3 (2 bits
+//                                                    of chunk 4h+s at bit 2s)
+//                bytes [3328 + 2 r, +2)              the row's fp16 d
+//              So a 256-bit load at 32 p, sign-extended to words, holds in dword lane r the
+//              scale pair 2p, 2p+1 of row r; each 512-bit load of the quants holds one dword
+//              of all 16 rows (lane r = row r), lane l's 6 of them in 384 bytes; the 16 d's
+//              are one 256-bit load. 210 bytes per row and super-block, as in the file.
 #pragma once
 
 #include <cstddef>
@@ -54,6 +73,8 @@ inline constexpr int kQ8_0R16Rows = 16;
 inline constexpr int kQ8_0R16Block = 16 * 34;  // bytes of one block of a 16-row group
 inline constexpr int kQ4KR16Rows = 16;
 inline constexpr int kQ4KR16Block = 16 * 144;  // bytes of one super-block of a 16-row group
+inline constexpr int kQ6KR16Rows = 16;
+inline constexpr int kQ6KR16Block = 16 * 210;  // bytes of one super-block of a 16-row group
 
 struct WeightLayout {
   std::string_view name;

@@ -136,5 +136,68 @@ TEST(WeightLayouts, q4_K_r16) {
   }
 }
 
+// q6_K_r16: group g, super-block b at (g * nb + b) * 3360; per row 16g + r: scales 2p, 2p+1
+// at 32 p + 2 r; for lane l = 0..7 and half h = 0..1 the ql dwords 64h + 4l and 64h + 32 + 4l
+// and the qh dword 32h + 4l at 256 + 384 l + 192 h + 64 k + 4 r (k = 0, 1, 2); d at
+// 3328 + 2 r; rows past N zero. Checked byte by byte from the file's offsets (every byte of
+// the block written exactly once), then element by element: each 6-bit quant rebuilt from
+// the copy as a lane-per-row kernel reads it equals ggml's (dequantize_row_q6_K's indexing).
+TEST(WeightLayouts, q6_K_r16) {
+  const WeightLayout& l = *find_weight_layout("q6_K_r16");
+  EXPECT_EQ(l.dtype, DType::Q6_K);
+  for (auto [K, N] : {std::pair<int64_t, int64_t>{256, 16}, {768, 37}, {512, 8}}) {
+    const int64_t nb = K / 256, groups = (N + 15) / 16;
+    const std::vector<uint8_t> src = random_bytes(size_t(N * nb) * sizeof(block_q6_K), 11);
+    ASSERT_EQ(l.bytes(K, N), size_t(groups * nb) * 3360) << "K=" << K << " N=" << N;
+    std::vector<uint8_t> dst(l.bytes(K, N), 0xAB);
+    l.repack(src.data(), dst.data(), K, N, 0, groups);
+    for (int64_t g = 0; g < groups; ++g)
+      for (int64_t b = 0; b < nb; ++b) {
+        const uint8_t* blk = dst.data() + (g * nb + b) * 3360;
+        std::vector<int> hits(3360, 0);
+        auto at = [&](int pos) {
+          ++hits[size_t(pos)];
+          return blk[pos];
+        };
+        for (int r = 0; r < 16; ++r) {
+          const int64_t n = 16 * g + r;
+          const uint8_t* row = src.data() + (n * nb + b) * sizeof(block_q6_K);
+          auto want = [&](int i) { return n < N ? row[i] : uint8_t(0); };
+          for (int i = 0; i < 128; ++i) {  // ql[i]: half i / 64, dword k = i % 64 / 32
+            const int h = i / 64, k = i % 64 / 32, m = i % 32;
+            ASSERT_EQ(at(256 + 384 * (m / 4) + 192 * h + 64 * k + 4 * r + m % 4), want(i))
+                << "K=" << K << " N=" << N << " row " << n << " block " << b << " ql " << i;
+          }
+          for (int i = 0; i < 64; ++i) {  // qh[i]: half i / 32
+            const int h = i / 32, m = i % 32;
+            ASSERT_EQ(at(256 + 384 * (m / 4) + 192 * h + 128 + 4 * r + m % 4), want(128 + i))
+                << "K=" << K << " N=" << N << " row " << n << " block " << b << " qh " << i;
+          }
+          for (int j = 0; j < 16; ++j)
+            ASSERT_EQ(at(32 * (j / 2) + 2 * r + j % 2), want(192 + j))
+                << "scale " << j << " of row " << n << " block " << b;
+          for (int i = 0; i < 2; ++i)
+            ASSERT_EQ(at(3328 + 2 * r + i), want(208 + i)) << "d of row " << n << " block " << b;
+          if (n >= N) continue;
+          // Element e = 128 h + 32 s + m (ggml): ql[64h + 32(s & 1) + m], low nibble for
+          // s < 2; bits 2s of qh[32h + m]. The copy: chunk c = 4h + s, ggml lane l = m / 4.
+          for (int e = 0; e < 256; ++e) {
+            const int h = e / 128, s = e % 128 / 32, m = e % 32;
+            const uint8_t fl = row[64 * h + 32 * (s & 1) + m], fh = row[128 + 32 * h + m];
+            const int file_q = (s < 2 ? fl & 0xF : fl >> 4) | ((fh >> (2 * s)) & 3) << 4;
+            const uint8_t* lane = blk + 256 + 384 * (m / 4) + 192 * h + 4 * r + m % 4;
+            const uint8_t cl = lane[64 * (s & 1)], ch = lane[128];
+            const int copy_q = (s < 2 ? cl & 0xF : cl >> 4) | ((ch >> (2 * s)) & 3) << 4;
+            ASSERT_EQ(copy_q, file_q) << "row " << n << " block " << b << " element " << e;
+          }
+        }
+        for (int i = 0; i < 3360; ++i) ASSERT_EQ(hits[size_t(i)], 1) << "byte " << i;
+      }
+    std::vector<uint8_t> parts(l.bytes(K, N), 0x11);
+    for (int64_t g = 0; g < groups; ++g) l.repack(src.data(), parts.data(), K, N, g, g + 1);
+    EXPECT_EQ(parts, dst);
+  }
+}
+
 }  // namespace
 }  // namespace cke

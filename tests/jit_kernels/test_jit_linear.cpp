@@ -583,6 +583,12 @@ TEST(JitLinear, linear_q4_Kr16_f32_16x8__avx512vnni) {
 TEST(JitLinear, linear_q4_Kr16_f32_16x1__avx512vnni) {
   run_all("linear_q4_Kr16_f32_16x1__avx512vnni");
 }
+TEST(JitLinear, linear_q6_Kr16_f32_16x4__avx512vnni) {
+  run_all("linear_q6_Kr16_f32_16x4__avx512vnni");
+}
+TEST(JitLinear, linear_q6_Kr16_f32_16x1__avx512vnni) {
+  run_all("linear_q6_Kr16_f32_16x1__avx512vnni");
+}
 
 TEST(JitLinear, EveryGeneratedProviderHasATest) {
   const std::vector<std::string> tested = {
@@ -661,6 +667,8 @@ TEST(JitLinear, EveryGeneratedProviderHasATest) {
       "linear_q4_Kr16_f32_16x1__avx512vnni",
       "linear_q8_0r16_f32_16x3__avx512vnni",
       "linear_q8_0r16_f32_16x1__avx512vnni",
+      "linear_q6_Kr16_f32_16x4__avx512vnni",
+      "linear_q6_Kr16_f32_16x1__avx512vnni",
   };
   std::vector<std::string> maps;
   for (const GeneratedLinear& g : generated_linear_providers()) maps.push_back(g.map->id);
