@@ -50,8 +50,6 @@ constexpr int kPackBudget = 512 * 1024;
 constexpr int kMaxBlocks = 512;  // K <= 16384 (the map's shape predicate)
 static_assert(kPackBudget >= kMaxBlocks * kOffPack);
 
-constexpr int kQ8_0R16PrefetchAhead = 8192;
-
 enum class Products : uint8_t { Exact, SignMove };
 
 // One tile: 16 rows (the group at w) x `tokens` tokens of a pack (gen_rows16.h).
@@ -78,12 +76,12 @@ int emit_tile(kir::Module& m, const std::string& name, int tokens, Products prod
   b.muli(end, a.n, kQ8_0R16Block);
   b.for_(off, b.imm(0, "zero_i"), end, b.imm(kQ8_0R16Block, "block_bytes"));
   b.ptr_add(wb, a.w, off, 1);  // this block of the group
-  // Prefetch into L2, kQ8_0R16PrefetchAhead on (the other r16 kernels take none: gen_tile.h).
+  // Prefetch into L2, kStreamPrefetchAhead on (gen_tile.h).
   // q8_0 needs twice q4_0's bytes per MAC and its kernel consumes them at about the rate
   // DRAM supplies one core; without the prefetch one core streamed 13-15 GB/s, with it 18-20
   // (bench_kernels, AMD EPYC Zen 4).
   for (int l = 0; l < kQ8_0R16Block; l += 64)
-    b.vprefetch(Mem{wb, {}, 1, kQ8_0R16PrefetchAhead + l});
+    b.vprefetch(Mem{wb, {}, 1, kStreamPrefetchAhead + l});
   // d[t] = fl(d_w * d_a) for the 16 rows: one product per row and token, as ggml's.
   V hw = b.vec(256, Cls::I, "hw"), dw = b.vec(512, Cls::F, "dw");
   b.vload(hw, Mem{wb, {}, 1, 512});

@@ -69,12 +69,16 @@ RowPrefetch row_prefetch(kir::Builder& b, const TileArgs& t, int rows);
 // In a loop that consumes `bytes` of each row per iteration at row + off.
 void prefetch_rows(kir::Builder& b, const std::vector<kir::V>& rows, kir::V off, int bytes,
                    const RowPrefetch& pf);
-// Layouts that are one stream (rows interleaved into 16-row groups) take no software
-// prefetch: the hardware prefetchers follow one stream. Measured on an AMD EPYC (Zen 4),
-// decode tg32, 2 threads: a prefetch of every line 2 KiB ahead (36 per q4_K_r16 super-block)
-// made Q4_K_M decode 1.6x slower (26 vs 42 tok/s), Q8_0 1.2x, Q4_0 1.15x; on a Xeon 2-16 KiB
-// ahead decoded alike. (q8_0_r16 and the q6_K_r16 decode tiles are the exceptions, measured:
-// gen_linear_q8_0_r16.cpp, gen_linear_q6_K_r16.cpp.)
+// Layouts that are one stream (rows interleaved into 16-row groups: q4_0_r16, q4_K_r16,
+// q8_0_r16) prefetch each line kStreamPrefetchAhead on, into L2 (q6_K_r16 two super-blocks
+// on: gen_linear_q6_K_r16.cpp). Measured, decode tg32, 2 threads:
+//  - Intel Xeon (AVX512-FP16, AVX-VNNI; 2026-12-02): no prefetch 21.6-24.0 tok/s Q4_0 and
+//    26.0-28.6 Q4_K_M; prefetcht1 8 KiB on 26.9-33.6 and 31.3-33.9; 2 KiB 25-31 (t1) and
+//    27.5-31.9 (t0), 4 KiB 28-33; prefill alike or faster (Q4_0 pp128 163-166 vs 152-159).
+//  - AMD EPYC Zen 4 (2026-12-01): prefetcht0 2 KiB on made Q4_K_M decode 1.6x slower than
+//    none (26 vs 42 tok/s), Q4_0 1.15x; prefetcht1 8 KiB on made q8_0_r16 faster (one core
+//    13-15 -> 18-20 GB/s). prefetcht1 8 KiB for q4_0_r16 / q4_K_r16 is not yet measured there.
+constexpr int kStreamPrefetchAhead = 8192;
 
 // Token t of a group at base + t * stride: addressed as [base + stride * s] for t = 1, 2
 // and through a precomputed 3 * stride for t = 3, so the loop advances one pointer.
