@@ -5,6 +5,7 @@
 #include <link.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <fstream>
@@ -288,12 +289,43 @@ std::optional<Parsed> decode(const std::string& key, const std::string& bytes) {
 std::optional<Parsed> read(const std::string& key) {
   const auto dir = cache_dir();
   if (key.empty() || !dir) return std::nullopt;
-  std::ifstream in(*dir / ("registry-" + key + ".bin"), std::ios::binary);
+  const std::filesystem::path path = *dir / ("registry-" + key + ".bin");
+  std::ifstream in(path, std::ios::binary);
   if (!in) return std::nullopt;
   std::ostringstream ss;
   ss << in.rdbuf();
-  return decode(key, ss.str());
+  std::optional<Parsed> p = decode(key, ss.str());
+  if (p) {  // in use: the newest by mtime, so prune() keeps it
+    std::error_code ec;
+    std::filesystem::last_write_time(path, std::filesystem::file_time_type::clock::now(), ec);
+  }
+  return p;
 }
+
+namespace {
+
+// Keeps the kKeepSnapshots most recently written or read snapshots of `dir` (every edit of
+// a map is a new key: without this a developer's cache, or a test run's, grows by a
+// snapshot per edit).
+void prune(const std::filesystem::path& dir) {
+  std::error_code ec;
+  std::vector<std::pair<std::filesystem::file_time_type, std::filesystem::path>> files;
+  for (auto it = std::filesystem::directory_iterator(dir, ec);
+       !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.rfind("registry-", 0) != 0 || it->path().extension() != ".bin") continue;
+    std::error_code tec;
+    const auto t = it->last_write_time(tec);
+    if (!tec) files.emplace_back(t, it->path());
+  }
+  if (files.size() <= kKeepSnapshots) return;
+  std::sort(files.begin(), files.end(),
+            [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (size_t i = kKeepSnapshots; i < files.size(); ++i)
+    std::filesystem::remove(files[i].second, ec);
+}
+
+}  // namespace
 
 bool write(const std::string& key, const Parsed& p) {
   const auto dir = cache_dir();
@@ -314,8 +346,12 @@ bool write(const std::string& key, const Parsed& p) {
     }
   }
   std::filesystem::rename(tmp, final_path, ec);
-  if (ec) std::filesystem::remove(tmp, ec);
-  return !ec;
+  if (ec) {
+    std::filesystem::remove(tmp, ec);
+    return false;
+  }
+  prune(*dir);
+  return true;
 }
 
 }  // namespace cke::snapshot

@@ -13,7 +13,8 @@
 //   - only a load without errors writes one, so every error still comes from the parser;
 //   - a snapshot that is missing, unreadable or fails any check is ignored (and rewritten).
 // Where: $CKE_CACHE_DIR, else $XDG_CACHE_HOME/cke, else $HOME/.cache/cke; CKE_CACHE_DIR=off
-// (or no build id) turns it off. Tested: tests/resolver/test_registry_snapshot.cpp.
+// (or no build id) turns it off. A write keeps the kKeepSnapshots snapshots last written or
+// read there and removes older ones. Tested: tests/resolver/test_registry_snapshot.cpp.
 #pragma once
 
 #include <filesystem>
@@ -36,6 +37,8 @@ struct InputFile {
   std::string path;
   std::string bytes;
 };
+
+constexpr size_t kKeepSnapshots = 8;
 
 // The directory snapshots live in; nullopt when they are off.
 std::optional<std::filesystem::path> cache_dir();

@@ -3,6 +3,9 @@
 // one process per test case, two at a time), for the audit to read (resolver/audit.h:
 // a parity test counts only if it ran and did not fail). Runs before gtest_main reads
 // GTEST_OUTPUT; an explicit GTEST_OUTPUT wins.
+// It also points the registry snapshot cache (resolver/registry_snapshot.h) at the build
+// tree's test-cache/ unless CKE_CACHE_DIR is set: tests load many map trees of their own,
+// which are not the user's cache's business (the tools they start inherit it).
 #include <unistd.h>
 
 #include <chrono>
@@ -18,6 +21,11 @@ const bool kResultsEnv = [] {
   const std::string v = std::string("xml:") + dir + "/" + std::to_string(getpid()) + "_" +
                         std::to_string(ns) + ".xml";
   return setenv("GTEST_OUTPUT", v.c_str(), 1) == 0;
+}();
+
+const bool kCacheEnv = [] {
+  return std::getenv("CKE_CACHE_DIR") == nullptr &&
+         setenv("CKE_CACHE_DIR", CKE_TEST_CACHE_DIR, 0) == 0;
 }();
 
 }  // namespace

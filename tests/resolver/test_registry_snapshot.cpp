@@ -174,5 +174,33 @@ TEST(RegistrySnapshot, OffWritesNothing) {
   EXPECT_FALSE(snapshot::write("", {}));
 }
 
+// The directory keeps the kKeepSnapshots snapshots last written or read: older ones go at
+// the next write, one just read stays however old it was.
+TEST(RegistrySnapshot, AWriteKeepsTheMostRecentlyUsedAndRemovesTheRest) {
+  const fs::path dir = temp("prune");
+  CacheDir cd(dir.string());
+  const size_t keep = snapshot::kKeepSnapshots;
+  const auto now = fs::file_time_type::clock::now();
+  // keep snapshots, snapshot i written i + 1 hours ago.
+  for (size_t i = 0; i < keep; ++i) {
+    const std::string k = "k" + std::to_string(i);
+    ASSERT_TRUE(snapshot::write(k, {}));
+    fs::last_write_time(dir / ("registry-" + k + ".bin"), now - std::chrono::hours(i + 1));
+  }
+  ASSERT_EQ(snapshots(dir).size(), keep);
+  const std::string oldest = "k" + std::to_string(keep - 1);
+  ASSERT_TRUE(snapshot::read(oldest));  // used now: the newest
+  ASSERT_TRUE(snapshot::write("n0", {}));
+  ASSERT_TRUE(snapshot::write("n1", {}));
+  EXPECT_EQ(snapshots(dir).size(), keep);
+  for (const std::string& k : {oldest, std::string("n0"), std::string("n1"), std::string("k0")})
+    EXPECT_TRUE(fs::exists(dir / ("registry-" + k + ".bin"))) << k << " was removed";
+  // The two least recently used: k{keep-2}, k{keep-3}.
+  for (size_t i : {keep - 2, keep - 3})
+    EXPECT_FALSE(fs::exists(dir / ("registry-k" + std::to_string(i) + ".bin")))
+        << "k" << i << " was kept";
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace cke
