@@ -147,6 +147,18 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
   V np = b.i64("np"), np_bytes = b.i64("np_bytes");
   b.andi(np, hd, ~int64_t(63));
   b.muli(np_bytes, np, 4);
+  // Heads pair (pair_of_heads, below) with the 16-row tinyBLAS KQV and no score tail; the
+  // second head's probabilities live in e2.
+  V pair_ok, e2;
+  if (L.parts == 1) {
+    pair_ok = b.imm(0, "pair_ok");
+    e2 = b.stack(int64_t(cells) * 4, "probs2");
+    b.if_(tiny16, Cmp::EQ, 1);
+    b.if_(np, Cmp::EQ, hd);
+    b.movi(pair_ok, 1);
+    b.end_if();
+    b.end_if();
+  }
 
   V zero = b.imm(0, "zero"), one = b.imm(1, "one"), c16 = b.imm(16, "c16"),
     c64b = b.imm(64, "c64b"), c256b = b.imm(256, "c256b");
@@ -158,6 +170,8 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
   const V16 scalev = L.parts == 1 ? L.bcast(scale, "scalev") : V16{};
   V qt = b.ptr("qt"), ot = b.ptr("ot"), qh = b.ptr("qh"), oh = b.ptr("oh"), kh = b.ptr("kh"),
     kj = b.ptr("kj"), vh = b.ptr("vh"), vrow = b.ptr("vrow"), eg = b.ptr("eg");
+  V hstep = b.i64("hstep"), pair = b.i64("pair"), hn = b.i64("hn"), qh2 = b.ptr("qh2"),
+    oh2 = b.ptr("oh2"), c8 = L.parts == 1 ? b.imm(8, "c8") : V{};
 
   b.for_(t, zero, T, one);
   b.add(p, pos0, t);
@@ -176,7 +190,327 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
   b.ptr_add(qt, q, off, 1);
   b.ptr_add(ot, out, off, 1);
 
-  b.for_(h, h0, h1, one);
+  // V^T row `row` % 8 of a block of rows at `base` (rows 8 apart share one base).
+  auto row_mem = [&](int row, V base) {
+    const int k = row % 8;
+    switch (k) {
+      case 0:
+        return Mem{base, {}, 1, 0};
+      case 1:
+        return Mem{base, rb, 1, 0};
+      case 2:
+        return Mem{base, rb, 2, 0};
+      case 3:
+        return Mem{base, rb3, 1, 0};
+      case 4:
+        return Mem{base, rb, 4, 0};
+      case 5:
+        return Mem{base, rb5, 1, 0};
+      case 6:
+        return Mem{base, rb3, 2, 0};
+      default:
+        return Mem{base, rb7, 1, 0};
+    }
+  };
+  // The pieces of one head (query row qx, probabilities ex, output ox), and of a pair.
+  auto scores_one_by_one = [&](V qx, V ex) {
+    b.for_(j, jb, len, one);  // one cell at a time: the rest, or all of them
+    {
+      V16 acc[4];
+      for (int a = 0; a < 4; ++a) acc[a] = L.zero("acc");
+      b.for_(c, zero, np_bytes, c256b);
+      for (int a = 0; a < 4; ++a) {
+        V16 kx = L.vec("kx");
+        L.load(kx, Mem{kj, c, 1, 64 * a});
+        L.fma_m(acc[a], kx, Mem{qx, c, 1, 64 * a});
+      }
+      b.end_for();
+      V s = L.fold4_reduce_add(acc);
+      V x1 = b.vec(128, Cls::F, "x1"), y1 = b.vec(128, Cls::F, "y1");
+      b.for_(i, np, hd, one);  // sum = sum + fl(x * y)
+      b.vload_ss(x1, Mem{kj, i, 4, 0});
+      b.vload_ss(y1, Mem{qx, i, 4, 0});
+      b.vmul_ss(x1, x1, y1);
+      b.vadd_ss(s, s, x1);
+      b.end_for();
+      b.vmul_ss(s, s, scale);
+      b.vstore_ss(Mem{ex, j, 4, 0}, s);
+    }
+    b.ptr_add(kj, kj, kv_bytes, 1);
+    b.end_for();
+  };
+  auto scores = [&](V qx, V ex) {
+    // Scores of cells [first, len); -inf for [0, first) and the padding [len, len16).
+    b.addi(off, len16, -16);
+    L.store(Mem{ex, off, 4, 0}, ninf);
+    b.for_(j, zero, first, one);
+    b.vstore_ss(Mem{ex, j, 4, 0}, ninf1);
+    b.end_for();
+    b.mul(off, first, kv_bytes);
+    b.ptr_add(kj, kh, off, 1);
+    // AVX-512 with no tail past the 64-chunks: 16 cells at a time, their 16 folded vectors
+    // reduced as one (reduce_add16), scaled and stored as one vector.
+    b.mov(jb, first);
+    if (L.parts == 1) {
+      b.if_(np, Cmp::EQ, hd);
+      b.sub(nb, len, first);
+      b.andi(nb, nb, ~int64_t(15));
+      b.add(jb, first, nb);
+      b.for_(j, first, jb, c16);
+      {
+        V16 r[16];
+        for (int key = 0; key < 16; ++key) {
+          V16 acc[4];
+          for (int a = 0; a < 4; ++a) acc[a] = L.zero("acc");
+          b.for_(c, zero, np_bytes, c256b);
+          for (int a = 0; a < 4; ++a) {
+            V16 kx = L.vec("kx");
+            L.load(kx, Mem{kj, c, 1, 64 * a});
+            L.fma_m(acc[a], kx, Mem{qx, c, 1, 64 * a});
+          }
+          b.end_for();
+          r[key] = L.fold4(acc);
+          b.ptr_add(kj, kj, kv_bytes, 1);
+        }
+        V16 sc = L.reduce_add16(r);
+        L.mul(sc, sc, scalev);
+        L.store(Mem{ex, j, 4, 0}, sc);
+      }
+      b.end_for();
+      b.end_if();
+    }
+    scores_one_by_one(qx, ex);
+  };
+  auto softmax = [&](V ex) {
+    // Row max, then ex = exp(w - max) per 16-group with the group sums added in double.
+    V16 mx = L.vec("mx");
+    L.copy(mx, ninf);
+    b.for_(g, zero, len16, c16);
+    {
+      V16 w = L.vec("w");
+      L.load(w, Mem{ex, g, 4, 0});
+      L.max(mx, mx, w);
+    }
+    b.end_for();
+    const V16 mxv = L.bcast(L.reduce_max(mx), "mxv");
+    V sum = b.vec(128, Cls::F, "sum");
+    b.vzero(sum);
+    exp_sub_groups(L, ec, ex, ex, len16, mxv, sum);
+    scale_groups(L, ex, len16, inv_of_sum(b, one_d, sum));
+  };
+  auto kqv = [&](V ex, V ox) {
+    // out[d] = V^T row d . p over cells [0, len).
+    V full = b.i64("full"), full_bytes = b.i64("full_bytes");
+    if (L.parts == 1) {
+      V va = b.ptr("va"), vb = b.ptr("vb");
+      // tinyBLAS on AVX-512 with head_dim % 16 == 0: 16 rows of V^T at a time, each loaded
+      // 16 cells by 16 against the same probabilities; their 16 sums reduced as one vector.
+      // Row i of the block is at va + c (+ 8 rows for i >= 8) + a multiple of vrow_bytes.
+      b.if_(tiny16, Cmp::EQ, 1);
+      b.andi(full, len, ~int64_t(15));
+      b.muli(full_bytes, full, 4);
+      b.mov(vrow, vh);
+      b.sub(r, len, full);
+      b.for_(d, zero, hd, c16);
+      {
+        V16 acc[16];
+        for (int row = 0; row < 16; ++row) acc[row] = L.zero("acc");
+        b.for_(c, zero, full_bytes, c64b);
+        {
+          b.ptr_add(va, vrow, c, 1);
+          b.ptr_add(vb, va, rb8, 1);
+          V16 px = L.vec("px");
+          L.load(px, Mem{ex, c, 1, 0});
+          for (int row = 0; row < 16; ++row) {
+            V16 vx = L.vec("vx");
+            L.load(vx, row_mem(row, row < 8 ? va : vb));
+            L.fma(acc[row], vx, px);
+          }
+        }
+        b.end_for();
+        b.if_(r, Cmp::GT, 0);
+        {
+          b.ptr_add(va, vrow, full_bytes, 1);
+          b.ptr_add(vb, va, rb8, 1);
+          V16 px = L.vec("px");
+          masks.load_first(px, Mem{ex, full, 4, 0}, r);
+          for (int row = 0; row < 16; ++row) {
+            V16 vx = L.vec("vx");
+            masks.load_first(vx, row_mem(row, row < 8 ? va : vb), r);
+            L.fma(acc[row], vx, px);
+          }
+        }
+        b.end_if();
+        L.store(Mem{ox, d, 4, 0}, L.reduce_add16(acc));
+        b.ptr_add(vrow, vrow, rb16, 1);
+      }
+      b.end_for();
+      b.end_if();
+    }
+
+    b.if_(tiny1, Cmp::EQ, 1);
+    b.andi(full, len, ~int64_t(15));
+    b.muli(full_bytes, full, 4);
+    b.mov(vrow, vh);
+    b.for_(d, zero, hd, one);
+    {
+      V16 acc = L.zero("acc");
+      b.for_(c, zero, full_bytes, c64b);
+      V16 vx = L.vec("vx");
+      L.load(vx, Mem{vrow, c, 1, 0});
+      L.fma_m(acc, vx, Mem{ex, c, 1, 0});
+      b.end_for();
+      b.sub(r, len, full);
+      b.if_(r, Cmp::GT, 0);
+      V16 vx2 = L.vec("vx"), px = L.vec("px");
+      masks.load_first(vx2, Mem{vrow, full, 4, 0}, r);
+      masks.load_first(px, Mem{ex, full, 4, 0}, r);
+      L.fma(acc, vx2, px);
+      b.end_if();
+      b.vstore_ss(Mem{ox, d, 4, 0}, L.reduce_add(acc));
+    }
+    b.ptr_add(vrow, vrow, vrow_bytes, 1);
+    b.end_for();
+    b.end_if();
+
+    b.if_(tiny, Cmp::EQ, 0);
+    b.andi(full, len, ~int64_t(63));
+    b.muli(full_bytes, full, 4);
+    b.mov(vrow, vh);
+    b.for_(d, zero, hd, one);
+    {
+      V16 acc[4];
+      for (int a = 0; a < 4; ++a) acc[a] = L.zero("acc");
+      b.for_(c, zero, full_bytes, c256b);
+      for (int a = 0; a < 4; ++a) {
+        V16 vx = L.vec("vx");
+        L.load(vx, Mem{vrow, c, 1, 64 * a});
+        L.fma_m(acc[a], vx, Mem{ex, c, 1, 64 * a});
+      }
+      b.end_for();
+      b.if_(len, Cmp::GT, full);  // the last chunk: groups of cells full + 16a, r valid each
+      for (int a = 0; a < 4; ++a) {
+        b.sub(r, len, full);
+        b.addi(r, r, -16 * a);
+        b.if_(r, Cmp::LT, 0);
+        b.movi(r, 0);
+        b.end_if();
+        b.movi(lim, 16);
+        b.min(r, r, lim);
+        b.ptr_add(eg, ex, full, 4);
+        V16 vx = L.vec("vx"), px = L.vec("px");
+        masks.load_first(vx, Mem{vrow, full, 4, 64 * a}, r);
+        masks.load_first(px, Mem{eg, {}, 1, 64 * a}, r);
+        L.fma(acc[a], vx, px);
+      }
+      b.end_if();
+      b.vstore_ss(Mem{ox, d, 4, 0}, L.fold4_reduce_add(acc));
+    }
+    b.ptr_add(vrow, vrow, vrow_bytes, 1);
+    b.end_for();
+    b.end_if();
+  };
+  // Two heads of one KV group (AVX-512, tinyBLAS KQV, head_dim % 64 == 0): every K row and
+  // every V^T load serves both. Each cell's arithmetic is the single head's: the scores of 8
+  // cells of each head fill one reduce_add16 (lanes 0-7 head h, 8-15 head h + 1), and the
+  // KQV runs 8 rows of V^T against both heads' probabilities into 16 accumulators.
+  auto store_halves = [&](V16 v, Mem lo, Mem hi) {
+    b.vstore(lo, b.view(v.part[0], 256, Cls::F));
+    V h8 = b.vec(256, Cls::F, "hi8");
+    b.vextract(h8, v.part[0], 1);
+    b.vstore(hi, h8);
+  };
+  auto pair_of_heads = [&] {
+    b.ptr_add(qh2, qh, hd_bytes, 1);
+    b.ptr_add(oh2, oh, hd_bytes, 1);
+    b.addi(off, len16, -16);
+    L.store(Mem{e, off, 4, 0}, ninf);
+    L.store(Mem{e2, off, 4, 0}, ninf);
+    b.for_(j, zero, first, one);
+    b.vstore_ss(Mem{e, j, 4, 0}, ninf1);
+    b.vstore_ss(Mem{e2, j, 4, 0}, ninf1);
+    b.end_for();
+    b.mul(off, first, kv_bytes);
+    b.ptr_add(kj, kh, off, 1);
+    b.sub(nb, len, first);
+    b.andi(nb, nb, ~int64_t(7));
+    b.add(jb, first, nb);
+    b.for_(j, first, jb, c8);
+    {
+      V16 r[16];
+      for (int key = 0; key < 8; ++key) {
+        V16 a0[4], a1[4];
+        for (int a = 0; a < 4; ++a) {
+          a0[a] = L.zero("acc");
+          a1[a] = L.zero("acc");
+        }
+        b.for_(c, zero, np_bytes, c256b);
+        for (int a = 0; a < 4; ++a) {
+          V16 kx = L.vec("kx");
+          L.load(kx, Mem{kj, c, 1, 64 * a});
+          L.fma_m(a0[a], kx, Mem{qh, c, 1, 64 * a});
+          L.fma_m(a1[a], kx, Mem{qh2, c, 1, 64 * a});
+        }
+        b.end_for();
+        r[key] = L.fold4(a0);
+        r[8 + key] = L.fold4(a1);
+        b.ptr_add(kj, kj, kv_bytes, 1);
+      }
+      V16 sc = L.reduce_add16(r);
+      L.mul(sc, sc, scalev);
+      store_halves(sc, Mem{e, j, 4, 0}, Mem{e2, j, 4, 0});
+    }
+    b.end_for();
+    scores_one_by_one(qh, e);  // kj is at cell jb
+    b.mul(off, jb, kv_bytes);
+    b.ptr_add(kj, kh, off, 1);
+    scores_one_by_one(qh2, e2);
+    softmax(e);
+    softmax(e2);
+
+    V full = b.i64("full2"), full_bytes = b.i64("full2_bytes"), va = b.ptr("va2");
+    b.andi(full, len, ~int64_t(15));
+    b.muli(full_bytes, full, 4);
+    b.mov(vrow, vh);
+    b.sub(r, len, full);
+    b.for_(d, zero, hd, c8);
+    {
+      V16 acc[16];
+      for (int row = 0; row < 16; ++row) acc[row] = L.zero("acc");
+      V16 p0 = L.vec("p0"), p1 = L.vec("p1");
+      b.for_(c, zero, full_bytes, c64b);
+      {
+        b.ptr_add(va, vrow, c, 1);
+        L.load(p0, Mem{e, c, 1, 0});
+        L.load(p1, Mem{e2, c, 1, 0});
+        for (int row = 0; row < 8; ++row) {
+          V16 vx = L.vec("vx");
+          L.load(vx, row_mem(row, va));
+          L.fma(acc[row], vx, p0);
+          L.fma(acc[8 + row], vx, p1);
+        }
+      }
+      b.end_for();
+      b.if_(r, Cmp::GT, 0);
+      {
+        b.ptr_add(va, vrow, full_bytes, 1);
+        masks.load_first(p0, Mem{e, full, 4, 0}, r);
+        masks.load_first(p1, Mem{e2, full, 4, 0}, r);
+        for (int row = 0; row < 8; ++row) {
+          V16 vx = L.vec("vx");
+          masks.load_first(vx, row_mem(row, va), r);
+          L.fma(acc[row], vx, p0);
+          L.fma(acc[8 + row], vx, p1);
+        }
+      }
+      b.end_if();
+      store_halves(L.reduce_add16(acc), Mem{oh, d, 4, 0}, Mem{oh2, d, 4, 0});
+      b.ptr_add(vrow, vrow, rb8, 1);
+    }
+    b.end_for();
+  };
+  b.movi(hstep, 1);
+  b.for_(h, h0, h1, hstep);
   b.mul(off, h, hd_bytes);
   b.ptr_add(qh, qt, off, 1);
   b.ptr_add(oh, ot, off, 1);
@@ -186,218 +520,32 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
   b.mul(off, hk, vhead_bytes);
   b.ptr_add(vh, vc, off, 1);
 
-  // Scores of cells [first, len); -inf for [0, first) and the padding [len, len16).
-  b.addi(off, len16, -16);
-  L.store(Mem{e, off, 4, 0}, ninf);
-  b.for_(j, zero, first, one);
-  b.vstore_ss(Mem{e, j, 4, 0}, ninf1);
-  b.end_for();
-  b.mul(off, first, kv_bytes);
-  b.ptr_add(kj, kh, off, 1);
-  // AVX-512 with no tail past the 64-chunks: 16 cells at a time, their 16 folded vectors
-  // reduced as one (reduce_add16), scaled and stored as one vector.
-  b.mov(jb, first);
+  // Heads h and h + 1 pair when both are in [h0, h1) and in one KV group.
+  b.movi(pair, 0);
   if (L.parts == 1) {
-    b.if_(np, Cmp::EQ, hd);
-    b.sub(nb, len, first);
-    b.andi(nb, nb, ~int64_t(15));
-    b.add(jb, first, nb);
-    b.for_(j, first, jb, c16);
-    {
-      V16 r[16];
-      for (int key = 0; key < 16; ++key) {
-        V16 acc[4];
-        for (int a = 0; a < 4; ++a) acc[a] = L.zero("acc");
-        b.for_(c, zero, np_bytes, c256b);
-        for (int a = 0; a < 4; ++a) {
-          V16 kx = L.vec("kx");
-          L.load(kx, Mem{kj, c, 1, 64 * a});
-          L.fma_m(acc[a], kx, Mem{qh, c, 1, 64 * a});
-        }
-        b.end_for();
-        r[key] = L.fold4(acc);
-        b.ptr_add(kj, kj, kv_bytes, 1);
-      }
-      V16 sc = L.reduce_add16(r);
-      L.mul(sc, sc, scalev);
-      L.store(Mem{e, j, 4, 0}, sc);
-    }
-    b.end_for();
+    b.if_(pair_ok, Cmp::EQ, 1);
+    b.addi(hn, h, 1);
+    b.if_(hn, Cmp::LT, h1);
+    b.div(tmp, hn, group);
+    b.mul(tmp, tmp, group);
+    b.sub(tmp, hn, tmp);
+    b.if_(tmp, Cmp::NE, 0);
+    b.movi(pair, 1);
+    b.end_if();
+    b.end_if();
     b.end_if();
   }
-  b.for_(j, jb, len, one);  // one cell at a time: the rest, or all of them
-  {
-    V16 acc[4];
-    for (int a = 0; a < 4; ++a) acc[a] = L.zero("acc");
-    b.for_(c, zero, np_bytes, c256b);
-    for (int a = 0; a < 4; ++a) {
-      V16 kx = L.vec("kx");
-      L.load(kx, Mem{kj, c, 1, 64 * a});
-      L.fma_m(acc[a], kx, Mem{qh, c, 1, 64 * a});
-    }
-    b.end_for();
-    V s = L.fold4_reduce_add(acc);
-    V x1 = b.vec(128, Cls::F, "x1"), y1 = b.vec(128, Cls::F, "y1");
-    b.for_(i, np, hd, one);  // sum = sum + fl(x * y)
-    b.vload_ss(x1, Mem{kj, i, 4, 0});
-    b.vload_ss(y1, Mem{qh, i, 4, 0});
-    b.vmul_ss(x1, x1, y1);
-    b.vadd_ss(s, s, x1);
-    b.end_for();
-    b.vmul_ss(s, s, scale);
-    b.vstore_ss(Mem{e, j, 4, 0}, s);
-  }
-  b.ptr_add(kj, kj, kv_bytes, 1);
-  b.end_for();
-
-  // Row max, then e = exp(w - max) per 16-group with the group sums added in double.
-  V16 mx = L.vec("mx");
-  L.copy(mx, ninf);
-  b.for_(g, zero, len16, c16);
-  {
-    V16 w = L.vec("w");
-    L.load(w, Mem{e, g, 4, 0});
-    L.max(mx, mx, w);
-  }
-  b.end_for();
-  const V16 mxv = L.bcast(L.reduce_max(mx), "mxv");
-  V sum = b.vec(128, Cls::F, "sum");
-  b.vzero(sum);
-  exp_sub_groups(L, ec, e, e, len16, mxv, sum);
-  scale_groups(L, e, len16, inv_of_sum(b, one_d, sum));
-
-  // out[d] = V^T row d . p over cells [0, len).
-  V full = b.i64("full"), full_bytes = b.i64("full_bytes");
+  b.addi(hstep, pair, 1);
+  b.if_(pair, Cmp::EQ, 0);
+  scores(qh, e);
+  softmax(e);
+  kqv(e, oh);
+  b.end_if();
   if (L.parts == 1) {
-    V va = b.ptr("va"), vb = b.ptr("vb");
-    // tinyBLAS on AVX-512 with head_dim % 16 == 0: 16 rows of V^T at a time, each loaded
-    // 16 cells by 16 against the same probabilities; their 16 sums reduced as one vector.
-    // Row i of the block is at va + c (+ 8 rows for i >= 8) + a multiple of vrow_bytes.
-    b.if_(tiny16, Cmp::EQ, 1);
-    b.andi(full, len, ~int64_t(15));
-    b.muli(full_bytes, full, 4);
-    b.mov(vrow, vh);
-    b.sub(r, len, full);
-    b.for_(d, zero, hd, c16);
-    {
-      V16 acc[16];
-      for (int row = 0; row < 16; ++row) acc[row] = L.zero("acc");
-      auto row_mem = [&](int row, V base) {
-        const int k = row % 8;
-        switch (k) {
-          case 0:
-            return Mem{base, {}, 1, 0};
-          case 1:
-            return Mem{base, rb, 1, 0};
-          case 2:
-            return Mem{base, rb, 2, 0};
-          case 3:
-            return Mem{base, rb3, 1, 0};
-          case 4:
-            return Mem{base, rb, 4, 0};
-          case 5:
-            return Mem{base, rb5, 1, 0};
-          case 6:
-            return Mem{base, rb3, 2, 0};
-          default:
-            return Mem{base, rb7, 1, 0};
-        }
-      };
-      b.for_(c, zero, full_bytes, c64b);
-      {
-        b.ptr_add(va, vrow, c, 1);
-        b.ptr_add(vb, va, rb8, 1);
-        V16 px = L.vec("px");
-        L.load(px, Mem{e, c, 1, 0});
-        for (int row = 0; row < 16; ++row) {
-          V16 vx = L.vec("vx");
-          L.load(vx, row_mem(row, row < 8 ? va : vb));
-          L.fma(acc[row], vx, px);
-        }
-      }
-      b.end_for();
-      b.if_(r, Cmp::GT, 0);
-      {
-        b.ptr_add(va, vrow, full_bytes, 1);
-        b.ptr_add(vb, va, rb8, 1);
-        V16 px = L.vec("px");
-        masks.load_first(px, Mem{e, full, 4, 0}, r);
-        for (int row = 0; row < 16; ++row) {
-          V16 vx = L.vec("vx");
-          masks.load_first(vx, row_mem(row, row < 8 ? va : vb), r);
-          L.fma(acc[row], vx, px);
-        }
-      }
-      b.end_if();
-      L.store(Mem{oh, d, 4, 0}, L.reduce_add16(acc));
-      b.ptr_add(vrow, vrow, rb16, 1);
-    }
-    b.end_for();
+    b.if_(pair, Cmp::EQ, 1);
+    pair_of_heads();
     b.end_if();
   }
-
-  b.if_(tiny1, Cmp::EQ, 1);
-  b.andi(full, len, ~int64_t(15));
-  b.muli(full_bytes, full, 4);
-  b.mov(vrow, vh);
-  b.for_(d, zero, hd, one);
-  {
-    V16 acc = L.zero("acc");
-    b.for_(c, zero, full_bytes, c64b);
-    V16 vx = L.vec("vx");
-    L.load(vx, Mem{vrow, c, 1, 0});
-    L.fma_m(acc, vx, Mem{e, c, 1, 0});
-    b.end_for();
-    b.sub(r, len, full);
-    b.if_(r, Cmp::GT, 0);
-    V16 vx2 = L.vec("vx"), px = L.vec("px");
-    masks.load_first(vx2, Mem{vrow, full, 4, 0}, r);
-    masks.load_first(px, Mem{e, full, 4, 0}, r);
-    L.fma(acc, vx2, px);
-    b.end_if();
-    b.vstore_ss(Mem{oh, d, 4, 0}, L.reduce_add(acc));
-  }
-  b.ptr_add(vrow, vrow, vrow_bytes, 1);
-  b.end_for();
-  b.end_if();
-
-  b.if_(tiny, Cmp::EQ, 0);
-  b.andi(full, len, ~int64_t(63));
-  b.muli(full_bytes, full, 4);
-  b.mov(vrow, vh);
-  b.for_(d, zero, hd, one);
-  {
-    V16 acc[4];
-    for (int a = 0; a < 4; ++a) acc[a] = L.zero("acc");
-    b.for_(c, zero, full_bytes, c256b);
-    for (int a = 0; a < 4; ++a) {
-      V16 vx = L.vec("vx");
-      L.load(vx, Mem{vrow, c, 1, 64 * a});
-      L.fma_m(acc[a], vx, Mem{e, c, 1, 64 * a});
-    }
-    b.end_for();
-    b.if_(len, Cmp::GT, full);  // the last chunk: groups of cells full + 16a, r valid each
-    for (int a = 0; a < 4; ++a) {
-      b.sub(r, len, full);
-      b.addi(r, r, -16 * a);
-      b.if_(r, Cmp::LT, 0);
-      b.movi(r, 0);
-      b.end_if();
-      b.movi(lim, 16);
-      b.min(r, r, lim);
-      b.ptr_add(eg, e, full, 4);
-      V16 vx = L.vec("vx"), px = L.vec("px");
-      masks.load_first(vx, Mem{vrow, full, 4, 64 * a}, r);
-      masks.load_first(px, Mem{eg, {}, 1, 64 * a}, r);
-      L.fma(acc[a], vx, px);
-    }
-    b.end_if();
-    b.vstore_ss(Mem{oh, d, 4, 0}, L.fold4_reduce_add(acc));
-  }
-  b.ptr_add(vrow, vrow, vrow_bytes, 1);
-  b.end_for();
-  b.end_if();
-
   b.end_for();  // h
   b.end_for();  // t
   return true;

@@ -113,6 +113,7 @@ const Shape kShapes[] = {
     {64, 32, 4, 160},  // TinyLlama: head_dim 64, GQA 8
     {8, 8, 4, 40},     // stories260K-like: tail only (no 64-chunk), n_ctx % 16 != 0
     {128, 4, 4, 70},   // two chunks, no GQA
+    {128, 6, 2, 70},   // two chunks, GQA 3: heads pair within a group, the third alone
     {130, 2, 1, 33},   // chunks + 2-element tail
     {6, 3, 1, 21},     // head_dim % 4 != 0: vec_dot KQV in prefill too
 };
