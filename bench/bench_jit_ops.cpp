@@ -1,11 +1,11 @@
-// Generated element-wise / per-row op providers (rope, scale, add_bias, geglu: every one of
-// those ops in kernel_maps/, machine code) against the reference kernel of their contract,
-// on the shapes of a 7B-class layer: RoPE of Q (head_dim 128 x 32 heads) at decode (T = 1)
-// and for a prefill chunk (T = 32), the Q bias (4096), the Q scale (4096), GEGLU over the
-// FFN width (11008), the MoE router and grouping of a Qwen3-30B-A3B layer (128 experts, 8
-// used) and a Mixtral one (8, 2). Each reference runs first; each JIT benchmark then reports
-// `x_ref`, the reference's time / its own (the speed-up at identical output bits). Providers whose
-// ISA this host lacks are skipped.
+// Generated element-wise / per-row op providers (rope, scale, add_bias, rmsnorm, geglu: every
+// one of those ops in kernel_maps/, machine code) against the reference kernel of their
+// contract, on the shapes of a 7B-class layer: RoPE of Q (head_dim 128 x 32 heads) at decode
+// (T = 1) and for a prefill chunk (T = 32), RMSNorm of 4096 at T = 1 and 32, the Q bias
+// (4096), the Q scale (4096), GEGLU over the FFN width (11008), the MoE router and grouping of
+// a Qwen3-30B-A3B layer (128 experts, 8 used) and a Mixtral one (8, 2). Each reference runs
+// first; each JIT benchmark then reports `x_ref`, the reference's time / its own (the speed-up
+// at identical output bits). Providers whose ISA this host lacks are skipped.
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 
@@ -59,6 +59,15 @@ std::vector<Workload> workloads(const std::string& op) {
     auto x = std::make_shared<std::vector<float>>(randv(4096, 4));
     w.push_back({"/n=4096", 4096,
                  [x](void* fn) { reinterpret_cast<Scale>(fn)(x->data(), x->data(), 4096, 1.0f); }});
+  } else if (op == "rmsnorm") {
+    using Norm = void (*)(const float*, const float*, float*, int64_t, int64_t, float);
+    for (int64_t T : {1, 32}) {
+      auto x = std::make_shared<std::vector<float>>(randv(size_t(4096 * T), 9));
+      auto g = std::make_shared<std::vector<float>>(randv(4096, 10));
+      w.push_back({"/n=4096/T=" + std::to_string(T), 4096 * T, [x, g, T](void* fn) {
+                     reinterpret_cast<Norm>(fn)(x->data(), g->data(), x->data(), 4096, T, 1e-5f);
+                   }});
+    }
   } else if (op == "add_bias") {
     auto x = std::make_shared<std::vector<float>>(randv(4096, 5));
     auto b = std::make_shared<std::vector<float>>(4096, 0.0f);
@@ -130,7 +139,7 @@ const bool registered = [] {
   for (const cke::KernelMap& m : reg.maps()) {
     if (m.impl.generator.empty()) continue;
     if (m.op != "rope" && m.op != "scale" && m.op != "add_bias" && m.op != "moe_route" &&
-        m.op != "moe_group" && m.contract != "glu.geglu.f32.ggml")
+        m.op != "moe_group" && m.op != "rmsnorm" && m.contract != "glu.geglu.f32.ggml")
       continue;
     bool ok = true;
     for (cke::Feature f : m.isa) ok = ok && host.has(f);

@@ -469,7 +469,7 @@ void run_rmsnorm(const std::string& id) {
   std::uniform_real_distribution<float> mag(-20.0f, 20.0f);
   std::normal_distribution<float> nd(0.0f, 1.0f);
   for (auto [n, rows] :
-       {std::pair<int64_t, int64_t>{16, 1}, {64, 3}, {128, 8}, {2048, 2}, {5120, 1}}) {
+       {std::pair<int64_t, int64_t>{16, 1}, {64, 3}, {64, 7}, {128, 8}, {2048, 2}, {5120, 1}}) {
     for (float eps : {1e-5f, 1e-6f, 0.0f}) {
       std::vector<float> x(static_cast<size_t>(n * rows)), w(static_cast<size_t>(n));
       for (float& v : x) v = nd(rng) * std::exp2(mag(rng));
