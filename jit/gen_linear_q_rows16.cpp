@@ -194,11 +194,13 @@ int emit_tile(kir::Module& m, const std::string& name, int tokens, Products prod
       b.vzero(isum);
     }
     for (int j = 0; j < 8; ++j) {
+      if (products == Products::Exact) {  // activation dword j: the {1to16} memory operand
+        b.vdpbusd_b(isum, W[j], Mem{pk, {}, 1, 32 * t + 4 * j});
+        continue;
+      }
       V aj = b.vec(512, Cls::I, "aj");
       b.vbcast_f32(aj, Mem{pk, {}, 1, 32 * t + 4 * j});  // activation dword j (bits)
-      if (products == Products::Exact) {
-        b.vdpbusd(isum, W[j], aj);
-      } else {  // |w| times a with w's sign moved onto it (vpsignb, wrapping at -128)
+      {  // |w| times a with w's sign moved onto it (vpsignb, wrapping at -128)
         V w = b.vec(512, Cls::I, "w"), aw = b.vec(512, Cls::I, "aw"), sy = b.vec(512, Cls::I, "sy");
         V neg = b.mask("neg");
         b.vsub_i8(w, W[j], eights);
