@@ -1,10 +1,13 @@
 // cke-bench: end-to-end prefill and decode throughput, in the shape of llama-bench.
 //
 //   cke-bench -m model.gguf -p 512 -n 128 -t 2 --isa avx2,avx512 -r 3 [--probe]
+//   cke-bench -m model.gguf -p 128,512 -n 32 -d 0,2048
 //
 // Every (model, ISA cap, threads) combination compiles its own plan; pp<N> evaluates N
 // prompt tokens from an empty cache (prefill plan, chunks of -b, the next token's logits
-// only, as llama-bench), tg<N> N single-token decode steps. Results are tokens/s, mean ±
+// only, as llama-bench), tg<N> N single-token decode steps. -p, -n and -d take lists, as
+// llama-bench: each depth D > 0 runs every test after D context tokens evaluated untimed
+// before each repetition ("pp512 @ d2048"). Results are tokens/s, mean ±
 // stddev over -r repetitions, as llama-bench's markdown table (plus load and compile
 // times) or JSON. --probe measures the machine's limits first (machine_probe.h) and adds
 // what fraction of them each test reaches: decode as GB/s of weights read per second
@@ -15,11 +18,13 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
+#include <tuple>
 
 #include "runtime/cli/llama_flags.h"
 #include "runtime/cli/machine_probe.h"
@@ -33,6 +38,31 @@ std::vector<std::string> split(const std::string& s) {
   std::string item;
   while (std::getline(ss, item, ',')) out.push_back(item);
   return out;
+}
+
+// A comma-separated list of counts in [0, 2^20] for `flag`, or an error naming it.
+bool parse_counts(const char* flag, const std::string& text, std::vector<int>* out,
+                  std::string* err) {
+  out->clear();
+  for (const std::string& item : split(text)) {
+    size_t used = 0;
+    int v = -1;
+    try {
+      v = std::stoi(item, &used);
+    } catch (...) {
+      used = 0;
+    }
+    if (item.empty() || used != item.size() || v < 0 || v > (1 << 20)) {
+      *err = fmt::format("{} {}: '{}' is not a count in [0, 1048576]", flag, text, item);
+      return false;
+    }
+    out->push_back(v);
+  }
+  if (out->empty()) {
+    *err = fmt::format("{}: an empty list", flag);
+    return false;
+  }
+  return true;
 }
 
 struct Stat {
@@ -64,14 +94,17 @@ int main(int argc, char** argv) {
   CLI::App app{"cke-bench: prefill and decode tokens/s of a compiled model"};
   std::vector<std::string> models;
   std::string isas = "", threads_list = "0", out_format = "md";
-  int32_t n_prompt = 512, n_gen = 128, reps = 3, n_batch = 256;
+  std::string prompt_list = "512", gen_list = "128", depth_list = "0";
+  int32_t reps = 3, n_batch = 256;
   bool probe = false;
   int32_t n_parallel = 1;
   app.add_option("-m,--model", models, "GGUF model (repeat for several)")->required()->take_all();
-  app.add_option("-p,--n-prompt", n_prompt, "prompt tokens for the pp test (0: skip)")
-      ->check(CLI::Range(0, 1 << 20));
-  app.add_option("-n,--n-gen", n_gen, "generated tokens for the tg test (0: skip)")
-      ->check(CLI::Range(0, 1 << 20));
+  app.add_option("-p,--n-prompt", prompt_list,
+                 "comma-separated prompt lengths, a pp test each (0: none)");
+  app.add_option("-n,--n-gen", gen_list,
+                 "comma-separated generation lengths, a tg test each (0: none)");
+  app.add_option("-d,--n-depth", depth_list,
+                 "comma-separated context depths: every test runs after that many tokens");
   app.add_option("-b,--batch-size", n_batch, "prefill chunk")->check(CLI::Range(1, 1 << 16));
   std::string type_k = "f32", type_v = "f32", flash_attn = "auto", cache_type;
   app.add_option("--cache-type-k", type_k, "KV cache type of K: f32 or f16 (also -ctk)");
@@ -101,15 +134,18 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::vector<std::string> caps = isas.empty() ? std::vector<std::string>{""} : split(isas);
-  std::vector<int> threads;
-  for (const auto& t : split(threads_list)) {
-    try {
-      threads.push_back(std::stoi(t));
-    } catch (...) {
-      fmt::print(stderr, "cke-bench: -t: not a number: '{}'\n", t);
+  std::vector<int> threads, prompts, gens, depths;
+  for (auto [flag, text, out] : {std::tuple{"-t", &threads_list, &threads},
+                                 {"-p", &prompt_list, &prompts},
+                                 {"-n", &gen_list, &gens},
+                                 {"-d", &depth_list, &depths}})
+    if (std::string err; !parse_counts(flag, *text, out, &err)) {
+      fmt::print(stderr, "cke-bench: {}\n", err);
       return 2;
     }
-  }
+  const int max_prompt = *std::max_element(prompts.begin(), prompts.end()),
+            max_gen = *std::max_element(gens.begin(), gens.end()),
+            max_depth = *std::max_element(depths.begin(), depths.end());
   const cke::HostCaps host = cke::HostCaps::probe();
   nlohmann::json rows = nlohmann::json::array(), limits_json = nlohmann::json::object();
   std::map<int, cke::MachineLimits> limits;  // by thread count
@@ -129,7 +165,7 @@ int main(int argc, char** argv) {
         o.n_batch = n_batch;
         o.cache_type = cache_type;
         o.no_repack = no_repack;
-        o.n_ctx = std::max(n_prompt, n_gen + 1);
+        o.n_ctx = max_depth + std::max(max_prompt, max_gen + 1);
         o.n_seq = n_parallel;
         std::string err;
         auto e = cke::Engine::load(o, &err);
@@ -155,16 +191,21 @@ int main(int argc, char** argv) {
         }
         std::mt19937 rng(1234);
         std::uniform_int_distribution<int32_t> tok(0, e->n_vocab() - 1);
-        // seqs > 1: decode steps of `seqs` sequences in one batched call each.
-        auto run = [&](const std::string& test, int n, bool prefill, int seqs = 1) {
+        // seqs > 1: decode steps of `seqs` sequences in one batched call each; depth > 0:
+        // each sequence holds `depth` tokens before the timed part.
+        auto run = [&](const std::string& test, int n, bool prefill, int depth, int seqs = 1) {
           std::vector<double> tps;
-          std::vector<int32_t> ids(static_cast<size_t>(n * seqs), 0);
+          std::vector<int32_t> ids(static_cast<size_t>(n * seqs), 0), context(static_cast<size_t>(depth));
           for (auto& id : ids) id = tok(rng);
+          for (auto& id : context) id = tok(rng);
           std::vector<int32_t> seq_ids(static_cast<size_t>(seqs));
           for (int s = 0; s < seqs; ++s) seq_ids[size_t(s)] = s;
           std::vector<float> logits;
           for (int r = 0; r < reps + 1; ++r) {  // the first run warms caches, pages in weights
-            for (int s = 0; s < seqs; ++s) e->rewind(s, 0);
+            for (int s = 0; s < seqs; ++s) {
+              e->rewind(s, 0);
+              if (depth > 0 && !e->eval(s, context, nullptr, false, &err)) return false;
+            }
             auto t0 = std::chrono::steady_clock::now();
             if (prefill) {
               if (!e->eval(ids, &logits, false, &err)) return false;
@@ -195,6 +236,7 @@ int main(int argc, char** argv) {
                                 {"threads", e->n_threads()},
                                 {"test", test},
                                 {"n", n},
+                                {"n_depth", depth},
                                 {"sequences", seqs},
                                 {"tokens_per_second", st.mean},
                                 {"stddev", st.sd},
@@ -229,12 +271,21 @@ int main(int argc, char** argv) {
           rows.push_back(row);
           return true;
         };
-        if ((n_prompt > 0 && !run(fmt::format("pp{}", n_prompt), n_prompt, true)) ||
-            (n_gen > 0 && !run(fmt::format("tg{}", n_gen), n_gen, false)) ||
-            (n_gen > 0 && n_parallel > 1 &&
-             !run(fmt::format("tg{}x{}", n_gen, n_parallel), n_gen, false, n_parallel))) {
-          fmt::print(stderr, "cke-bench: {}\n", err);
-          return 1;
+        // llama-bench's order and names: per depth, the pp tests, then the tg tests.
+        for (int d : depths) {
+          const std::string at = d > 0 ? fmt::format(" @ d{}", d) : "";
+          bool ok = true;
+          for (int n : prompts)
+            ok = ok && (n == 0 || run(fmt::format("pp{}{}", n, at), n, true, d));
+          for (int n : gens) {
+            ok = ok && (n == 0 || run(fmt::format("tg{}{}", n, at), n, false, d));
+            ok = ok && (n == 0 || n_parallel == 1 ||
+                        run(fmt::format("tg{}x{}{}", n, n_parallel, at), n, false, d, n_parallel));
+          }
+          if (!ok) {
+            fmt::print(stderr, "cke-bench: {}\n", err);
+            return 1;
+          }
         }
       }
   if (out_format == "json") {

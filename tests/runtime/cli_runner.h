@@ -1,4 +1,4 @@
-// Runs the cke-run binary of this build (CKE_RUN_BIN) and captures exit code and output.
+// Runs a tool of this build (cke-run: CKE_RUN_BIN) and captures exit code and output.
 #pragma once
 
 #include <sys/wait.h>
@@ -15,8 +15,9 @@ struct CliResult {
 };
 
 // which = "2>&1 >/dev/null" keeps stderr; ">/dev/null 2>&1"... callers pass the redirection.
-inline CliResult run_cli(const std::string& args, const std::string& redirect = "2>&1 >/dev/null") {
-  const std::string cmd = std::string(CKE_RUN_BIN) + " " + args + " " + redirect;
+inline CliResult run_tool(const std::string& bin, const std::string& args,
+                          const std::string& redirect) {
+  const std::string cmd = bin + " " + args + " " + redirect;
   std::string out;
   FILE* p = popen(cmd.c_str(), "r");
   std::array<char, 4096> buf;
@@ -24,5 +25,11 @@ inline CliResult run_cli(const std::string& args, const std::string& redirect = 
   const int st = p ? pclose(p) : -1;
   return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
 }
+
+#ifdef CKE_RUN_BIN
+inline CliResult run_cli(const std::string& args, const std::string& redirect = "2>&1 >/dev/null") {
+  return run_tool(CKE_RUN_BIN, args, redirect);
+}
+#endif
 
 }  // namespace cke::test
