@@ -14,8 +14,10 @@
 // SSE code (libm's expf) right after AVX-512 code, and dirty upper halves would make that
 // code many times slower. The kernels that call them require AVX, and every vector register
 // is caller-saved across the call anyway.
-extern "C" void cke_flash_step(float* st) {
-  asm volatile("vzeroupper");
+
+// G heads' steps at once (st: G states of 8 floats, each as cke_flash_step's): the same
+// arithmetic per head; the heads' expf calls are independent, so they overlap.
+static inline void flash_step_one(float* st) {
   const float s = st[0], m_old = st[1];
   float ms = 1.0f, vs = 1.0f;
   if (s > m_old) {
@@ -27,6 +29,18 @@ extern "C" void cke_flash_step(float* st) {
   st[2] = std::fma(st[2], ms, vs);
   st[3] = ms;
   st[4] = vs;
+}
+extern "C" void cke_flash_step(float* st) {
+  asm volatile("vzeroupper");
+  flash_step_one(st);
+}
+extern "C" void cke_flash_step2(float* st) {
+  asm volatile("vzeroupper");
+  for (int g = 0; g < 2; ++g) flash_step_one(st + 8 * g);
+}
+extern "C" void cke_flash_step4(float* st) {
+  asm volatile("vzeroupper");
+  for (int g = 0; g < 4; ++g) flash_step_one(st + 8 * g);
 }
 
 extern "C" void cke_flash_finish(float* st) {
@@ -85,6 +99,7 @@ using kir::V;
 
 constexpr int kMaxHeadDim = 256;  // stack rows and tiles
 constexpr int kTile = 64;         // GGML_FA_TILE_Q / _KV (16 query rows per pass here)
+constexpr int kAheadCells = 16;   // cells the one-chunk loop prefetches ahead
 
 // 16 fp16 values at m, widened (exactly).
 void load_f16(Lanes16& L, V16 d, Mem m) {
@@ -407,6 +422,10 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
   m->helpers.push_back(
       {"cke_flash_step", reinterpret_cast<const void*>(&cke_flash_step), {Kind::Ptr}});
   m->helpers.push_back(
+      {"cke_flash_step2", reinterpret_cast<const void*>(&cke_flash_step2), {Kind::Ptr}});
+  m->helpers.push_back(
+      {"cke_flash_step4", reinterpret_cast<const void*>(&cke_flash_step4), {Kind::Ptr}});
+  m->helpers.push_back(
       {"cke_flash_finish", reinterpret_cast<const void*>(&cke_flash_finish), {Kind::Ptr}});
   m->helpers.push_back(
       {"cke_flash_rescale16", reinterpret_cast<const void*>(&cke_flash_rescale16), {Kind::Ptr}});
@@ -442,8 +461,8 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
   ret_if(b, h0, Cmp::GE, h1);
 
   Lanes16 L(b, isa);
-  const V qf = b.stack(kMaxHeadDim * 4, "qf"), vkq = b.stack(kMaxHeadDim * 4, "vkq"),
-          st = b.stack(32, "st");
+  const V qf = b.stack(4 * kMaxHeadDim * 4, "qf"), vkq = b.stack(4 * kMaxHeadDim * 4, "vkq"),
+          st = b.stack(4 * 32, "st");
   V ninf = b.vec(128, Cls::F, "ninf"), zero1 = b.vec(128, Cls::F, "zero1");
   b.vsplat32(ninf, 0xFF800000u);
   b.vzero(zero1);
@@ -460,8 +479,7 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
   V t = b.i64("t"), h = b.i64("h"), j = b.i64("j"), c = b.i64("c"), p = b.i64("p"),
     len = b.i64("len"), first = b.i64("first"), f = b.i64("f"), hk = b.i64("hk"),
     off = b.i64("off");
-  V qt = b.ptr("qt"), ot = b.ptr("ot"), qh = b.ptr("qh"), oh = b.ptr("oh"), kj = b.ptr("kj"),
-    vj = b.ptr("vj");
+  V qt = b.ptr("qt"), ot = b.ptr("ot"), kj = b.ptr("kj"), vj = b.ptr("vj");
 
   b.if_(T, Cmp::GE, int64_t(kTile));
   emit_tiled(L,
@@ -484,24 +502,42 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
   b.ptr_add(qt, q, off, 1);
   b.ptr_add(ot, out, off, 1);
 
-  b.for_(h, h0, h1, one);
-  {
-    b.mul(off, h, hd4);
-    b.ptr_add(qh, qt, off, 1);
-    b.ptr_add(oh, ot, off, 1);
+  // G heads of one KV group at a time (AVX-512: 4, 2 or 1; AVX2: 1). Each head's online
+  // softmax is a chain through M, S and its value accumulator, cell after cell, whose
+  // latency (an expf, two fp16 roundings) bounds one head; G heads are G independent chains,
+  // and share every K and V load and widening. Head g's query, accumulator and state live at
+  // qf + g * kMaxHeadDim * 4, vkq + g * kMaxHeadDim * 4 and st + 32 g; per head the
+  // arithmetic is the single head's.
+  auto emit_heads = [&](int G) {
+    V qg[4], og[4], qfg[4], vkqg[4], stg[4];
+    for (int g = 0; g < G; ++g) {
+      qg[g] = b.ptr("qg"), og[g] = b.ptr("og"), qfg[g] = b.ptr("qfg"), vkqg[g] = b.ptr("vkqg");
+      stg[g] = b.ptr("stg");
+      b.addi(off, h, g);
+      b.mul(off, off, hd4);
+      b.ptr_add(qg[g], qt, off, 1);
+      b.ptr_add(og[g], ot, off, 1);
+      b.movi(off, int64_t(g) * kMaxHeadDim * 4);
+      b.ptr_add(qfg[g], qf, off, 1);
+      b.ptr_add(vkqg[g], vkq, off, 1);
+      b.movi(off, 32 * g);
+      b.ptr_add(stg[g], st, off, 1);
+    }
     // The query in fp16 (Q_q), kept widened; the value accumulator starts at 0.
     const V16 z = L.zero("z");
     b.for_(c, zero, hd4, c64);
-    {
+    for (int g = 0; g < G; ++g) {
       V16 x = L.vec("x");
-      L.load(x, Mem{qh, c, 1, 0});
+      L.load(x, Mem{qg[g], c, 1, 0});
       round_f16(L, x);
-      L.store(Mem{qf, c, 1, 0}, x);
-      L.store(Mem{vkq, c, 1, 0}, z);
+      L.store(Mem{qfg[g], c, 1, 0}, x);
+      L.store(Mem{vkqg[g], c, 1, 0}, z);
     }
     b.end_for();
-    b.vstore_ss(Mem{st, {}, 1, 4}, ninf);   // M
-    b.vstore_ss(Mem{st, {}, 1, 8}, zero1);  // S
+    for (int g = 0; g < G; ++g) {
+      b.vstore_ss(Mem{stg[g], {}, 1, 4}, ninf);   // M
+      b.vstore_ss(Mem{stg[g], {}, 1, 8}, zero1);  // S
+    }
 
     // Cells [first, len) of KV head h / group.
     b.div(hk, h, group);
@@ -511,34 +547,54 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
     b.mul(off, first, cell);
     b.ptr_add(kj, kj, off, 1);
     b.ptr_add(vj, vj, off, 1);
+    // Each cell's loads wait behind the previous cell's chain, so nothing asks for a cell's
+    // K and V rows early: they are prefetched kAheadCells cells ahead (a long cache is read
+    // from DRAM every token).
+    V ahead = b.i64("ahead"), kp = b.ptr("kp"), vp = b.ptr("vp");
+    b.muli(ahead, cell, kAheadCells);
     b.for_(j, first, len, one);
     {
-      V16 acc[4];
-      for (int a = 0; a < 4; ++a) acc[a] = L.zero("acc");
+      b.ptr_add(kp, kj, ahead, 1);
+      b.ptr_add(vp, vj, ahead, 1);
+      b.for_(c, zero, hd2, c64);
+      b.vprefetch(Mem{kp, c, 1, 0});
+      b.vprefetch(Mem{vp, c, 1, 0});
+      b.end_for();
+      V16 acc[4][4];
+      for (int g = 0; g < G; ++g)
+        for (int a = 0; a < 4; ++a) acc[g][a] = L.zero("acc");
       b.for_(c, zero, hd2, c128);  // 64 fp16 per step
       for (int a = 0; a < 4; ++a) {
         V16 kx = L.vec("kx");
         load_f16(L, kx, Mem{kj, c, 1, 32 * a});
-        L.fma_m(acc[a], kx, Mem{qf, c, 2, 64 * a});
+        for (int g = 0; g < G; ++g) L.fma_m(acc[g][a], kx, Mem{qfg[g], c, 2, 64 * a});
       }
       b.end_for();
-      V s = L.fold4_reduce_add(acc);
-      b.vmul_ss(s, s, scale);
-      b.vadd_ss(s, s, zero1);  // + the visible cell's mask value
-      b.vstore_ss(Mem{st, {}, 1, 0}, s);
-      b.call("cke_flash_step", {st});
-      const V16 ms = bcast_from(L, Mem{st, {}, 1, 12}, "ms");
-      const V16 vs = bcast_from(L, Mem{st, {}, 1, 16}, "vs");
+      for (int g = 0; g < G; ++g) {
+        V s = L.fold4_reduce_add(acc[g]);
+        b.vmul_ss(s, s, scale);
+        b.vadd_ss(s, s, zero1);  // + the visible cell's mask value
+        b.vstore_ss(Mem{stg[g], {}, 1, 0}, s);
+      }
+      b.call(G == 1 ? "cke_flash_step" : G == 2 ? "cke_flash_step2" : "cke_flash_step4", {st});
+      V16 ms[4], vs[4];
+      for (int g = 0; g < G; ++g) {
+        ms[g] = bcast_from(L, Mem{stg[g], {}, 1, 12}, "ms");
+        vs[g] = bcast_from(L, Mem{stg[g], {}, 1, 16}, "vs");
+      }
       b.for_(c, zero, hd2, c32);  // 16 fp16 per step
       {
-        V16 x = L.vec("x"), v = L.vec("v");
-        L.load(x, Mem{vkq, c, 2, 0});
-        L.mul(x, x, ms);  // ggml_vec_scale_f16 (ms = 1 when the max did not move: exact)
-        round_f16(L, x);
+        V16 v = L.vec("v");
         load_f16(L, v, Mem{vj, c, 1, 0});
-        L.fma(x, v, vs);  // ggml_vec_mad_f16
-        round_f16(L, x);
-        L.store(Mem{vkq, c, 2, 0}, x);
+        for (int g = 0; g < G; ++g) {
+          V16 x = L.vec("x");
+          L.load(x, Mem{vkqg[g], c, 2, 0});
+          L.mul(x, x, ms[g]);  // ggml_vec_scale_f16 (ms = 1 when the max did not move: exact)
+          round_f16(L, x);
+          L.fma(x, v, vs[g]);  // ggml_vec_mad_f16
+          round_f16(L, x);
+          L.store(Mem{vkqg[g], c, 2, 0}, x);
+        }
       }
       b.end_for();
       b.ptr_add(kj, kj, cell, 1);
@@ -546,16 +602,44 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
     }
     b.end_for();
 
-    b.call("cke_flash_finish", {st});
-    const V16 inv = bcast_from(L, Mem{st, {}, 1, 20}, "inv");
-    b.for_(c, zero, hd4, c64);
-    {
-      V16 x = L.vec("x");
-      L.load(x, Mem{vkq, c, 1, 0});
-      L.mul(x, x, inv);
-      L.store(Mem{oh, c, 1, 0}, x);
+    for (int g = 0; g < G; ++g) {
+      b.call("cke_flash_finish", {stg[g]});
+      const V16 inv = bcast_from(L, Mem{stg[g], {}, 1, 20}, "inv");
+      b.for_(c, zero, hd4, c64);
+      {
+        V16 x = L.vec("x");
+        L.load(x, Mem{vkqg[g], c, 1, 0});
+        L.mul(x, x, inv);
+        L.store(Mem{og[g], c, 1, 0}, x);
+      }
+      b.end_for();
     }
-    b.end_for();
+  };
+
+  V hstep = b.i64("hstep"), hn = b.i64("hn"), ga = b.i64("ga"), gb = b.i64("gb");
+  b.movi(hstep, 1);
+  b.for_(h, h0, h1, hstep);
+  {
+    // The most heads (4, else 2, else 1) from h that are in [h0, h1) and in h's KV group.
+    b.movi(hstep, 1);
+    if (L.parts == 1) {
+      for (int G : {2, 4}) {
+        b.addi(hn, h, G - 1);
+        b.if_(hn, Cmp::LT, h1);
+        b.div(ga, h, group);
+        b.div(gb, hn, group);
+        b.if_(ga, Cmp::EQ, gb);
+        b.movi(hstep, G);
+        b.end_if();
+        b.end_if();
+      }
+    }
+    for (int G : {1, 2, 4}) {
+      if (G > 1 && L.parts != 1) continue;
+      b.if_(hstep, Cmp::EQ, G);
+      emit_heads(G);
+      b.end_if();
+    }
   }
   b.end_for();  // h
   b.end_for();  // t

@@ -108,6 +108,7 @@ std::string compare(const Loaded& l, const Shape& s, const uint16_t* k, const ui
 const Shape kShapes[] = {
     {64, 32, 4, 150},  // TinyLlama: head_dim 64, GQA 8
     {128, 4, 4, 70},   // two chunks, no GQA
+    {128, 6, 2, 70},   // two chunks, GQA 3: two heads of a group together, the third alone
     {256, 2, 1, 140},  // four chunks
 };
 
