@@ -451,6 +451,9 @@ TEST(JitLinear, linear_f32_tinyblas_f32_3x2__avx2) {
 TEST(JitLinear, linear_bf16_f32_4x1__avx512bf16) {
   run_all("linear_bf16_f32_4x1__avx512bf16");
 }
+TEST(JitLinear, linear_bf16_f32_1x1__avx512bf16) {
+  run_all("linear_bf16_f32_1x1__avx512bf16");
+}
 TEST(JitLinear, linear_bf16_tinyblas_f32_4x6__avx512bf16) {
   run_all("linear_bf16_tinyblas_f32_4x6__avx512bf16");
 }
@@ -624,6 +627,7 @@ TEST(JitLinear, EveryGeneratedProviderHasATest) {
       "linear_f32_tinyblas_f32_4x6__avx512",
       "linear_f32_tinyblas_f32_3x2__avx2",
       "linear_bf16_f32_4x1__avx512bf16",
+      "linear_bf16_f32_1x1__avx512bf16",
       "linear_bf16_tinyblas_f32_4x6__avx512bf16",
       "linear_bf16_f32_4x1__avx512",
       "linear_bf16_tinyblas_f32_4x3__avx512",
