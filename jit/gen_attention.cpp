@@ -239,47 +239,66 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
     b.ptr_add(kj, kj, kv_bytes, 1);
     b.end_for();
   };
-  auto scores = [&](V qx, V ex) {
+  // H heads' rows of probabilities (one head, or a pair of one KV group sharing every K row
+  // and V^T load): ex[i] for head i, lanes of one 16-lane result split among them.
+  auto store_lanes = [&](V16 v, const V* base, V index, int H) {
+    if (H == 1) {
+      L.store(Mem{base[0], index, 4, 0}, v);
+      return;
+    }
+    b.vstore(Mem{base[0], index, 4, 0}, b.view(v.part[0], 256, Cls::F));
+    V h8 = b.vec(256, Cls::F, "hi8");
+    b.vextract(h8, v.part[0], 1);
+    b.vstore(Mem{base[1], index, 4, 0}, h8);
+  };
+  auto scores = [&](const V* qx, const V* ex, int H) {
     // Scores of cells [first, len); -inf for [0, first) and the padding [len, len16).
     b.addi(off, len16, -16);
-    L.store(Mem{ex, off, 4, 0}, ninf);
+    for (int i = 0; i < H; ++i) L.store(Mem{ex[i], off, 4, 0}, ninf);
     b.for_(j, zero, first, one);
-    b.vstore_ss(Mem{ex, j, 4, 0}, ninf1);
+    for (int i = 0; i < H; ++i) b.vstore_ss(Mem{ex[i], j, 4, 0}, ninf1);
     b.end_for();
     b.mul(off, first, kv_bytes);
     b.ptr_add(kj, kh, off, 1);
-    // AVX-512 with no tail past the 64-chunks: 16 cells at a time, their 16 folded vectors
-    // reduced as one (reduce_add16), scaled and stored as one vector.
+    // AVX-512 with no tail past the 64-chunks: 16 / H cells of each head at a time (each K
+    // row loaded once for the H heads), their 16 folded vectors reduced as one
+    // (reduce_add16: lanes 16 / H * i on for head i), scaled and stored as one vector.
     b.mov(jb, first);
     if (L.parts == 1) {
+      const int keys = 16 / H;
       b.if_(np, Cmp::EQ, hd);
       b.sub(nb, len, first);
-      b.andi(nb, nb, ~int64_t(15));
+      b.andi(nb, nb, -int64_t(keys));
       b.add(jb, first, nb);
-      b.for_(j, first, jb, c16);
+      b.for_(j, first, jb, H == 1 ? c16 : c8);
       {
         V16 r[16];
-        for (int key = 0; key < 16; ++key) {
-          V16 acc[4];
-          for (int a = 0; a < 4; ++a) acc[a] = L.zero("acc");
+        for (int key = 0; key < keys; ++key) {
+          V16 acc[2][4];
+          for (int i = 0; i < H; ++i)
+            for (int a = 0; a < 4; ++a) acc[i][a] = L.zero("acc");
           b.for_(c, zero, np_bytes, c256b);
           for (int a = 0; a < 4; ++a) {
             V16 kx = L.vec("kx");
             L.load(kx, Mem{kj, c, 1, 64 * a});
-            L.fma_m(acc[a], kx, Mem{qx, c, 1, 64 * a});
+            for (int i = 0; i < H; ++i) L.fma_m(acc[i][a], kx, Mem{qx[i], c, 1, 64 * a});
           }
           b.end_for();
-          r[key] = L.fold4(acc);
+          for (int i = 0; i < H; ++i) r[keys * i + key] = L.fold4(acc[i]);
           b.ptr_add(kj, kj, kv_bytes, 1);
         }
         V16 sc = L.reduce_add16(r);
         L.mul(sc, sc, scalev);
-        L.store(Mem{ex, j, 4, 0}, sc);
+        store_lanes(sc, ex, j, H);
       }
       b.end_for();
       b.end_if();
     }
-    scores_one_by_one(qx, ex);
+    for (int i = 0; i < H; ++i) {
+      b.mul(off, jb, kv_bytes);
+      b.ptr_add(kj, kh, off, 1);
+      scores_one_by_one(qx[i], ex[i]);
+    }
   };
   auto softmax = [&](V ex) {
     // Row max, then ex = exp(w - max) per 16-group with the group sums added in double.
@@ -298,53 +317,59 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
     exp_sub_groups(L, ec, ex, ex, len16, mxv, sum);
     scale_groups(L, ex, len16, inv_of_sum(b, one_d, sum));
   };
+  // tinyBLAS on AVX-512 with head_dim % 16 == 0: 16 / H rows of V^T at a time for each of
+  // H heads, each row loaded 16 cells by 16 once for the H heads' probabilities; the 16
+  // sums reduced as one vector. Row i of the block is at va + c (+ 8 rows for i >= 8) + a
+  // multiple of vrow_bytes.
+  auto kqv16 = [&](const V* ex, const V* ox, int H) {
+    const int rows = 16 / H;
+    V full = b.i64("full"), full_bytes = b.i64("full_bytes"), va = b.ptr("va"), vb = b.ptr("vb");
+    b.andi(full, len, ~int64_t(15));
+    b.muli(full_bytes, full, 4);
+    b.mov(vrow, vh);
+    b.sub(r, len, full);
+    b.for_(d, zero, hd, H == 1 ? c16 : c8);
+    {
+      V16 acc[16], px[2];
+      for (int k = 0; k < 16; ++k) acc[k] = L.zero("acc");
+      for (int i = 0; i < H; ++i) px[i] = L.vec("px");
+      auto block = [&](bool tail) {
+        if (rows > 8) b.ptr_add(vb, va, rb8, 1);
+        for (int i = 0; i < H; ++i) {
+          if (tail)
+            masks.load_first(px[i], Mem{ex[i], full, 4, 0}, r);
+          else
+            L.load(px[i], Mem{ex[i], c, 1, 0});
+        }
+        for (int row = 0; row < rows; ++row) {
+          V16 vx = L.vec("vx");
+          const Mem m = row_mem(row, row < 8 ? va : vb);
+          if (tail)
+            masks.load_first(vx, m, r);
+          else
+            L.load(vx, m);
+          for (int i = 0; i < H; ++i) L.fma(acc[rows * i + row], vx, px[i]);
+        }
+      };
+      b.for_(c, zero, full_bytes, c64b);
+      b.ptr_add(va, vrow, c, 1);
+      block(false);
+      b.end_for();
+      b.if_(r, Cmp::GT, 0);
+      b.ptr_add(va, vrow, full_bytes, 1);
+      block(true);
+      b.end_if();
+      store_lanes(L.reduce_add16(acc), ox, d, H);
+      b.ptr_add(vrow, vrow, H == 1 ? rb16 : rb8, 1);
+    }
+    b.end_for();
+  };
   auto kqv = [&](V ex, V ox) {
     // out[d] = V^T row d . p over cells [0, len).
-    V full = b.i64("full"), full_bytes = b.i64("full_bytes");
+    V full = b.i64("full1"), full_bytes = b.i64("full1_bytes");
     if (L.parts == 1) {
-      V va = b.ptr("va"), vb = b.ptr("vb");
-      // tinyBLAS on AVX-512 with head_dim % 16 == 0: 16 rows of V^T at a time, each loaded
-      // 16 cells by 16 against the same probabilities; their 16 sums reduced as one vector.
-      // Row i of the block is at va + c (+ 8 rows for i >= 8) + a multiple of vrow_bytes.
       b.if_(tiny16, Cmp::EQ, 1);
-      b.andi(full, len, ~int64_t(15));
-      b.muli(full_bytes, full, 4);
-      b.mov(vrow, vh);
-      b.sub(r, len, full);
-      b.for_(d, zero, hd, c16);
-      {
-        V16 acc[16];
-        for (int row = 0; row < 16; ++row) acc[row] = L.zero("acc");
-        b.for_(c, zero, full_bytes, c64b);
-        {
-          b.ptr_add(va, vrow, c, 1);
-          b.ptr_add(vb, va, rb8, 1);
-          V16 px = L.vec("px");
-          L.load(px, Mem{ex, c, 1, 0});
-          for (int row = 0; row < 16; ++row) {
-            V16 vx = L.vec("vx");
-            L.load(vx, row_mem(row, row < 8 ? va : vb));
-            L.fma(acc[row], vx, px);
-          }
-        }
-        b.end_for();
-        b.if_(r, Cmp::GT, 0);
-        {
-          b.ptr_add(va, vrow, full_bytes, 1);
-          b.ptr_add(vb, va, rb8, 1);
-          V16 px = L.vec("px");
-          masks.load_first(px, Mem{ex, full, 4, 0}, r);
-          for (int row = 0; row < 16; ++row) {
-            V16 vx = L.vec("vx");
-            masks.load_first(vx, row_mem(row, row < 8 ? va : vb), r);
-            L.fma(acc[row], vx, px);
-          }
-        }
-        b.end_if();
-        L.store(Mem{ox, d, 4, 0}, L.reduce_add16(acc));
-        b.ptr_add(vrow, vrow, rb16, 1);
-      }
-      b.end_for();
+      kqv16(&ex, &ox, 1);
       b.end_if();
     }
 
@@ -411,103 +436,15 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
     b.end_if();
   };
   // Two heads of one KV group (AVX-512, tinyBLAS KQV, head_dim % 64 == 0): every K row and
-  // every V^T load serves both. Each cell's arithmetic is the single head's: the scores of 8
-  // cells of each head fill one reduce_add16 (lanes 0-7 head h, 8-15 head h + 1), and the
-  // KQV runs 8 rows of V^T against both heads' probabilities into 16 accumulators.
-  auto store_halves = [&](V16 v, Mem lo, Mem hi) {
-    b.vstore(lo, b.view(v.part[0], 256, Cls::F));
-    V h8 = b.vec(256, Cls::F, "hi8");
-    b.vextract(h8, v.part[0], 1);
-    b.vstore(hi, h8);
-  };
+  // every V^T load serves both; each cell's arithmetic is the single head's.
   auto pair_of_heads = [&] {
     b.ptr_add(qh2, qh, hd_bytes, 1);
     b.ptr_add(oh2, oh, hd_bytes, 1);
-    b.addi(off, len16, -16);
-    L.store(Mem{e, off, 4, 0}, ninf);
-    L.store(Mem{e2, off, 4, 0}, ninf);
-    b.for_(j, zero, first, one);
-    b.vstore_ss(Mem{e, j, 4, 0}, ninf1);
-    b.vstore_ss(Mem{e2, j, 4, 0}, ninf1);
-    b.end_for();
-    b.mul(off, first, kv_bytes);
-    b.ptr_add(kj, kh, off, 1);
-    b.sub(nb, len, first);
-    b.andi(nb, nb, ~int64_t(7));
-    b.add(jb, first, nb);
-    b.for_(j, first, jb, c8);
-    {
-      V16 r[16];
-      for (int key = 0; key < 8; ++key) {
-        V16 a0[4], a1[4];
-        for (int a = 0; a < 4; ++a) {
-          a0[a] = L.zero("acc");
-          a1[a] = L.zero("acc");
-        }
-        b.for_(c, zero, np_bytes, c256b);
-        for (int a = 0; a < 4; ++a) {
-          V16 kx = L.vec("kx");
-          L.load(kx, Mem{kj, c, 1, 64 * a});
-          L.fma_m(a0[a], kx, Mem{qh, c, 1, 64 * a});
-          L.fma_m(a1[a], kx, Mem{qh2, c, 1, 64 * a});
-        }
-        b.end_for();
-        r[key] = L.fold4(a0);
-        r[8 + key] = L.fold4(a1);
-        b.ptr_add(kj, kj, kv_bytes, 1);
-      }
-      V16 sc = L.reduce_add16(r);
-      L.mul(sc, sc, scalev);
-      store_halves(sc, Mem{e, j, 4, 0}, Mem{e2, j, 4, 0});
-    }
-    b.end_for();
-    scores_one_by_one(qh, e);  // kj is at cell jb
-    b.mul(off, jb, kv_bytes);
-    b.ptr_add(kj, kh, off, 1);
-    scores_one_by_one(qh2, e2);
+    const V qx[2] = {qh, qh2}, ex[2] = {e, e2}, ox[2] = {oh, oh2};
+    scores(qx, ex, 2);
     softmax(e);
     softmax(e2);
-
-    V full = b.i64("full2"), full_bytes = b.i64("full2_bytes"), va = b.ptr("va2");
-    b.andi(full, len, ~int64_t(15));
-    b.muli(full_bytes, full, 4);
-    b.mov(vrow, vh);
-    b.sub(r, len, full);
-    b.for_(d, zero, hd, c8);
-    {
-      V16 acc[16];
-      for (int row = 0; row < 16; ++row) acc[row] = L.zero("acc");
-      V16 p0 = L.vec("p0"), p1 = L.vec("p1");
-      b.for_(c, zero, full_bytes, c64b);
-      {
-        b.ptr_add(va, vrow, c, 1);
-        L.load(p0, Mem{e, c, 1, 0});
-        L.load(p1, Mem{e2, c, 1, 0});
-        for (int row = 0; row < 8; ++row) {
-          V16 vx = L.vec("vx");
-          L.load(vx, row_mem(row, va));
-          L.fma(acc[row], vx, p0);
-          L.fma(acc[8 + row], vx, p1);
-        }
-      }
-      b.end_for();
-      b.if_(r, Cmp::GT, 0);
-      {
-        b.ptr_add(va, vrow, full_bytes, 1);
-        masks.load_first(p0, Mem{e, full, 4, 0}, r);
-        masks.load_first(p1, Mem{e2, full, 4, 0}, r);
-        for (int row = 0; row < 8; ++row) {
-          V16 vx = L.vec("vx");
-          masks.load_first(vx, row_mem(row, va), r);
-          L.fma(acc[row], vx, p0);
-          L.fma(acc[8 + row], vx, p1);
-        }
-      }
-      b.end_if();
-      store_halves(L.reduce_add16(acc), Mem{oh, d, 4, 0}, Mem{oh2, d, 4, 0});
-      b.ptr_add(vrow, vrow, rb8, 1);
-    }
-    b.end_for();
+    kqv16(ex, ox, 2);
   };
   b.movi(hstep, 1);
   b.for_(h, h0, h1, hstep);
@@ -537,7 +474,7 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
   }
   b.addi(hstep, pair, 1);
   b.if_(pair, Cmp::EQ, 0);
-  scores(qh, e);
+  scores(&qh, &e, 1);
   softmax(e);
   kqv(e, oh);
   b.end_if();
