@@ -4,6 +4,8 @@
 #include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
 
+#include <atomic>
+
 namespace cke {
 
 void partition_chunk(int64_t total, int64_t align, int n, int i, int64_t* begin, int64_t* end) {
@@ -14,6 +16,14 @@ void partition_chunk(int64_t total, int64_t align, int n, int i, int64_t* begin,
   const int64_t u1 = u0 + base + (i < extra ? 1 : 0);
   *begin = u0 * align < total ? u0 * align : total;
   *end = u1 * align < total ? u1 * align : total;
+}
+
+int chunk_count(int64_t total, int64_t align, int n_threads) {
+  if (n_threads <= 1 || total <= 0) return 1;
+  if (align < 1) align = 1;
+  const int64_t units = (total + align - 1) / align;
+  const int64_t want = int64_t(n_threads) * kChunksPerThread;
+  return int(units < want ? units : want);
 }
 
 struct ThreadPool::Impl {
@@ -30,16 +40,18 @@ void ThreadPool::run(const RunContext* ctx, TaskFn task, int64_t total, int64_t 
     task(ctx, 0, total);
     return;
   }
-  const int n = n_threads_;
+  const int n = n_threads_, chunks = chunk_count(total, align, n);
+  std::atomic<int> next{0};
   impl_->arena.execute([&] {
-    // One task per chunk, chunks fixed by partition_chunk: simple_partitioner with grain 1
-    // keeps TBB from merging or splitting them.
+    // One claiming loop per thread (simple_partitioner, grain 1: TBB neither merges nor
+    // splits them); a loop whose thread starts late finds fewer chunks left.
     tbb::parallel_for(
         tbb::blocked_range<int>(0, n, 1),
-        [&](const tbb::blocked_range<int>& r) {
-          for (int i = r.begin(); i < r.end(); ++i) {
+        [&](const tbb::blocked_range<int>&) {
+          for (int c = next.fetch_add(1, std::memory_order_relaxed); c < chunks;
+               c = next.fetch_add(1, std::memory_order_relaxed)) {
             int64_t b, e;
-            partition_chunk(total, align, n, i, &b, &e);
+            partition_chunk(total, align, chunks, c, &b, &e);
             if (b < e) task(ctx, b, e);
           }
         },

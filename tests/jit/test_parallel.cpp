@@ -1,5 +1,10 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <mutex>
+#include <utility>
+#include <vector>
+
 #include "runtime/exec/parallel.h"
 
 namespace cke {
@@ -27,6 +32,48 @@ TEST(Partition, TilesAlignedAndBalanced) {
         }
         EXPECT_EQ(prev_end, total) << total << " " << align << " " << n;
         EXPECT_LE(max_units - min_units, 1);
+      }
+    }
+  }
+}
+
+// The chunk count: one call for one thread, kChunksPerThread per thread, never more chunks
+// than aligned units.
+TEST(Partition, ChunkCount) {
+  EXPECT_EQ(chunk_count(5632, 16, 1), 1);
+  EXPECT_EQ(chunk_count(5632, 16, 2), 2 * kChunksPerThread);
+  EXPECT_EQ(chunk_count(48, 16, 2), 3);
+  EXPECT_EQ(chunk_count(0, 16, 2), 1);
+  EXPECT_GE(kChunksPerThread, 1);
+}
+
+// The pool runs every chunk of the frozen partition exactly once, whichever thread claims
+// it: the calls are partition_chunk(total, align, chunk_count(...), c) for every c.
+std::mutex g_calls_mu;
+std::vector<std::pair<int64_t, int64_t>> g_calls;
+void record(const RunContext*, int64_t b, int64_t e) {
+  std::lock_guard<std::mutex> lock(g_calls_mu);
+  g_calls.emplace_back(b, e);
+}
+
+TEST(ThreadPool, RunsEachFrozenChunkOnce) {
+  for (int n : {1, 2, 3}) {
+    ThreadPool pool(n);
+    for (int64_t total : {1, 17, 256, 5632}) {
+      for (int64_t align : {1, 16}) {
+        for (int rep = 0; rep < 20; ++rep) {
+          g_calls.clear();
+          pool.run(nullptr, record, total, align);
+          std::sort(g_calls.begin(), g_calls.end());
+          std::vector<std::pair<int64_t, int64_t>> want;
+          const int chunks = total <= align ? 1 : chunk_count(total, align, n);
+          for (int c = 0; c < chunks; ++c) {
+            int64_t b, e;
+            partition_chunk(total, align, chunks, c, &b, &e);
+            if (b < e) want.emplace_back(b, e);
+          }
+          ASSERT_EQ(g_calls, want) << "threads " << n << " total " << total << " align " << align;
+        }
       }
     }
   }
