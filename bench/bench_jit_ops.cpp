@@ -42,17 +42,18 @@ struct Workload {
 
 // The workloads of an op (variant-independent: rope normal and neox share one).
 std::vector<Workload> workloads(const std::string& op) {
-  using Rope = void (*)(float*, int64_t, int64_t, int64_t, int64_t, int64_t, float, float);
+  using Rope =
+      void (*)(float*, int64_t, int64_t, int64_t, int64_t, int64_t, float, float, int64_t, int64_t);
   using Scale = void (*)(const float*, float*, int64_t, float);
   using Bias = void (*)(const float*, const float*, float*, int64_t, int64_t);
-  using Glu = void (*)(const float*, const float*, float*, int64_t, int64_t);
+  using Glu = void (*)(const float*, const float*, float*, int64_t, int64_t, int64_t, int64_t);
   std::vector<Workload> w;
   if (op == "rope") {
     for (int64_t T : {1, 32}) {
       auto x = std::make_shared<std::vector<float>>(randv(size_t(128 * 32 * T), 3));
       w.push_back(
           {"/head_dim=128/n_heads=32/T=" + std::to_string(T), 128 * 32 * T, [x, T](void* fn) {
-             reinterpret_cast<Rope>(fn)(x->data(), 128, 32, T, 1000, 128, 10000.0f, 1.0f);
+             reinterpret_cast<Rope>(fn)(x->data(), 128, 32, T, 1000, 128, 10000.0f, 1.0f, 0, T);
            }});
     }
   } else if (op == "scale") {
@@ -60,12 +61,14 @@ std::vector<Workload> workloads(const std::string& op) {
     w.push_back({"/n=4096", 4096,
                  [x](void* fn) { reinterpret_cast<Scale>(fn)(x->data(), x->data(), 4096, 1.0f); }});
   } else if (op == "rmsnorm") {
-    using Norm = void (*)(const float*, const float*, float*, int64_t, int64_t, float);
+    using Norm =
+        void (*)(const float*, const float*, float*, int64_t, int64_t, float, int64_t, int64_t);
     for (int64_t T : {1, 32}) {
       auto x = std::make_shared<std::vector<float>>(randv(size_t(4096 * T), 9));
       auto g = std::make_shared<std::vector<float>>(randv(4096, 10));
       w.push_back({"/n=4096/T=" + std::to_string(T), 4096 * T, [x, g, T](void* fn) {
-                     reinterpret_cast<Norm>(fn)(x->data(), g->data(), x->data(), 4096, T, 1e-5f);
+                     reinterpret_cast<Norm>(fn)(x->data(), g->data(), x->data(), 4096, T, 1e-5f, 0,
+                                                T);
                    }});
     }
   } else if (op == "add_bias") {
@@ -79,7 +82,7 @@ std::vector<Workload> workloads(const std::string& op) {
     auto u = std::make_shared<std::vector<float>>(randv(11008, 7));
     auto y = std::make_shared<std::vector<float>>(11008);
     w.push_back({"/n=11008/T=1", 11008, [g, u, y](void* fn) {
-                   reinterpret_cast<Glu>(fn)(g->data(), u->data(), y->data(), 11008, 1);
+                   reinterpret_cast<Glu>(fn)(g->data(), u->data(), y->data(), 11008, 1, 0, 1);
                  }});
   } else if (op == "moe_route") {
     using Route =

@@ -24,7 +24,7 @@ void BM_rmsnorm(benchmark::State& st) {
   auto x = randv(n, 1), w = randv(n, 2);
   std::vector<float> y(n);
   for (auto _ : st) {
-    rmsnorm_f32__ref(x.data(), w.data(), y.data(), n, 1, 1e-5f);
+    rmsnorm_f32__ref(x.data(), w.data(), y.data(), n, 1, 1e-5f, 0, 1);
     benchmark::DoNotOptimize(y.data());
   }
   st.SetItemsProcessed(st.iterations() * n);
@@ -35,7 +35,7 @@ void BM_rope_neox(benchmark::State& st) {
   const int64_t hd = 128, nh = 32;
   auto x = randv(hd * nh, 3);
   for (auto _ : st) {
-    rope_neox_f32__ref(x.data(), hd, nh, 1, 1000, hd, 1e6f, 1.0f);
+    rope_neox_f32__ref(x.data(), hd, nh, 1, 1000, hd, 1e6f, 1.0f, 0, 1);
     benchmark::DoNotOptimize(x.data());
   }
   st.SetItemsProcessed(st.iterations() * hd * nh);
@@ -61,7 +61,7 @@ void BM_swiglu(benchmark::State& st) {
   auto g = randv(n, 7), u = randv(n, 8);
   std::vector<float> y(n);
   for (auto _ : st) {
-    swiglu_f32__ref(g.data(), u.data(), y.data(), n, 1);
+    swiglu_f32__ref(g.data(), u.data(), y.data(), n, 1, 0, 1);
     benchmark::DoNotOptimize(y.data());
   }
   st.SetItemsProcessed(st.iterations() * n);
@@ -73,7 +73,7 @@ void BM_geglu(benchmark::State& st) {
   auto g = randv(n, 9), u = randv(n, 10);
   std::vector<float> y(n);
   for (auto _ : st) {
-    geglu_f32__ref(g.data(), u.data(), y.data(), n, 1);
+    geglu_f32__ref(g.data(), u.data(), y.data(), n, 1, 0, 1);
     benchmark::DoNotOptimize(y.data());
   }
   st.SetItemsProcessed(st.iterations() * n);
@@ -102,7 +102,7 @@ void BM_add(benchmark::State& st) {
   auto a = randv(n, 12), b = randv(n, 13);
   std::vector<float> y(n);
   for (auto _ : st) {
-    add_f32__ref(a.data(), b.data(), y.data(), n);
+    add_f32__ref(a.data(), b.data(), y.data(), n, 0, n);
     benchmark::DoNotOptimize(y.data());
   }
   st.SetItemsProcessed(st.iterations() * n);

@@ -21,9 +21,12 @@ bool build_add(const char* generator, Isa isa, const GeneratorParams& params, ki
   if (!op_prologue(params, generator, isa, "contract add.f32.ggml (y = fl(a + b) per element)", m,
                    err))
     return false;
-  Builder b(*m, m->name, {Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::I64});
-  const V a = b.arg(0), x = b.arg(1), y = b.arg(2), n = b.arg(3);
-  ret_if(b, n, Cmp::LE, 0);
+  Builder b(*m, m->name, {Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::I64, Kind::I64, Kind::I64});
+  const V a = b.arg(0), x = b.arg(1), y = b.arg(2), n = b.arg(3), i0 = b.arg(4), i1 = b.arg(5);
+  enter_range(b, n, i0, i1);  // n = i1 - i0 elements from element i0
+  b.ptr_add(a, a, i0, 4);
+  b.ptr_add(x, x, i0, 4);
+  b.ptr_add(y, y, i0, 4);
   Lanes16 L(b, isa);
   V full = b.i64("full"), end = b.i64("end"), off = b.i64("off"), i = b.i64("i");
   b.andi(full, n, ~int64_t(15));
@@ -122,12 +125,14 @@ bool build_scale(const char* generator, Isa isa, const GeneratorParams& params, 
 }
 
 // The kv_store ABI's arguments; as the reference, a call outside the cache writes nothing.
+// Then tokens [t0, t1) of T: k and v move on t0 rows, pos0 by t0, and T = t1 - t0.
 struct KvStoreArgs {
   V k, v, kc, vc, kv, nctx, pos0, T;
 };
 KvStoreArgs kv_store_entry(Builder& b) {
   const KvStoreArgs a{b.arg(0), b.arg(1), b.arg(2), b.arg(3),
                       b.arg(4), b.arg(5), b.arg(6), b.arg(7)};
+  const V t0 = b.arg(8), t1 = b.arg(9);
   ret_if(b, a.pos0, Cmp::LT, 0);
   ret_if(b, a.T, Cmp::LE, 0);
   V end = b.i64("end");
@@ -135,8 +140,16 @@ KvStoreArgs kv_store_entry(Builder& b) {
   b.if_(end, Cmp::GT, a.nctx);
   b.ret();
   b.end_if();
+  enter_range(b, a.T, t0, t1);
+  V skip = b.i64("skip");
+  b.mul(skip, t0, a.kv);
+  b.ptr_add(a.k, a.k, skip, 4);
+  b.ptr_add(a.v, a.v, skip, 4);
+  b.add(a.pos0, a.pos0, t0);
   return a;
 }
+const std::vector<Kind> kKvStoreAbi = {Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::I64,
+                                       Kind::I64, Kind::I64, Kind::I64, Kind::I64, Kind::I64};
 
 bool build_kv_store(const char* generator, Isa isa, const GeneratorParams& params, kir::Module* m,
                     std::string* err) {
@@ -145,9 +158,7 @@ bool build_kv_store(const char* generator, Isa isa, const GeneratorParams& param
                    "channel c, cell j at c * n_ctx + j)",
                    m, err))
     return false;
-  Builder b(
-      *m, m->name,
-      {Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::I64, Kind::I64, Kind::I64, Kind::I64});
+  Builder b(*m, m->name, kKvStoreAbi);
   const auto [k, v, kc, vc, kv, nctx, pos0, T] = kv_store_entry(b);
   Lanes16 L(b, isa);
   // K: T * kv_dim contiguous floats to k_cache + pos0 * kv_dim.
@@ -185,9 +196,7 @@ bool build_kv_store_f16(const char* generator, Isa isa, const GeneratorParams& p
                    "each value fp16 RNE, a NaN sign | 0x7e00)",
                    m, err))
     return false;
-  Builder b(
-      *m, m->name,
-      {Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::I64, Kind::I64, Kind::I64, Kind::I64});
+  Builder b(*m, m->name, kKvStoreAbi);
   const auto [k, v, kc, vc, kv, nctx, pos0, T] = kv_store_entry(b);
   V cnt = b.i64("cnt"), off = b.i64("off"), zero = b.imm(0, "zero");
   V kdst = b.ptr("kdst"), vdst = b.ptr("vdst");

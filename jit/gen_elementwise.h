@@ -14,14 +14,17 @@
 
 namespace cke::jit::gen {
 
-// The ABIs of add_f32__ref, kv_store_f32__ref and kv_store_f16__ref.
-using AddFn = void (*)(const float* a, const float* b, float* y, int64_t n);
+// The ABIs of the *_ref kernels (add and kv_store: the range ABI of kernels/ref/ops.h).
+using AddFn = void (*)(const float* a, const float* b, float* y, int64_t n, int64_t begin,
+                       int64_t end);
 using AddBiasFn = void (*)(const float* x, const float* b, float* y, int64_t n, int64_t T);
 using ScaleFn = void (*)(const float* x, float* y, int64_t n, float s);
 using KvStoreFn = void (*)(const float* k, const float* v, float* k_cache, float* v_cache,
-                           int64_t kv_dim, int64_t n_ctx, int64_t pos0, int64_t T);
+                           int64_t kv_dim, int64_t n_ctx, int64_t pos0, int64_t T, int64_t begin,
+                           int64_t end);
 using KvStoreF16Fn = void (*)(const float* k, const float* v, uint16_t* k_cache, uint16_t* v_cache,
-                              int64_t kv_dim, int64_t n_ctx, int64_t pos0, int64_t T);
+                              int64_t kv_dim, int64_t n_ctx, int64_t pos0, int64_t T, int64_t begin,
+                              int64_t end);
 
 // impl.params: none.
 bool build_add_f32_avx512(const GeneratorParams& p, kir::Module* m, std::string* err);

@@ -25,8 +25,9 @@
 
 namespace cke::jit::gen {
 
-// The glu.gated.v1 ABI of swiglu_f32__ref.
-using GluFn = void (*)(const float* gate, const float* up, float* y, int64_t n, int64_t T);
+// The glu.gated.v2 ABI of swiglu_f32__ref and geglu_f32__ref (rows [begin, end) of T).
+using GluFn = void (*)(const float* gate, const float* up, float* y, int64_t n, int64_t T,
+                       int64_t begin, int64_t end);
 
 // impl.params: none.
 bool build_swiglu_f32_avx512(const GeneratorParams& p, kir::Module* m, std::string* err);

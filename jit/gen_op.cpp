@@ -14,6 +14,17 @@ bool op_prologue(const GeneratorParams& params, std::string_view generator, Isa 
   return true;
 }
 
+void enter_range(kir::Builder& b, kir::V extent, kir::V begin, kir::V end) {
+  ret_if(b, begin, kir::Cmp::LT, 0);
+  b.if_(begin, kir::Cmp::GE, end);
+  b.ret();
+  b.end_if();
+  b.if_(end, kir::Cmp::GT, extent);
+  b.ret();
+  b.end_if();
+  b.sub(extent, end, begin);
+}
+
 void ret_unless_multiple(kir::Builder& b, kir::V n, int64_t multiple) {
   if (multiple <= 0 || (multiple & (multiple - 1)) != 0)
     throw std::logic_error("ret_unless_multiple: not a power of two");

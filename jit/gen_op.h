@@ -19,6 +19,12 @@ namespace cke::jit::gen {
 bool op_prologue(const GeneratorParams& params, std::string_view generator, Isa isa,
                  std::string_view what, kir::Module* m, std::string* err);
 
+// The range ABI of a row-wise op the plan splits (kernels/ref/ops.h): rows [begin, end) of
+// `extent`. Returns from the kernel (nothing written) unless 0 <= begin < end <= extent,
+// else sets extent = end - begin: the body then runs as a call of that many rows, and the
+// caller moves its row pointers (and positions) on by `begin` rows.
+void enter_range(kir::Builder& b, kir::V extent, kir::V begin, kir::V end);
+
 // `if (n % multiple != 0) return;` (multiple: a power of two): a call outside the shapes
 // the map admits writes nothing.
 void ret_unless_multiple(kir::Builder& b, kir::V n, int64_t multiple);

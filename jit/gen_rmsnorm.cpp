@@ -23,11 +23,20 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
           "float squares in index order, scale = 1 / sqrtf(mean + eps), y = fl(fl(x * scale) * w))",
           m, err))
     return false;
-  Builder b(*m, m->name, {Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::I64, Kind::I64, Kind::F32});
-  const V x = b.arg(0), w = b.arg(1), y = b.arg(2), n = b.arg(3), rows = b.arg(4), eps = b.arg(5);
+  Builder b(
+      *m, m->name,
+      {Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::I64, Kind::I64, Kind::F32, Kind::I64, Kind::I64});
+  const V x = b.arg(0), w = b.arg(1), y = b.arg(2), n = b.arg(3), rows = b.arg(4), eps = b.arg(5),
+          r0 = b.arg(6), r1 = b.arg(7);
   ret_if(b, n, Cmp::LE, 0);
-  ret_if(b, rows, Cmp::LE, 0);
   ret_unless_multiple(b, n, 16);  // outside the contract's admitted shapes: nothing written
+  enter_range(b, rows, r0, r1);   // rows = r1 - r0, from row r0
+  {
+    V skip = b.i64("skip");
+    b.mul(skip, r0, n);
+    b.ptr_add(x, x, skip, 4);
+    b.ptr_add(y, y, skip, 4);
+  }
 
   Lanes16 L(b, isa);
   V nd = b.vec(128, Cls::F, "n_f64"), one = b.vec(128, Cls::F, "one");

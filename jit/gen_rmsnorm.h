@@ -17,9 +17,9 @@
 
 namespace cke::jit::gen {
 
-// The rmsnorm.rows.v1 ABI of rmsnorm_f32__ref.
+// The rmsnorm.rows.v2 ABI of rmsnorm_f32__ref (rows [begin, end) of rows).
 using RmsNormFn = void (*)(const float* x, const float* w, float* y, int64_t n, int64_t rows,
-                           float eps);
+                           float eps, int64_t begin, int64_t end);
 
 // impl.params: none.
 bool build_rmsnorm_f32_avx512(const GeneratorParams& p, kir::Module* m, std::string* err);

@@ -62,18 +62,26 @@ bool build(const char* generator, Isa isa, bool neox, const GeneratorParams& par
                         neox ? reinterpret_cast<const void*>(&cke_rope_cache_neox)
                              : reinterpret_cast<const void*>(&cke_rope_cache_normal),
                         {Kind::Ptr, Kind::I64, Kind::I64, Kind::Ptr}});
-  Builder b(
-      *m, m->name,
-      {Kind::Ptr, Kind::I64, Kind::I64, Kind::I64, Kind::I64, Kind::I64, Kind::F32, Kind::F32});
+  Builder b(*m, m->name,
+            {Kind::Ptr, Kind::I64, Kind::I64, Kind::I64, Kind::I64, Kind::I64, Kind::F32, Kind::F32,
+             Kind::I64, Kind::I64});
   const V x = b.arg(0), head_dim = b.arg(1), n_heads = b.arg(2), T = b.arg(3), pos0 = b.arg(4),
-          n_rot = b.arg(5), freq_base = b.arg(6), freq_scale = b.arg(7);
+          n_rot = b.arg(5), freq_base = b.arg(6), freq_scale = b.arg(7), t0 = b.arg(8),
+          t1 = b.arg(9);
   // As the reference: nothing valid to rotate. Then the shapes the maps admit.
   ret_if(b, n_rot, Cmp::LE, 0);
   ret_if(b, n_rot, Cmp::GT, head_dim);
   ret_if(b, n_rot, Cmp::GT, kRopeMaxRot);
   ret_unless_multiple(b, n_rot, neox ? 32 : 16);
-  ret_if(b, T, Cmp::LE, 0);
   ret_if(b, n_heads, Cmp::LE, 0);
+  enter_range(b, T, t0, t1);  // tokens [t0, t1): x on t0 rows, their positions from pos0 + t0
+  {
+    V skip = b.i64("skip");
+    b.mul(skip, t0, head_dim);
+    b.mul(skip, skip, n_heads);
+    b.ptr_add(x, x, skip, 4);
+    b.add(pos0, pos0, t0);
+  }
 
   V freq = b.stack(16, "freq"), cache = b.stack(kCacheBytes, "cache");
   b.vstore_ss(Mem{freq, {}, 1, 0}, freq_base);

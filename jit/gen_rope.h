@@ -24,9 +24,10 @@
 
 namespace cke::jit::gen {
 
-// The rope.in_place.v1 ABI of rope_{normal,neox}_f32__ref.
+// The rope.in_place.v2 ABI of rope_{normal,neox}_f32__ref (tokens [begin, end) of T).
 using RopeFn = void (*)(float* x, int64_t head_dim, int64_t n_heads, int64_t T, int64_t pos0,
-                        int64_t n_rot, float freq_base, float freq_scale);
+                        int64_t n_rot, float freq_base, float freq_scale, int64_t begin,
+                        int64_t end);
 
 constexpr int64_t kRopeMaxRot = 512;
 

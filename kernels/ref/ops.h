@@ -3,11 +3,20 @@
 // Each computes what ggml's CPU backend computes (GGML-NUMERICS.md names the section).
 // Shapes are ggml order, first dim contiguous. "T" is the number of tokens in this call,
 // "pos0" the absolute position of its first token.
+//
+// Row-wise steps the plan splits across threads (rmsnorm, add, glu, rope, kv_store) take
+// the range of their parallel dim last: [begin, end) of it, the rest of the call as if
+// whole; a range that is empty or leaves [0, extent] writes nothing.
 #pragma once
 
 #include <cstdint>
 
 extern "C" {
+
+// True when [begin, end) is a non-empty range within [0, extent] (the range ABI above).
+static inline bool cke_ref_in_range(int64_t extent, int64_t begin, int64_t end) {
+  return 0 <= begin && begin < end && end <= extent;
+}
 
 // §1 Embedding lookup: y[t] = to_float(table row tokens[t]); table rows are n_embd wide in
 // the named format (ggml-base dequantization). tokens: [T] int32, y: [n_embd, T].
@@ -31,7 +40,9 @@ CKE_REF_EMBED(embed_q6_K__ref);
 // §2 RMSNorm fused with its weight: per row of n, y = fl(fl(x * scale) * w), scale from a
 // double sum of float squares. x, y: [n, rows] (may alias), w: [n] broadcast over rows.
 // Per-head norms use n = head_dim, rows = n_head * T.
-void rmsnorm_f32__ref(const float* x, const float* w, float* y, int64_t n, int64_t rows, float eps);
+// Rows [begin, end) of rows.
+void rmsnorm_f32__ref(const float* x, const float* w, float* y, int64_t n, int64_t rows, float eps,
+                      int64_t begin, int64_t end);
 
 // LayerNorm (ggml NORM, then MUL by w, then ADD of b): per row of n, mean from a double sum
 // rounded to float, variance from ggml_vec_cvar_f32's AVX-512 16-groups (reduce_add16 into a
@@ -41,17 +52,21 @@ void layernorm_f32__ref(const float* x, const float* w, const float* b, float* y
 
 // §5 RoPE in place on x: [head_dim, n_heads, T]; token t has position pos0 + t. The first
 // n_rot dims of each head rotate (pairs (2i, 2i+1) for normal, (i, i + n_rot/2) for neox);
-// freq_scale multiplies theta (1 = no scaling).
+// freq_scale multiplies theta (1 = no scaling). Tokens [begin, end) of T.
 void rope_normal_f32__ref(float* x, int64_t head_dim, int64_t n_heads, int64_t T, int64_t pos0,
-                          int64_t n_rot, float freq_base, float freq_scale);
+                          int64_t n_rot, float freq_base, float freq_scale, int64_t begin,
+                          int64_t end);
 void rope_neox_f32__ref(float* x, int64_t head_dim, int64_t n_heads, int64_t T, int64_t pos0,
-                        int64_t n_rot, float freq_base, float freq_scale);
+                        int64_t n_rot, float freq_base, float freq_scale, int64_t begin,
+                        int64_t end);
 
 // §6 KV store: cells pos0 .. pos0+T-1 of the caches take this chunk's K and V.
 // k, v: [kv_dim, T]. k_cache: [kv_dim, n_ctx] (cell j at k_cache + j*kv_dim).
 // v_cache is transposed: element (channel c, cell j) at v_cache[c*n_ctx + j].
+// Tokens [begin, end) of T (cells pos0 + begin ..).
 void kv_store_f32__ref(const float* k, const float* v, float* k_cache, float* v_cache,
-                       int64_t kv_dim, int64_t n_ctx, int64_t pos0, int64_t T);
+                       int64_t kv_dim, int64_t n_ctx, int64_t pos0, int64_t T, int64_t begin,
+                       int64_t end);
 
 // §6 Causal grouped-query attention over the cache, non-flash (KQ, masked soft_max_ext with
 // ggml_v_expf in 16-groups and a double sum, then V^T·P), for query heads [h0, h1).
@@ -66,7 +81,8 @@ void attention_f32__ref(const float* q, const float* k_cache, const float* v_cac
 // §6b KV store into an F16 cache (fp16 round to nearest even), K and V both cell-major:
 // element (channel c, cell j) at cache[j*kv_dim + c] (flash attention reads V rows).
 void kv_store_f16__ref(const float* k, const float* v, uint16_t* k_cache, uint16_t* v_cache,
-                       int64_t kv_dim, int64_t n_ctx, int64_t pos0, int64_t T);
+                       int64_t kv_dim, int64_t n_ctx, int64_t pos0, int64_t T, int64_t begin,
+                       int64_t end);
 
 // §6b Flash attention over the F16 cache as ggml's FLASH_ATTN_EXT computes it (the one-chunk
 // loop with an fp16 value accumulator for T < 64, the 64x64-tiled loop for T >= 64; see
@@ -76,8 +92,8 @@ void attention_f16_flash__ref(const float* q, const uint16_t* k_cache, const uin
                               int64_t n_ctx, int64_t pos0, int64_t T, float scale, int64_t window,
                               int64_t h0, int64_t h1);
 
-// §8 Elementwise: y = a + b over n elements (may alias a or b).
-void add_f32__ref(const float* a, const float* b, float* y, int64_t n);
+// §8 Elementwise: y = a + b over elements [begin, end) of n (may alias a or b).
+void add_f32__ref(const float* a, const float* b, float* y, int64_t n, int64_t begin, int64_t end);
 // §4 Bias add broadcast over tokens: y[t][i] = x[t][i] + b[i]; x, y: [n, T] (may alias).
 void add_bias_f32__ref(const float* x, const float* b, float* y, int64_t n, int64_t T);
 // §8 SCALE: y = fl(x * s) over n elements (may alias).
@@ -86,14 +102,17 @@ void scale_f32__ref(const float* x, float* y, int64_t n, float s);
 // Squared ReLU (ggml RELU then SQR): y = fl(r * r), r = x > 0 ? x : 0, n elements (may alias).
 void relu_sqr_f32__ref(const float* x, float* y, int64_t n);
 
-// §7 Gated FFN activations, per row of n (the FFN width), T rows; y may alias gate or up.
+// §7 Gated FFN activations, per row of n (the FFN width), rows [begin, end) of T; y may
+// alias gate or up.
 // SwiGLU: y = silu(gate) * up with ggml's silu (ggml_v_expf on 16-groups, libm tail).
-void swiglu_f32__ref(const float* gate, const float* up, float* y, int64_t n, int64_t T);
+void swiglu_f32__ref(const float* gate, const float* up, float* y, int64_t n, int64_t T,
+                     int64_t begin, int64_t end);
 // SwiGLU of one fused projection: x: [2n, T], row t = gate (n) then up (n); y: [n, T]
 // (must not alias x). Same arithmetic as swiglu_f32__ref.
 void swiglu_fused_f32__ref(const float* x, float* y, int64_t n, int64_t T);
 // GeGLU (tanh GELU through ggml's FP16 table, ±10 edges): y = gelu(gate) * up.
-void geglu_f32__ref(const float* gate, const float* up, float* y, int64_t n, int64_t T);
+void geglu_f32__ref(const float* gate, const float* up, float* y, int64_t n, int64_t T,
+                    int64_t begin, int64_t end);
 
 // §9 Mixture of experts (llama.cpp's build_moe_ffn, softmax gating, weights normalised).
 // Token t's n_used "slots" are its selected experts in descending probability; a "pair"

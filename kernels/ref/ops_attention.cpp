@@ -32,10 +32,13 @@
 extern "C" {
 
 void kv_store_f32__ref(const float* k, const float* v, float* k_cache, float* v_cache,
-                       int64_t kv_dim, int64_t n_ctx, int64_t pos0, int64_t T) {
+                       int64_t kv_dim, int64_t n_ctx, int64_t pos0, int64_t T, int64_t begin,
+                       int64_t end) {
   if (pos0 < 0 || T <= 0 || pos0 + T > n_ctx) return;  // plan proves this; never write OOB
-  std::memcpy(k_cache + pos0 * kv_dim, k, sizeof(float) * kv_dim * T);
-  for (int64_t t = 0; t < T; ++t)
+  if (!cke_ref_in_range(T, begin, end)) return;
+  std::memcpy(k_cache + (pos0 + begin) * kv_dim, k + begin * kv_dim,
+              sizeof(float) * kv_dim * (end - begin));
+  for (int64_t t = begin; t < end; ++t)
     for (int64_t c = 0; c < kv_dim; ++c) v_cache[c * n_ctx + pos0 + t] = v[t * kv_dim + c];
 }
 

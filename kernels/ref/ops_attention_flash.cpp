@@ -136,11 +136,14 @@ void flash_row_tiled(const float* q, const uint16_t* k_cache, const uint16_t* v_
 extern "C" {
 
 void kv_store_f16__ref(const float* k, const float* v, uint16_t* k_cache, uint16_t* v_cache,
-                       int64_t kv_dim, int64_t n_ctx, int64_t pos0, int64_t T) {
+                       int64_t kv_dim, int64_t n_ctx, int64_t pos0, int64_t T, int64_t begin,
+                       int64_t end) {
   if (pos0 < 0 || T <= 0 || pos0 + T > n_ctx) return;  // plan proves this; never write OOB
-  const int64_t n = kv_dim * T;
-  for (int64_t i = 0; i < n; ++i) k_cache[pos0 * kv_dim + i] = cke::fp32_to_fp16(k[i]);
-  for (int64_t i = 0; i < n; ++i) v_cache[pos0 * kv_dim + i] = cke::fp32_to_fp16(v[i]);
+  if (!cke_ref_in_range(T, begin, end)) return;
+  for (int64_t i = begin * kv_dim; i < end * kv_dim; ++i) {
+    k_cache[pos0 * kv_dim + i] = cke::fp32_to_fp16(k[i]);
+    v_cache[pos0 * kv_dim + i] = cke::fp32_to_fp16(v[i]);
+  }
 }
 
 void attention_f16_flash__ref(const float* q, const uint16_t* k_cache, const uint16_t* v_cache,

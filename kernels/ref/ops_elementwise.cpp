@@ -3,8 +3,9 @@
 
 extern "C" {
 
-void add_f32__ref(const float* a, const float* b, float* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) y[i] = a[i] + b[i];
+void add_f32__ref(const float* a, const float* b, float* y, int64_t n, int64_t begin, int64_t end) {
+  if (!cke_ref_in_range(n, begin, end)) return;
+  for (int64_t i = begin; i < end; ++i) y[i] = a[i] + b[i];
 }
 
 void add_bias_f32__ref(const float* x, const float* b, float* y, int64_t n, int64_t T) {

@@ -7,9 +7,11 @@ extern "C" {
 
 // Per row: full 16-element groups from element 0 take the AVX-512 silu (ggml_v_expf, true
 // division); the n % 16 leftovers take the scalar silu with libm expf. y = fl(silu · up).
-void swiglu_f32__ref(const float* gate, const float* up, float* y, int64_t n, int64_t T) {
+void swiglu_f32__ref(const float* gate, const float* up, float* y, int64_t n, int64_t T,
+                     int64_t begin, int64_t end) {
+  if (!cke_ref_in_range(T, begin, end)) return;
   const int64_t n16 = n & ~int64_t(15);
-  for (int64_t t = 0; t < T; ++t) {
+  for (int64_t t = begin; t < end; ++t) {
     const float* g = gate + t * n;
     const float* u = up + t * n;
     float* o = y + t * n;
@@ -34,8 +36,10 @@ void swiglu_fused_f32__ref(const float* x, float* y, int64_t n, int64_t T) {
 
 // gate ≤ −10 → 0; gate ≥ 10 → fl(gate · up); otherwise fl(T[f16(gate)] · up) with ggml's
 // FP16 table of the tanh GELU. NaN gates fall through to the table (NaN entry).
-void geglu_f32__ref(const float* gate, const float* up, float* y, int64_t n, int64_t T) {
-  for (int64_t i = 0; i < n * T; ++i) {
+void geglu_f32__ref(const float* gate, const float* up, float* y, int64_t n, int64_t T,
+                    int64_t begin, int64_t end) {
+  if (!cke_ref_in_range(T, begin, end)) return;
+  for (int64_t i = begin * n; i < end * n; ++i) {
     const float g = gate[i];
     if (g <= -10.0f) {
       y[i] = 0.0f;

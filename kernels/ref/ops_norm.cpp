@@ -8,8 +8,9 @@
 #include "kernels/ref/ops.h"
 
 extern "C" void rmsnorm_f32__ref(const float* x, const float* w, float* y, int64_t n, int64_t rows,
-                                 float eps) {
-  for (int64_t r = 0; r < rows; ++r) {
+                                 float eps, int64_t begin, int64_t end) {
+  if (!cke_ref_in_range(rows, begin, end)) return;
+  for (int64_t r = begin; r < end; ++r) {
     const float* xr = x + r * n;
     float* yr = y + r * n;
     double sum = 0.0;

@@ -39,10 +39,12 @@ inline void rotate(float* a, float* b, float c, float s) {
 // `stride` = distance between the two elements of a pair (1 normal, n_rot/2 neox);
 // `step` = distance between consecutive pairs (2 normal, 1 neox).
 void rope(float* x, int64_t head_dim, int64_t n_heads, int64_t T, int64_t pos0, int64_t n_rot,
-          float freq_base, float freq_scale, int64_t stride, int64_t step) {
+          float freq_base, float freq_scale, int64_t stride, int64_t step, int64_t begin,
+          int64_t end) {
   if (n_rot <= 0 || n_rot > head_dim || n_rot % 2 != 0) return;  // nothing valid to rotate
+  if (!cke_ref_in_range(T, begin, end)) return;
   std::vector<float> cache(static_cast<size_t>(n_rot));
-  for (int64_t t = 0; t < T; ++t) {
+  for (int64_t t = begin; t < end; ++t) {
     rope_cache(cache.data(), n_rot, pos0 + t, freq_base, freq_scale);
     for (int64_t h = 0; h < n_heads; ++h) {
       float* v = x + (t * n_heads + h) * head_dim;
@@ -58,13 +60,15 @@ void rope(float* x, int64_t head_dim, int64_t n_heads, int64_t T, int64_t pos0, 
 extern "C" {
 
 void rope_normal_f32__ref(float* x, int64_t head_dim, int64_t n_heads, int64_t T, int64_t pos0,
-                          int64_t n_rot, float freq_base, float freq_scale) {
-  rope(x, head_dim, n_heads, T, pos0, n_rot, freq_base, freq_scale, 1, 2);
+                          int64_t n_rot, float freq_base, float freq_scale, int64_t begin,
+                          int64_t end) {
+  rope(x, head_dim, n_heads, T, pos0, n_rot, freq_base, freq_scale, 1, 2, begin, end);
 }
 
 void rope_neox_f32__ref(float* x, int64_t head_dim, int64_t n_heads, int64_t T, int64_t pos0,
-                        int64_t n_rot, float freq_base, float freq_scale) {
-  rope(x, head_dim, n_heads, T, pos0, n_rot, freq_base, freq_scale, n_rot / 2, 1);
+                        int64_t n_rot, float freq_base, float freq_scale, int64_t begin,
+                        int64_t end) {
+  rope(x, head_dim, n_heads, T, pos0, n_rot, freq_base, freq_scale, n_rot / 2, 1, begin, end);
 }
 
 }  // extern "C"

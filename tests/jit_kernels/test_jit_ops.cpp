@@ -35,6 +35,22 @@ Loaded load(const std::string& id, const std::string& op, std::string* skip) {
   return load_generated<void*>(id, op, skip);
 }
 
+// The range ABI (kernels/ref/ops.h) as the plan's split runs it: fn(args..., begin, end)
+// over [0, extent) in two calls, [0, extent / 2) and [extent / 2, extent) (one call when
+// extent < 2). Each call must write only its rows, so the pair writes what one whole call
+// (the reference's) does.
+template <class F, class... A>
+void call_split(F fn, int line, int64_t extent, A... args) {
+  const int64_t k = extent / 2;
+  if (k > 0) dirtied(fn, line)(args..., int64_t(0), k);
+  dirtied(fn, line)(args..., k, extent);
+}
+
+// Ranges outside the call (begin < 0, empty, past the extent): nothing may be written.
+std::vector<std::pair<int64_t, int64_t>> bad_ranges(int64_t extent) {
+  return {{-1, extent}, {0, 0}, {1, 1}, {extent, extent}, {0, extent + 1}, {2, 1}};
+}
+
 std::string show(float x) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.9g (%a)", double(x), double(x));
@@ -72,15 +88,15 @@ std::string glu_case(const Loaded& l, const std::vector<float>& g, const std::ve
                      int64_t n, int64_t T) {
   const size_t cnt = size_t(n * T);
   std::vector<float> yr(cnt, 7.0f), yj(cnt, 7.0f), yc(cnt, 7.0f);
-  reinterpret_cast<GluFn>(l.ref)(g.data(), u.data(), yr.data(), n, T);
-  dirtied(reinterpret_cast<GluFn>(l.fn), __LINE__)(g.data(), u.data(), yj.data(), n, T);
-  dirtied(reinterpret_cast<GluFn>(l.cfn), __LINE__)(g.data(), u.data(), yc.data(), n, T);
+  reinterpret_cast<GluFn>(l.ref)(g.data(), u.data(), yr.data(), n, T, 0, T);
+  call_split(reinterpret_cast<GluFn>(l.fn), __LINE__, T, g.data(), u.data(), yj.data(), n, T);
+  dirtied(reinterpret_cast<GluFn>(l.cfn), __LINE__)(g.data(), u.data(), yc.data(), n, T, 0, T);
   if (std::string d = diff(yj, yr, yc, g, u); !d.empty())
     return fmt::format("n={} T={} {}", n, T, d);
   // In place: y = gate, then y = up.
   std::vector<float> gi = g, ui = u;
-  dirtied(reinterpret_cast<GluFn>(l.fn), __LINE__)(gi.data(), u.data(), gi.data(), n, T);
-  dirtied(reinterpret_cast<GluFn>(l.fn), __LINE__)(g.data(), ui.data(), ui.data(), n, T);
+  dirtied(reinterpret_cast<GluFn>(l.fn), __LINE__)(gi.data(), u.data(), gi.data(), n, T, 0, T);
+  dirtied(reinterpret_cast<GluFn>(l.fn), __LINE__)(g.data(), ui.data(), ui.data(), n, T, 0, T);
   for (size_t i = 0; i < cnt; ++i)
     if (!same(gi[i], yr[i]) || !same(ui[i], yr[i])) return fmt::format("in place [{}] differs", i);
   return "";
@@ -120,8 +136,13 @@ void run_glu(const std::string& id) {
   {  // outside the contract (n % 16 != 0, n or T <= 0): nothing written
     std::vector<float> g(40, 1.0f), u(40, 1.0f), y(40, 7.0f);
     for (auto [n, T] : {std::pair<int64_t, int64_t>{20, 2}, {0, 1}, {16, 0}, {-16, 1}}) {
-      dirtied(reinterpret_cast<GluFn>(l.fn), __LINE__)(g.data(), u.data(), y.data(), n, T);
+      dirtied(reinterpret_cast<GluFn>(l.fn), __LINE__)(g.data(), u.data(), y.data(), n, T, 0, T);
       for (float x : y) ASSERT_EQ(x, 7.0f) << "n=" << n << " T=" << T;
+    }
+    for (auto [b, e] : bad_ranges(2)) {
+      dirtied(reinterpret_cast<GluFn>(l.fn), __LINE__)(g.data(), u.data(), y.data(), 16, 2, b, e);
+      dirtied(reinterpret_cast<GluFn>(l.cfn), __LINE__)(g.data(), u.data(), y.data(), 16, 2, b, e);
+      for (float x : y) ASSERT_EQ(x, 7.0f) << "range [" << b << ", " << e << ")";
     }
   }
 }
@@ -178,8 +199,8 @@ void run_geglu(const std::string& id) {
   {  // outside the contract (n % 16 != 0, n or T <= 0): nothing written
     std::vector<float> g(40, 1.0f), u(40, 1.0f), y(40, 7.0f);
     for (auto [n, T] : {std::pair<int64_t, int64_t>{20, 2}, {0, 1}, {16, 0}, {-16, 1}}) {
-      dirtied(reinterpret_cast<GluFn>(l.fn), __LINE__)(g.data(), u.data(), y.data(), n, T);
-      dirtied(reinterpret_cast<GluFn>(l.cfn), __LINE__)(g.data(), u.data(), y.data(), n, T);
+      dirtied(reinterpret_cast<GluFn>(l.fn), __LINE__)(g.data(), u.data(), y.data(), n, T, 0, T);
+      dirtied(reinterpret_cast<GluFn>(l.cfn), __LINE__)(g.data(), u.data(), y.data(), n, T, 0, T);
       for (float x : y) ASSERT_EQ(x, 7.0f) << "n=" << n << " T=" << T;
     }
   }
@@ -204,17 +225,22 @@ void run_add(const std::string& id) {
     const float sp[] = {inf, -inf, nan, 0.0f, -0.0f, 1e-45f, -3e38f, 3e38f};
     for (int64_t i = 3; i < n; i += 11) a[size_t(i)] = sp[size_t(i) % 8];
     std::vector<float> yr(size_t(n), 7.0f), yj = yr, yc = yr;
-    reinterpret_cast<AddFn>(l.ref)(a.data(), b.data(), yr.data(), n);
-    dirtied(reinterpret_cast<AddFn>(l.fn), __LINE__)(a.data(), b.data(), yj.data(), n);
-    dirtied(reinterpret_cast<AddFn>(l.cfn), __LINE__)(a.data(), b.data(), yc.data(), n);
+    reinterpret_cast<AddFn>(l.ref)(a.data(), b.data(), yr.data(), n, 0, n);
+    call_split(reinterpret_cast<AddFn>(l.fn), __LINE__, n, a.data(), b.data(), yj.data(), n);
+    dirtied(reinterpret_cast<AddFn>(l.cfn), __LINE__)(a.data(), b.data(), yc.data(), n, 0, n);
     EXPECT_EQ(diff(yj, yr, yc, a, b), "") << "n=" << n;
     std::vector<float> ai = a;  // in place on a
-    dirtied(reinterpret_cast<AddFn>(l.fn), __LINE__)(ai.data(), b.data(), ai.data(), n);
+    dirtied(reinterpret_cast<AddFn>(l.fn), __LINE__)(ai.data(), b.data(), ai.data(), n, 0, n);
     EXPECT_EQ(diff(ai, yr, ai, a, b), "") << "in place, n=" << n;
   }
   std::vector<float> a(4, 1.0f), y(4, 7.0f);
-  dirtied(reinterpret_cast<AddFn>(l.fn), __LINE__)(a.data(), a.data(), y.data(), 0);
+  dirtied(reinterpret_cast<AddFn>(l.fn), __LINE__)(a.data(), a.data(), y.data(), 0, 0, 0);
   for (float v : y) EXPECT_EQ(v, 7.0f) << "n = 0 writes nothing";
+  for (auto [b, e] : bad_ranges(4)) {
+    dirtied(reinterpret_cast<AddFn>(l.fn), __LINE__)(a.data(), a.data(), y.data(), 4, b, e);
+    dirtied(reinterpret_cast<AddFn>(l.cfn), __LINE__)(a.data(), a.data(), y.data(), 4, b, e);
+    for (float v : y) EXPECT_EQ(v, 7.0f) << "range [" << b << ", " << e << ")";
+  }
 }
 
 // ---- add_bias, scale ----
@@ -331,11 +357,12 @@ void run_kv_store(const std::string& id) {
                v = glu_inputs(kv * std::max<int64_t>(T, 1), -5, 5, rng);
     const size_t cache = size_t(kv * nctx);
     std::vector<float> kr(cache, 9.0f), vr(cache, 9.0f), kj = kr, vj = vr, kc = kr, vcc = vr;
-    reinterpret_cast<KvStoreFn>(l.ref)(k.data(), v.data(), kr.data(), vr.data(), kv, nctx, pos0, T);
-    dirtied(reinterpret_cast<KvStoreFn>(l.fn), __LINE__)(k.data(), v.data(), kj.data(), vj.data(),
-                                                         kv, nctx, pos0, T);
+    reinterpret_cast<KvStoreFn>(l.ref)(k.data(), v.data(), kr.data(), vr.data(), kv, nctx, pos0, T,
+                                       0, T);
+    call_split(reinterpret_cast<KvStoreFn>(l.fn), __LINE__, T, k.data(), v.data(), kj.data(),
+               vj.data(), kv, nctx, pos0, T);
     dirtied(reinterpret_cast<KvStoreFn>(l.cfn), __LINE__)(k.data(), v.data(), kc.data(), vcc.data(),
-                                                          kv, nctx, pos0, T);
+                                                          kv, nctx, pos0, T, 0, T);
     const std::string where = fmt::format("kv={} n_ctx={} pos0={} T={}", kv, nctx, pos0, T);
     EXPECT_EQ(0, std::memcmp(kj.data(), kr.data(), cache * 4)) << "K cache, " << where;
     EXPECT_EQ(0, std::memcmp(vj.data(), vr.data(), cache * 4)) << "V cache, " << where;
@@ -393,11 +420,11 @@ void run_kv_store_f16(const std::string& id) {
     const size_t cache = size_t(kv * nctx);
     std::vector<uint16_t> kr(cache, 0x5555), vr(cache, 0x5555), kj = kr, vj = vr, kc = kr, vcc = vr;
     reinterpret_cast<KvStoreF16Fn>(l.ref)(k.data(), v.data(), kr.data(), vr.data(), kv, nctx, pos0,
-                                          T);
-    dirtied(reinterpret_cast<KvStoreF16Fn>(l.fn), __LINE__)(k.data(), v.data(), kj.data(),
-                                                            vj.data(), kv, nctx, pos0, T);
+                                          T, 0, T);
+    call_split(reinterpret_cast<KvStoreF16Fn>(l.fn), __LINE__, T, k.data(), v.data(), kj.data(),
+               vj.data(), kv, nctx, pos0, T);
     dirtied(reinterpret_cast<KvStoreF16Fn>(l.cfn), __LINE__)(k.data(), v.data(), kc.data(),
-                                                             vcc.data(), kv, nctx, pos0, T);
+                                                             vcc.data(), kv, nctx, pos0, T, 0, T);
     const std::string where = fmt::format("kv={} n_ctx={} pos0={} T={}", kv, nctx, pos0, T);
     for (size_t i = 0; i < cache; ++i) {
       ASSERT_EQ(kj[i], kr[i]) << "K cache cell value " << i << ", " << where;
@@ -475,17 +502,17 @@ void run_rmsnorm(const std::string& id) {
       for (float& v : x) v = nd(rng) * std::exp2(mag(rng));
       for (float& v : w) v = nd(rng);
       std::vector<float> yr(x.size(), 7.0f), yj = yr, yc = yr;
-      reinterpret_cast<RmsNormFn>(l.ref)(x.data(), w.data(), yr.data(), n, rows, eps);
-      dirtied(reinterpret_cast<RmsNormFn>(l.fn), __LINE__)(x.data(), w.data(), yj.data(), n, rows,
-                                                           eps);
+      reinterpret_cast<RmsNormFn>(l.ref)(x.data(), w.data(), yr.data(), n, rows, eps, 0, rows);
+      call_split(reinterpret_cast<RmsNormFn>(l.fn), __LINE__, rows, x.data(), w.data(), yj.data(),
+                 n, rows, eps);
       dirtied(reinterpret_cast<RmsNormFn>(l.cfn), __LINE__)(x.data(), w.data(), yc.data(), n, rows,
-                                                            eps);
+                                                            eps, 0, rows);
       std::vector<float> wr(x.size());
       for (size_t i = 0; i < x.size(); ++i) wr[i] = w[i % size_t(n)];
       EXPECT_EQ(diff(yj, yr, yc, x, wr), "") << "n=" << n << " rows=" << rows << " eps=" << eps;
       std::vector<float> xi = x;  // in place
       dirtied(reinterpret_cast<RmsNormFn>(l.fn), __LINE__)(xi.data(), w.data(), xi.data(), n, rows,
-                                                           eps);
+                                                           eps, 0, rows);
       EXPECT_EQ(diff(xi, yr, xi, x, wr), "") << "in place, n=" << n;
     }
   }
@@ -505,11 +532,11 @@ void run_rmsnorm(const std::string& id) {
     std::vector<float> yr(x.size()), yj(x.size()), yc(x.size()), wr(x.size());
     for (size_t i = 0; i < x.size(); ++i) wr[i] = w[i % size_t(n)];
     for (float eps : {1e-5f, 0.0f}) {
-      reinterpret_cast<RmsNormFn>(l.ref)(x.data(), w.data(), yr.data(), n, rows, eps);
-      dirtied(reinterpret_cast<RmsNormFn>(l.fn), __LINE__)(x.data(), w.data(), yj.data(), n, rows,
-                                                           eps);
+      reinterpret_cast<RmsNormFn>(l.ref)(x.data(), w.data(), yr.data(), n, rows, eps, 0, rows);
+      call_split(reinterpret_cast<RmsNormFn>(l.fn), __LINE__, rows, x.data(), w.data(), yj.data(),
+                 n, rows, eps);
       dirtied(reinterpret_cast<RmsNormFn>(l.cfn), __LINE__)(x.data(), w.data(), yc.data(), n, rows,
-                                                            eps);
+                                                            eps, 0, rows);
       EXPECT_EQ(diff(yj, yr, yc, x, wr), "") << "specials, eps=" << eps;
     }
   }
@@ -517,8 +544,15 @@ void run_rmsnorm(const std::string& id) {
     std::vector<float> x(40, 1.0f), w(40, 1.0f), y(40, 7.0f);
     for (auto [n, rows] : {std::pair<int64_t, int64_t>{20, 2}, {0, 1}, {16, 0}, {-16, 1}}) {
       dirtied(reinterpret_cast<RmsNormFn>(l.fn), __LINE__)(x.data(), w.data(), y.data(), n, rows,
-                                                           1e-5f);
+                                                           1e-5f, 0, rows);
       for (float v : y) ASSERT_EQ(v, 7.0f) << "n=" << n << " rows=" << rows;
+    }
+    for (auto [b, e] : bad_ranges(2)) {
+      dirtied(reinterpret_cast<RmsNormFn>(l.fn), __LINE__)(x.data(), w.data(), y.data(), 16, 2,
+                                                           1e-5f, b, e);
+      dirtied(reinterpret_cast<RmsNormFn>(l.cfn), __LINE__)(x.data(), w.data(), y.data(), 16, 2,
+                                                            1e-5f, b, e);
+      for (float v : y) ASSERT_EQ(v, 7.0f) << "range [" << b << ", " << e << ")";
     }
   }
 }
@@ -546,12 +580,13 @@ std::string rope_case(const Loaded& l, const RopeCase& c, const std::vector<floa
   const size_t bytes = x.size() * 4;
   std::vector<float> yr = x, yj(x.size()), yc(x.size());
   reinterpret_cast<RopeFn>(l.ref)(yr.data(), c.head_dim, c.n_heads, c.T, c.pos0, c.n_rot, c.base,
-                                  c.scale);
+                                  c.scale, 0, c.T);
   GuardedBuffer gj(x.data(), bytes), gc(x.data(), bytes);
-  dirtied(reinterpret_cast<RopeFn>(l.fn), __LINE__)(
-      static_cast<float*>(gj.data()), c.head_dim, c.n_heads, c.T, c.pos0, c.n_rot, c.base, c.scale);
-  dirtied(reinterpret_cast<RopeFn>(l.cfn), __LINE__)(
-      static_cast<float*>(gc.data()), c.head_dim, c.n_heads, c.T, c.pos0, c.n_rot, c.base, c.scale);
+  call_split(reinterpret_cast<RopeFn>(l.fn), __LINE__, c.T, static_cast<float*>(gj.data()),
+             c.head_dim, c.n_heads, c.T, c.pos0, c.n_rot, c.base, c.scale);
+  dirtied(reinterpret_cast<RopeFn>(l.cfn), __LINE__)(static_cast<float*>(gc.data()), c.head_dim,
+                                                     c.n_heads, c.T, c.pos0, c.n_rot, c.base,
+                                                     c.scale, int64_t(0), c.T);
   std::memcpy(yj.data(), gj.data(), bytes);
   std::memcpy(yc.data(), gc.data(), bytes);
   if (std::string d = diff(yj, yr, yc, x, x); !d.empty())
@@ -613,10 +648,17 @@ void run_rope(const std::string& id, bool neox) {
                                       {64, 64, 0},
                                       {64, 64, -1}}) {
       dirtied(reinterpret_cast<RopeFn>(l.fn), __LINE__)(x.data(), head_dim, 1, T, 3, n_rot,
-                                                        10000.0f, 1.0f);
+                                                        10000.0f, 1.0f, 0, T);
       dirtied(reinterpret_cast<RopeFn>(l.cfn), __LINE__)(x.data(), head_dim, 1, T, 3, n_rot,
-                                                         10000.0f, 1.0f);
+                                                         10000.0f, 1.0f, 0, T);
       for (float v : x) ASSERT_EQ(v, 7.0f) << "head_dim=" << head_dim << " n_rot=" << n_rot;
+    }
+    for (auto [b, e] : bad_ranges(2)) {
+      dirtied(reinterpret_cast<RopeFn>(l.fn), __LINE__)(x.data(), 64, 1, 2, 3, 64, 10000.0f, 1.0f,
+                                                        b, e);
+      dirtied(reinterpret_cast<RopeFn>(l.cfn), __LINE__)(x.data(), 64, 1, 2, 3, 64, 10000.0f, 1.0f,
+                                                         b, e);
+      for (float v : x) ASSERT_EQ(v, 7.0f) << "range [" << b << ", " << e << ")";
     }
   }
 }

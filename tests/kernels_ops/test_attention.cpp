@@ -18,14 +18,19 @@ TEST(RefOps, kv_store_f32__ref) {
   // kv_dim 2, n_ctx 4; store 2 tokens at cells 1, 2.
   const float k[4] = {1, 2, 3, 4}, v[4] = {5, 6, 7, 8};  // token 0: (1,2)/(5,6)
   std::vector<float> kc(8, -1.0f), vc(8, -1.0f);
-  kv_store_f32__ref(k, v, kc.data(), vc.data(), 2, 4, 1, 2);
+  // As the plan's split runs it: token 1, then token 0 (the range ABI: [begin, end) of T).
+  kv_store_f32__ref(k, v, kc.data(), vc.data(), 2, 4, 1, 2, 1, 2);
+  kv_store_f32__ref(k, v, kc.data(), vc.data(), 2, 4, 1, 2, 0, 1);
   const std::vector<float> kwant = {-1, -1, 1, 2, 3, 4, -1, -1};
   // V transposed: channel c row of 4 cells.
   const std::vector<float> vwant = {-1, 5, 7, -1, -1, 6, 8, -1};
   EXPECT_EQ(kc, kwant);
   EXPECT_EQ(vc, vwant);
   // Out of range: nothing written.
-  kv_store_f32__ref(k, v, kc.data(), vc.data(), 2, 4, 3, 2);
+  kv_store_f32__ref(k, v, kc.data(), vc.data(), 2, 4, 3, 2, 0, 2);
+  EXPECT_EQ(kc, kwant);
+  EXPECT_EQ(vc, vwant);
+  kv_store_f32__ref(k, v, kc.data(), vc.data(), 2, 4, 1, 2, 1, 3);  // range past T
   EXPECT_EQ(kc, kwant);
   EXPECT_EQ(vc, vwant);
 }
@@ -46,9 +51,9 @@ Attn make_case(int64_t hd, int64_t nh, int64_t nkv, int64_t pos0, int64_t T, int
   a.vc.assign(size_t(kvd * a.n_ctx), 0.0f);
   const auto k = randn(size_t(kvd * (pos0 + T)), seed + 1), v = randn(k.size(), seed + 2);
   if (pos0 > 0)
-    kv_store_f32__ref(k.data(), v.data(), a.kc.data(), a.vc.data(), kvd, a.n_ctx, 0, pos0);
+    kv_store_f32__ref(k.data(), v.data(), a.kc.data(), a.vc.data(), kvd, a.n_ctx, 0, pos0, 0, pos0);
   kv_store_f32__ref(k.data() + kvd * pos0, v.data() + kvd * pos0, a.kc.data(), a.vc.data(), kvd,
-                    a.n_ctx, pos0, T);
+                    a.n_ctx, pos0, T, 0, T);
   a.out.assign(size_t(hd * nh * T), NAN);
   return a;
 }
@@ -207,7 +212,7 @@ void build_caches(const AttnCkpt& c, std::vector<float>& kc, std::vector<float>&
   ASSERT_EQ(v.size(), size_t(kvd * 5));
   kc.assign(size_t(kvd * 256), 0.0f);
   vc.assign(kc.size(), 0.0f);
-  kv_store_f32__ref(k.data(), v.data(), kc.data(), vc.data(), kvd, 256, 0, 5);
+  kv_store_f32__ref(k.data(), v.data(), kc.data(), vc.data(), kvd, 256, 0, 5, 0, 5);
 }
 
 // K/V cells from kv_store equal ggml's SET_ROWS caches (n_ctx 256, cells ≥ 5 zero).
@@ -289,14 +294,15 @@ TEST(RefOps, kv_store_f16__ref) {
   // kv_dim 2, n_ctx 4; 2 tokens at cells 1, 2; both caches cell-major. 1/3 rounds to fp16.
   const float k[4] = {1, 2, 3, 1.0f / 3.0f}, v[4] = {5, 6, 7, -8};
   std::vector<uint16_t> kc(8, 0xFFFF), vc(8, 0xFFFF);
-  kv_store_f16__ref(k, v, kc.data(), vc.data(), 2, 4, 1, 2);
+  kv_store_f16__ref(k, v, kc.data(), vc.data(), 2, 4, 1, 2, 1, 2);  // token 1, then token 0
+  kv_store_f16__ref(k, v, kc.data(), vc.data(), 2, 4, 1, 2, 0, 1);
   const std::vector<uint16_t> kwant = {0xFFFF, 0xFFFF, 0x3C00, 0x4000,
                                        0x4200, 0x3555, 0xFFFF, 0xFFFF};
   const std::vector<uint16_t> vwant = {0xFFFF, 0xFFFF, 0x4500, 0x4600,
                                        0x4700, 0xC800, 0xFFFF, 0xFFFF};
   EXPECT_EQ(kc, kwant);
   EXPECT_EQ(vc, vwant);
-  kv_store_f16__ref(k, v, kc.data(), vc.data(), 2, 4, 3, 2);  // out of range: nothing written
+  kv_store_f16__ref(k, v, kc.data(), vc.data(), 2, 4, 3, 2, 0, 2);  // out of range: nothing written
   EXPECT_EQ(kc, kwant);
 }
 

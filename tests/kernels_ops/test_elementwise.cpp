@@ -12,13 +12,19 @@ TEST(RefOps, add_f32__ref) {
   const float a[4] = {1.0f, -2.5f, 16777216.0f, 1e30f};
   const float b[4] = {2.0f, 0.5f, 1.0f, -1e30f};
   float y[4];
-  add_f32__ref(a, b, y, 4);
+  add_f32__ref(a, b, y, 4, 1, 4);  // the range ABI: elements [1, 4), then [0, 1)
+  add_f32__ref(a, b, y, 4, 0, 1);
   EXPECT_EQ(y[0], 3.0f);
   EXPECT_EQ(y[1], -2.0f);
   EXPECT_EQ(y[2], 16777216.0f);  // 2^24 + 1 rounds to even
   EXPECT_EQ(y[3], 0.0f);
   float z[4] = {1.0f, -2.5f, 16777216.0f, 1e30f};
-  add_f32__ref(z, b, z, 4);  // y aliases a
+  add_f32__ref(z, b, z, 4, 0, 4);  // y aliases a
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(z[i], y[i]);
+  add_f32__ref(a, b, z, 4, 0, 5);  // a range past n writes nothing
+  add_f32__ref(a, b, z, 4, 2, 2);
+  EXPECT_EQ(z[0], 3.0f);
+  EXPECT_EQ(z[3], 0.0f);
   for (int i = 0; i < 4; ++i) EXPECT_EQ(z[i], y[i]);
 }
 
@@ -70,7 +76,7 @@ TEST(RefOpsCheckpoint, add_f32__ref_bit_exact) {
     ASSERT_EQ(a.size(), b.size());
     ASSERT_EQ(a.size(), want.size());
     std::vector<float> y(a.size());
-    add_f32__ref(a.data(), b.data(), y.data(), int64_t(y.size()));
+    add_f32__ref(a.data(), b.data(), y.data(), int64_t(y.size()), 0, int64_t(y.size()));
     EXPECT_EQ(bit_diffs(y, want), 0);
   }
 }

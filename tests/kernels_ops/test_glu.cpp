@@ -17,15 +17,15 @@ TEST(RefOps, swiglu_f32__ref) {
     const int64_t T = 2;
     auto g = randn(n * T, 3 + n, 4.0f), u = randn(n * T, 4 + n);
     std::vector<float> y(g.size());
-    swiglu_f32__ref(g.data(), u.data(), y.data(), n, T);
+    swiglu_f32__ref(g.data(), u.data(), y.data(), n, T, 0, T);
     for (size_t i = 0; i < y.size(); ++i) {
       const double want = double(g[i]) / (1.0 + std::exp(-double(g[i]))) * u[i];
       EXPECT_NEAR(y[i], want, 5 * 0x1p-24 * std::fabs(want) + 0x1p-149) << n << " " << i;
     }
     // y may alias gate or up.
     auto g2 = g, u2 = u;
-    swiglu_f32__ref(g2.data(), u.data(), g2.data(), n, T);
-    swiglu_f32__ref(g.data(), u2.data(), u2.data(), n, T);
+    swiglu_f32__ref(g2.data(), u.data(), g2.data(), n, T, 0, T);
+    swiglu_f32__ref(g.data(), u2.data(), u2.data(), n, T, 0, T);
     EXPECT_EQ(bit_diffs(g2, y), 0);
     EXPECT_EQ(bit_diffs(u2, y), 0);
   }
@@ -47,7 +47,7 @@ TEST(RefOps, geglu_f32__ref) {
   g[3] = 25.0f;
   g[4] = -40.0f;
   std::vector<float> y(g.size());
-  geglu_f32__ref(g.data(), u.data(), y.data(), n, T);
+  geglu_f32__ref(g.data(), u.data(), y.data(), n, T, 0, T);
   EXPECT_EQ(y[0], 0.0f);
   EXPECT_EQ(y[1], 10.0f * u[1]);
   EXPECT_EQ(y[3], 25.0f * u[3]);
@@ -63,7 +63,7 @@ TEST(RefOps, geglu_f32__ref) {
   // It is the table, not exact GELU: 1.0001 and 1.0 share an FP16 entry.
   const float gg[2] = {1.0f, 1.0001f}, uu[2] = {1.0f, 1.0f};
   float yy[2];
-  geglu_f32__ref(gg, uu, yy, 2, 1);
+  geglu_f32__ref(gg, uu, yy, 2, 1, 0, 1);
   EXPECT_EQ(yy[0], yy[1]);
 }
 
@@ -94,8 +94,8 @@ TEST(RefOpsCheckpoint, glu_f32__ref_bit_exact) {
     ASSERT_EQ(g.size(), u.size());
     ASSERT_EQ(g.size(), want.size());
     std::vector<float> y(g.size());
-    (c.gelu ? geglu_f32__ref : swiglu_f32__ref)(g.data(), u.data(), y.data(), c.n,
-                                                int64_t(g.size()) / c.n);
+    const int64_t rows = int64_t(g.size()) / c.n;
+    (c.gelu ? geglu_f32__ref : swiglu_f32__ref)(g.data(), u.data(), y.data(), c.n, rows, 0, rows);
     EXPECT_EQ(bit_diffs(y, want), 0) << "nmse " << nmse(y, want);
   }
 }
@@ -112,11 +112,11 @@ TEST(RefOps, swiglu_fused_f32__ref) {
         g[t * n + i] = x[t * 2 * n + i];
         u[t * n + i] = x[t * 2 * n + n + i];
       }
-    swiglu_f32__ref(g.data(), u.data(), want.data(), n, T);
+    swiglu_f32__ref(g.data(), u.data(), want.data(), n, T, 0, T);
     swiglu_fused_f32__ref(x.data(), y.data(), n, T);
     EXPECT_EQ(bit_diffs(y, want), 0) << n;
     // And not the swapped halves (silu of the up half).
-    swiglu_f32__ref(u.data(), g.data(), want.data(), n, T);
+    swiglu_f32__ref(u.data(), g.data(), want.data(), n, T, 0, T);
     EXPECT_GT(bit_diffs(y, want), 0) << n;
   }
 }

@@ -19,7 +19,7 @@ TEST(RefOps, rmsnorm_f32__ref) {
     auto w = randn(n, 12 + n);
     std::vector<float> y(x.size());
     const float eps = 1e-5f;
-    rmsnorm_f32__ref(x.data(), w.data(), y.data(), n, rows, eps);
+    rmsnorm_f32__ref(x.data(), w.data(), y.data(), n, rows, eps, 0, rows);
     for (int64_t r = 0; r < rows; ++r) {
       double ss = 0;
       for (int64_t i = 0; i < n; ++i) ss += double(x[r * n + i]) * x[r * n + i];
@@ -31,7 +31,7 @@ TEST(RefOps, rmsnorm_f32__ref) {
     }
     // In place gives the same bits.
     std::vector<float> z = x;
-    rmsnorm_f32__ref(z.data(), w.data(), z.data(), n, rows, eps);
+    rmsnorm_f32__ref(z.data(), w.data(), z.data(), n, rows, eps, 0, rows);
     EXPECT_EQ(bit_diffs(z, y), 0);
   }
 }
@@ -40,7 +40,7 @@ TEST(RefOps, rmsnorm_f32__ref) {
 TEST(RefOps, rmsnorm_f32__ref_hand_vector) {
   const float x[4] = {2, -2, 2, -2}, w[4] = {1, 2, 3, 4};
   float y[4];
-  rmsnorm_f32__ref(x, w, y, 4, 1, 0.0f);
+  rmsnorm_f32__ref(x, w, y, 4, 1, 0.0f, 0, 1);
   EXPECT_EQ(y[0], 1.0f);
   EXPECT_EQ(y[1], -2.0f);
   EXPECT_EQ(y[2], 3.0f);
@@ -88,7 +88,8 @@ TEST(RefOpsCheckpoint, rmsnorm_f32__ref_bit_exact) {
     ASSERT_EQ(x.size(), want.size());
     ASSERT_EQ(int64_t(w.size()), c.n);
     std::vector<float> y(x.size());
-    rmsnorm_f32__ref(x.data(), w.data(), y.data(), c.n, int64_t(x.size()) / c.n, c.eps);
+    const int64_t rows = int64_t(x.size()) / c.n;
+    rmsnorm_f32__ref(x.data(), w.data(), y.data(), c.n, rows, c.eps, 0, rows);
     EXPECT_EQ(bit_diffs(y, want), 0) << "nmse " << nmse(y, want);
   }
 }

@@ -72,9 +72,9 @@ TEST(RefOpsRegistry, ArgumentKinds) {
   for (int i = 0; i < 14; ++i) EXPECT_EQ(a->args[i], att[i]) << i;
   const KernelSymbol* r = find("rmsnorm_f32__ref");
   ASSERT_TRUE(r);
-  const K rms[] = {K::Ptr, K::Ptr, K::Ptr, K::I64, K::I64, K::F32};
-  ASSERT_EQ(r->n_args, 6);
-  for (int i = 0; i < 6; ++i) EXPECT_EQ(r->args[i], rms[i]) << i;
+  const K rms[] = {K::Ptr, K::Ptr, K::Ptr, K::I64, K::I64, K::F32, K::I64, K::I64};
+  ASSERT_EQ(r->n_args, 8);
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(r->args[i], rms[i]) << i;
 }
 
 }  // namespace

@@ -10,7 +10,8 @@
 namespace cke::test {
 namespace {
 
-using RopeFn = void (*)(float*, int64_t, int64_t, int64_t, int64_t, int64_t, float, float);
+using RopeFn = void (*)(float*, int64_t, int64_t, int64_t, int64_t, int64_t, float, float, int64_t,
+                        int64_t);
 
 // Double-precision RoPE with the textbook angle. `neox` picks the pairing.
 std::vector<double> rope_exact(const std::vector<float>& x, int64_t hd, int64_t nh, int64_t T,
@@ -49,7 +50,9 @@ void check_against_exact(RopeFn fn, bool neox) {
     auto x = randn(size_t(c.hd * c.nh * c.T), uint32_t(c.hd + c.pos0));
     const auto want = rope_exact(x, c.hd, c.nh, c.T, c.pos0, c.n_rot, c.base, c.fs, neox);
     auto y = x;
-    fn(y.data(), c.hd, c.nh, c.T, c.pos0, c.n_rot, c.base, c.fs);
+    // One call per token (the range ABI): token t's position is pos0 + t in every split.
+    for (int64_t t = 0; t < c.T; ++t)
+      fn(y.data(), c.hd, c.nh, c.T, c.pos0, c.n_rot, c.base, c.fs, t, t + 1);
     for (int64_t t = 0; t < c.T; ++t)
       for (int64_t h = 0; h < c.nh; ++h)
         for (int64_t i = 0; i < c.hd; ++i) {
@@ -80,13 +83,13 @@ TEST(RefOps, rope_neox_f32__ref) {
 // Position 0 is the identity; the pairing is visible on a unit vector.
 TEST(RefOps, rope_pairing_by_hand) {
   float a[4] = {1, 2, 3, 4};
-  rope_normal_f32__ref(a, 4, 1, 1, 0, 4, 1e4f, 1.0f);
+  rope_normal_f32__ref(a, 4, 1, 1, 0, 4, 1e4f, 1.0f, 0, 1);
   EXPECT_EQ(a[0], 1.0f);
   EXPECT_EQ(a[3], 4.0f);
   // pos 1, pair 0 angle = 1 rad: normal rotates (x0, x1), neox rotates (x0, x2).
   float n[4] = {1, 0, 0, 0}, x[4] = {1, 0, 0, 0};
-  rope_normal_f32__ref(n, 4, 1, 1, 1, 4, 1e4f, 1.0f);
-  rope_neox_f32__ref(x, 4, 1, 1, 1, 4, 1e4f, 1.0f);
+  rope_normal_f32__ref(n, 4, 1, 1, 1, 4, 1e4f, 1.0f, 0, 1);
+  rope_neox_f32__ref(x, 4, 1, 1, 1, 4, 1e4f, 1.0f, 0, 1);
   EXPECT_FLOAT_EQ(n[0], std::cos(1.0f));
   EXPECT_FLOAT_EQ(n[1], std::sin(1.0f));
   EXPECT_EQ(n[2], 0.0f);
@@ -124,7 +127,7 @@ TEST(RefOpsCheckpoint, rope_f32__ref_bit_exact) {
     ASSERT_EQ(x.size(), size_t(c.hd * c.nh * 5));
     ASSERT_EQ(x.size(), want.size());
     (c.neox ? rope_neox_f32__ref : rope_normal_f32__ref)(x.data(), c.hd, c.nh, 5, 0, c.hd, c.base,
-                                                         1.0f);
+                                                         1.0f, 0, 5);
     EXPECT_EQ(bit_diffs(x, want), 0) << "nmse " << nmse(x, want);
   }
 }
