@@ -23,10 +23,7 @@ bool build_add(const char* generator, Isa isa, const GeneratorParams& params, ki
     return false;
   Builder b(*m, m->name, {Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::I64, Kind::I64, Kind::I64});
   const V a = b.arg(0), x = b.arg(1), y = b.arg(2), n = b.arg(3), i0 = b.arg(4), i1 = b.arg(5);
-  enter_range(b, n, i0, i1);  // n = i1 - i0 elements from element i0
-  b.ptr_add(a, a, i0, 4);
-  b.ptr_add(x, x, i0, 4);
-  b.ptr_add(y, y, i0, 4);
+  enter_range(b, n, i0, i1, b.imm(1, "one_elem"), {a, x, y});  // n = i1 - i0 from element i0
   Lanes16 L(b, isa);
   V full = b.i64("full"), end = b.i64("end"), off = b.i64("off"), i = b.i64("i");
   b.andi(full, n, ~int64_t(15));
@@ -140,11 +137,7 @@ KvStoreArgs kv_store_entry(Builder& b) {
   b.if_(end, Cmp::GT, a.nctx);
   b.ret();
   b.end_if();
-  enter_range(b, a.T, t0, t1);
-  V skip = b.i64("skip");
-  b.mul(skip, t0, a.kv);
-  b.ptr_add(a.k, a.k, skip, 4);
-  b.ptr_add(a.v, a.v, skip, 4);
+  enter_range(b, a.T, t0, t1, a.kv, {a.k, a.v});
   b.add(a.pos0, a.pos0, t0);
   return a;
 }

@@ -21,18 +21,9 @@ using kir::Kind;
 using kir::Mem;
 using kir::V;
 
-// The glu.gated.v2 ABI: rows [t0, t1) of T (T = t1 - t0 after this, the row pointers on t0
-// rows).
+// The glu.gated.v2 ABI: gate, up, y, n, T, then rows [begin, end) of T.
 const std::vector<Kind> kGluAbi = {Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::I64,
                                    Kind::I64, Kind::I64, Kind::I64};
-void glu_range(Builder& b, V gate, V up, V y, V n, V T, V t0, V t1) {
-  enter_range(b, T, t0, t1);
-  V skip = b.i64("skip");
-  b.mul(skip, t0, n);
-  b.ptr_add(gate, gate, skip, 4);
-  b.ptr_add(up, up, skip, 4);
-  b.ptr_add(y, y, skip, 4);
-}
 
 bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::Module* m,
            std::string* err) {
@@ -45,7 +36,7 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
   const V gate = b.arg(0), up = b.arg(1), y = b.arg(2), n = b.arg(3), T = b.arg(4);
   ret_if(b, n, Cmp::LE, 0);
   ret_unless_multiple(b, n, 16);  // outside the contract's admitted shapes: nothing written
-  glu_range(b, gate, up, y, n, T, b.arg(5), b.arg(6));
+  enter_range(b, T, b.arg(5), b.arg(6), n, {gate, up, y});
 
   Lanes16 L(b, isa);
   const ExpConsts ec = exp_consts(L);
@@ -80,7 +71,7 @@ bool build_geglu(const char* generator, Isa isa, const GeneratorParams& params, 
   const V gate = b.arg(0), up = b.arg(1), y = b.arg(2), n = b.arg(3), T = b.arg(4);
   ret_if(b, n, Cmp::LE, 0);
   ret_unless_multiple(b, n, 16);  // outside the contract's admitted shapes: nothing written
-  glu_range(b, gate, up, y, n, T, b.arg(5), b.arg(6));
+  enter_range(b, T, b.arg(5), b.arg(6), n, {gate, up, y});
 
   Lanes16 L(b, isa);
   const V16 lo = L.splat(0xC1200000u, "minus10"), hi = L.splat(0x41200000u, "plus10"),

@@ -14,7 +14,8 @@ bool op_prologue(const GeneratorParams& params, std::string_view generator, Isa 
   return true;
 }
 
-void enter_range(kir::Builder& b, kir::V extent, kir::V begin, kir::V end) {
+void enter_range(kir::Builder& b, kir::V extent, kir::V begin, kir::V end, kir::V row_floats,
+                 std::initializer_list<kir::V> rows) {
   ret_if(b, begin, kir::Cmp::LT, 0);
   b.if_(begin, kir::Cmp::GE, end);
   b.ret();
@@ -23,6 +24,9 @@ void enter_range(kir::Builder& b, kir::V extent, kir::V begin, kir::V end) {
   b.ret();
   b.end_if();
   b.sub(extent, end, begin);
+  kir::V skip = b.i64("skip");
+  b.mul(skip, begin, row_floats);
+  for (kir::V p : rows) b.ptr_add(p, p, skip, 4);
 }
 
 void ret_unless_multiple(kir::Builder& b, kir::V n, int64_t multiple) {

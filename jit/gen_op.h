@@ -4,6 +4,7 @@
 // admits only in multiples of a lane group.
 #pragma once
 
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,9 +22,11 @@ bool op_prologue(const GeneratorParams& params, std::string_view generator, Isa 
 
 // The range ABI of a row-wise op the plan splits (kernels/ref/ops.h): rows [begin, end) of
 // `extent`. Returns from the kernel (nothing written) unless 0 <= begin < end <= extent,
-// else sets extent = end - begin: the body then runs as a call of that many rows, and the
-// caller moves its row pointers (and positions) on by `begin` rows.
-void enter_range(kir::Builder& b, kir::V extent, kir::V begin, kir::V end);
+// else sets extent = end - begin and moves each float pointer in `rows` on by `begin` rows
+// of `row_floats` floats: the body then runs as a call of that many rows (positions, where
+// an op has them, are the caller's to move).
+void enter_range(kir::Builder& b, kir::V extent, kir::V begin, kir::V end, kir::V row_floats,
+                 std::initializer_list<kir::V> rows);
 
 // `if (n % multiple != 0) return;` (multiple: a power of two): a call outside the shapes
 // the map admits writes nothing.

@@ -30,13 +30,7 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
           r0 = b.arg(6), r1 = b.arg(7);
   ret_if(b, n, Cmp::LE, 0);
   ret_unless_multiple(b, n, 16);  // outside the contract's admitted shapes: nothing written
-  enter_range(b, rows, r0, r1);   // rows = r1 - r0, from row r0
-  {
-    V skip = b.i64("skip");
-    b.mul(skip, r0, n);
-    b.ptr_add(x, x, skip, 4);
-    b.ptr_add(y, y, skip, 4);
-  }
+  enter_range(b, rows, r0, r1, n, {x, y});  // rows = r1 - r0, from row r0
 
   Lanes16 L(b, isa);
   V nd = b.vec(128, Cls::F, "n_f64"), one = b.vec(128, Cls::F, "one");

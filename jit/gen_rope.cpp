@@ -74,12 +74,10 @@ bool build(const char* generator, Isa isa, bool neox, const GeneratorParams& par
   ret_if(b, n_rot, Cmp::GT, kRopeMaxRot);
   ret_unless_multiple(b, n_rot, neox ? 32 : 16);
   ret_if(b, n_heads, Cmp::LE, 0);
-  enter_range(b, T, t0, t1);  // tokens [t0, t1): x on t0 rows, their positions from pos0 + t0
-  {
-    V skip = b.i64("skip");
-    b.mul(skip, t0, head_dim);
-    b.mul(skip, skip, n_heads);
-    b.ptr_add(x, x, skip, 4);
+  {  // tokens [t0, t1): x on t0 rows, their positions from pos0 + t0
+    V row = b.i64("row_floats");
+    b.mul(row, head_dim, n_heads);
+    enter_range(b, T, t0, t1, row, {x});
     b.add(pos0, pos0, t0);
   }
 
