@@ -44,8 +44,8 @@ struct Workload {
 std::vector<Workload> workloads(const std::string& op) {
   using Rope =
       void (*)(float*, int64_t, int64_t, int64_t, int64_t, int64_t, float, float, int64_t, int64_t);
-  using Scale = void (*)(const float*, float*, int64_t, float);
-  using Bias = void (*)(const float*, const float*, float*, int64_t, int64_t);
+  using Scale = void (*)(const float*, float*, int64_t, float, int64_t, int64_t);
+  using Bias = void (*)(const float*, const float*, float*, int64_t, int64_t, int64_t, int64_t);
   using Glu = void (*)(const float*, const float*, float*, int64_t, int64_t, int64_t, int64_t);
   std::vector<Workload> w;
   if (op == "rope") {
@@ -58,8 +58,9 @@ std::vector<Workload> workloads(const std::string& op) {
     }
   } else if (op == "scale") {
     auto x = std::make_shared<std::vector<float>>(randv(4096, 4));
-    w.push_back({"/n=4096", 4096,
-                 [x](void* fn) { reinterpret_cast<Scale>(fn)(x->data(), x->data(), 4096, 1.0f); }});
+    w.push_back({"/n=4096", 4096, [x](void* fn) {
+                   reinterpret_cast<Scale>(fn)(x->data(), x->data(), 4096, 1.0f, 0, 4096);
+                 }});
   } else if (op == "rmsnorm") {
     using Norm =
         void (*)(const float*, const float*, float*, int64_t, int64_t, float, int64_t, int64_t);
@@ -75,7 +76,7 @@ std::vector<Workload> workloads(const std::string& op) {
     auto x = std::make_shared<std::vector<float>>(randv(4096, 5));
     auto b = std::make_shared<std::vector<float>>(4096, 0.0f);
     w.push_back({"/n=4096/T=1", 4096, [x, b](void* fn) {
-                   reinterpret_cast<Bias>(fn)(x->data(), b->data(), x->data(), 4096, 1);
+                   reinterpret_cast<Bias>(fn)(x->data(), b->data(), x->data(), 4096, 1, 0, 1);
                  }});
   } else if (op == "glu") {
     auto g = std::make_shared<std::vector<float>>(randv(11008, 6));

@@ -53,10 +53,12 @@ bool build_add_bias(const char* generator, Isa isa, const GeneratorParams& param
   if (!op_prologue(params, generator, isa,
                    "contract add_bias.f32.ggml (y[t][i] = fl(x[t][i] + b[i]))", m, err))
     return false;
-  Builder b(*m, m->name, {Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::I64, Kind::I64});
-  const V x = b.arg(0), bias = b.arg(1), y = b.arg(2), n = b.arg(3), T = b.arg(4);
+  Builder b(*m, m->name,
+            {Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::I64, Kind::I64, Kind::I64, Kind::I64});
+  const V x = b.arg(0), bias = b.arg(1), y = b.arg(2), n = b.arg(3), T = b.arg(4), t0 = b.arg(5),
+          t1 = b.arg(6);
   ret_if(b, n, Cmp::LE, 0);
-  ret_if(b, T, Cmp::LE, 0);
+  enter_range(b, T, t0, t1, n, {x, y});  // T = t1 - t0, from token t0
   Lanes16 L(b, isa);
   V full = b.i64("full"), end = b.i64("end"), row_bytes = b.i64("row_bytes"), off = b.i64("off"),
     i = b.i64("i"), t = b.i64("t");
@@ -91,14 +93,14 @@ bool build_add_bias(const char* generator, Isa isa, const GeneratorParams& param
   return true;
 }
 
-// y = fl(x * s) over n elements: 16-lane groups, then the tail.
+// y = fl(x * s) over elements [i0, i1) of n: 16-lane groups, then the tail.
 bool build_scale(const char* generator, Isa isa, const GeneratorParams& params, kir::Module* m,
                  std::string* err) {
   if (!op_prologue(params, generator, isa, "contract scale.f32.ggml (y = fl(x * s))", m, err))
     return false;
-  Builder b(*m, m->name, {Kind::Ptr, Kind::Ptr, Kind::I64, Kind::F32});
-  const V x = b.arg(0), y = b.arg(1), n = b.arg(2), sc = b.arg(3);
-  ret_if(b, n, Cmp::LE, 0);
+  Builder b(*m, m->name, {Kind::Ptr, Kind::Ptr, Kind::I64, Kind::F32, Kind::I64, Kind::I64});
+  const V x = b.arg(0), y = b.arg(1), n = b.arg(2), sc = b.arg(3), i0 = b.arg(4), i1 = b.arg(5);
+  enter_range(b, n, i0, i1, b.imm(1, "one_elem"), {x, y});  // n = i1 - i0 from element i0
   Lanes16 L(b, isa);
   const V16 s16 = L.bcast(sc, "s16");
   V full = b.i64("full"), end = b.i64("end"), off = b.i64("off"), i = b.i64("i");

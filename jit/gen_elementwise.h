@@ -14,11 +14,12 @@
 
 namespace cke::jit::gen {
 
-// The ABIs of the *_ref kernels (add and kv_store: the range ABI of kernels/ref/ops.h).
+// The ABIs of the *_ref kernels (each the range ABI of kernels/ref/ops.h).
 using AddFn = void (*)(const float* a, const float* b, float* y, int64_t n, int64_t begin,
                        int64_t end);
-using AddBiasFn = void (*)(const float* x, const float* b, float* y, int64_t n, int64_t T);
-using ScaleFn = void (*)(const float* x, float* y, int64_t n, float s);
+using AddBiasFn = void (*)(const float* x, const float* b, float* y, int64_t n, int64_t T,
+                           int64_t begin, int64_t end);
+using ScaleFn = void (*)(const float* x, float* y, int64_t n, float s, int64_t begin, int64_t end);
 using KvStoreFn = void (*)(const float* k, const float* v, float* k_cache, float* v_cache,
                            int64_t kv_dim, int64_t n_ctx, int64_t pos0, int64_t T, int64_t begin,
                            int64_t end);

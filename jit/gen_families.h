@@ -26,11 +26,13 @@
 
 namespace cke::jit::gen {
 
-// The ABIs of layernorm_f32__ref, relu_sqr_f32__ref and swiglu_fused_f32__ref.
+// The ABIs of layernorm_f32__ref, relu_sqr_f32__ref and swiglu_fused_f32__ref (the range
+// ABI of kernels/ref/ops.h: rows, elements, tokens [begin, end)).
 using LayerNormFn = void (*)(const float* x, const float* w, const float* b, float* y, int64_t n,
-                             int64_t rows, float eps);
-using ReluSqrFn = void (*)(const float* x, float* y, int64_t n);
-using GluFusedFn = void (*)(const float* x, float* y, int64_t n, int64_t T);
+                             int64_t rows, float eps, int64_t begin, int64_t end);
+using ReluSqrFn = void (*)(const float* x, float* y, int64_t n, int64_t begin, int64_t end);
+using GluFusedFn = void (*)(const float* x, float* y, int64_t n, int64_t T, int64_t begin,
+                            int64_t end);
 
 // impl.params: none.
 bool build_layernorm_f32_avx512(const GeneratorParams& p, kir::Module* m, std::string* err);

@@ -21,11 +21,12 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
                    "ggml_v_expf(0 - g)), y = silu * up)",
                    m, err))
     return false;
-  Builder b(*m, m->name, {Kind::Ptr, Kind::Ptr, Kind::I64, Kind::I64});
-  const V x = b.arg(0), y = b.arg(1), n = b.arg(2), T = b.arg(3);
+  Builder b(*m, m->name, {Kind::Ptr, Kind::Ptr, Kind::I64, Kind::I64, Kind::I64, Kind::I64});
+  const V x = b.arg(0), y = b.arg(1), n = b.arg(2), T = b.arg(3), t0 = b.arg(4), t1 = b.arg(5);
   ret_if(b, n, Cmp::LE, 0);
-  ret_if(b, T, Cmp::LE, 0);
   ret_unless_multiple(b, n, 16);  // outside the contract's admitted shapes: nothing written
+  // T = t1 - t0 from token t0: y's rows are n floats, x's 2n (skip * 8 bytes).
+  b.ptr_add(x, x, enter_range(b, T, t0, t1, n, {y}), 8);
 
   Lanes16 L(b, isa);
   const ExpConsts ec = exp_consts(L);

@@ -23,12 +23,13 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
                    m, err))
     return false;
   Builder b(*m, m->name,
-            {Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::I64, Kind::I64, Kind::F32});
+            {Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::I64, Kind::I64, Kind::F32, Kind::I64,
+             Kind::I64});
   const V x = b.arg(0), w = b.arg(1), bias = b.arg(2), y = b.arg(3), n = b.arg(4), rows = b.arg(5),
-          eps = b.arg(6);
+          eps = b.arg(6), r0 = b.arg(7), r1 = b.arg(8);
   ret_if(b, n, Cmp::LE, 0);
-  ret_if(b, rows, Cmp::LE, 0);
   ret_unless_multiple(b, n, 16);  // outside the contract's admitted shapes: nothing written
+  enter_range(b, rows, r0, r1, n, {x, y});  // rows = r1 - r0, from row r0
 
   Lanes16 L(b, isa);
   V nd = b.vec(128, Cls::F, "n_f64"), nf = b.vec(128, Cls::F, "n_f32"),

@@ -14,8 +14,8 @@ bool op_prologue(const GeneratorParams& params, std::string_view generator, Isa 
   return true;
 }
 
-void enter_range(kir::Builder& b, kir::V extent, kir::V begin, kir::V end, kir::V row_floats,
-                 std::initializer_list<kir::V> rows) {
+kir::V enter_range(kir::Builder& b, kir::V extent, kir::V begin, kir::V end, kir::V row_floats,
+                   std::initializer_list<kir::V> rows) {
   ret_if(b, begin, kir::Cmp::LT, 0);
   b.if_(begin, kir::Cmp::GE, end);
   b.ret();
@@ -27,6 +27,7 @@ void enter_range(kir::Builder& b, kir::V extent, kir::V begin, kir::V end, kir::
   kir::V skip = b.i64("skip");
   b.mul(skip, begin, row_floats);
   for (kir::V p : rows) b.ptr_add(p, p, skip, 4);
+  return skip;
 }
 
 void ret_unless_multiple(kir::Builder& b, kir::V n, int64_t multiple) {

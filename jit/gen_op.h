@@ -24,9 +24,10 @@ bool op_prologue(const GeneratorParams& params, std::string_view generator, Isa 
 // `extent`. Returns from the kernel (nothing written) unless 0 <= begin < end <= extent,
 // else sets extent = end - begin and moves each float pointer in `rows` on by `begin` rows
 // of `row_floats` floats: the body then runs as a call of that many rows (positions, where
-// an op has them, are the caller's to move).
-void enter_range(kir::Builder& b, kir::V extent, kir::V begin, kir::V end, kir::V row_floats,
-                 std::initializer_list<kir::V> rows);
+// an op has them, are the caller's to move). Returns begin * row_floats, for a pointer whose
+// rows are a multiple of that width.
+kir::V enter_range(kir::Builder& b, kir::V extent, kir::V begin, kir::V end, kir::V row_floats,
+                   std::initializer_list<kir::V> rows);
 
 // `if (n % multiple != 0) return;` (multiple: a power of two): a call outside the shapes
 // the map admits writes nothing.

@@ -22,9 +22,9 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
                    "as maxps(x, +0), y = fl(r * r))",
                    m, err))
     return false;
-  Builder b(*m, m->name, {Kind::Ptr, Kind::Ptr, Kind::I64});
-  const V x = b.arg(0), y = b.arg(1), n = b.arg(2);
-  ret_if(b, n, Cmp::LE, 0);
+  Builder b(*m, m->name, {Kind::Ptr, Kind::Ptr, Kind::I64, Kind::I64, Kind::I64});
+  const V x = b.arg(0), y = b.arg(1), n = b.arg(2), i0 = b.arg(3), i1 = b.arg(4);
+  enter_range(b, n, i0, i1, b.imm(1, "one_elem"), {x, y});  // n = i1 - i0 from element i0
   Lanes16 L(b, isa);
   const V16 zero16 = L.splat(0u, "zero16");
   V full = b.i64("full"), end = b.i64("end"), off = b.i64("off"), i = b.i64("i");

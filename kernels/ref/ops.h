@@ -4,9 +4,9 @@
 // Shapes are ggml order, first dim contiguous. "T" is the number of tokens in this call,
 // "pos0" the absolute position of its first token.
 //
-// Row-wise steps the plan splits across threads (rmsnorm, add, glu, rope, kv_store) take
-// the range of their parallel dim last: [begin, end) of it, the rest of the call as if
-// whole; a range that is empty or leaves [0, extent] writes nothing.
+// Row-wise steps the plan splits across threads (rmsnorm, layernorm, add, add_bias, scale,
+// unary, glu, rope, kv_store) take the range of their parallel dim last: [begin, end) of it, the
+// rest of the call as if whole; a range that is empty or leaves [0, extent] writes nothing.
 #pragma once
 
 #include <cstdint>
@@ -47,8 +47,9 @@ void rmsnorm_f32__ref(const float* x, const float* w, float* y, int64_t n, int64
 // LayerNorm (ggml NORM, then MUL by w, then ADD of b): per row of n, mean from a double sum
 // rounded to float, variance from ggml_vec_cvar_f32's AVX-512 16-groups (reduce_add16 into a
 // double) and tail, y = fl(fl(fl((x - mean) * scale) * w) + b). x, y: [n, rows] (may alias).
+// Rows [begin, end) of rows.
 void layernorm_f32__ref(const float* x, const float* w, const float* b, float* y, int64_t n,
-                        int64_t rows, float eps);
+                        int64_t rows, float eps, int64_t begin, int64_t end);
 
 // §5 RoPE in place on x: [head_dim, n_heads, T]; token t has position pos0 + t. The first
 // n_rot dims of each head rotate (pairs (2i, 2i+1) for normal, (i, i + n_rot/2) for neox);
@@ -95,12 +96,15 @@ void attention_f16_flash__ref(const float* q, const uint16_t* k_cache, const uin
 // §8 Elementwise: y = a + b over elements [begin, end) of n (may alias a or b).
 void add_f32__ref(const float* a, const float* b, float* y, int64_t n, int64_t begin, int64_t end);
 // §4 Bias add broadcast over tokens: y[t][i] = x[t][i] + b[i]; x, y: [n, T] (may alias).
-void add_bias_f32__ref(const float* x, const float* b, float* y, int64_t n, int64_t T);
-// §8 SCALE: y = fl(x * s) over n elements (may alias).
-void scale_f32__ref(const float* x, float* y, int64_t n, float s);
+// Tokens [begin, end) of T.
+void add_bias_f32__ref(const float* x, const float* b, float* y, int64_t n, int64_t T,
+                       int64_t begin, int64_t end);
+// §8 SCALE: y = fl(x * s) over elements [begin, end) of n (may alias).
+void scale_f32__ref(const float* x, float* y, int64_t n, float s, int64_t begin, int64_t end);
 
-// Squared ReLU (ggml RELU then SQR): y = fl(r * r), r = x > 0 ? x : 0, n elements (may alias).
-void relu_sqr_f32__ref(const float* x, float* y, int64_t n);
+// Squared ReLU (ggml RELU then SQR): y = fl(r * r), r = x > 0 ? x : 0, over elements
+// [begin, end) of n (may alias).
+void relu_sqr_f32__ref(const float* x, float* y, int64_t n, int64_t begin, int64_t end);
 
 // §7 Gated FFN activations, per row of n (the FFN width), rows [begin, end) of T; y may
 // alias gate or up.
@@ -109,7 +113,8 @@ void swiglu_f32__ref(const float* gate, const float* up, float* y, int64_t n, in
                      int64_t begin, int64_t end);
 // SwiGLU of one fused projection: x: [2n, T], row t = gate (n) then up (n); y: [n, T]
 // (must not alias x). Same arithmetic as swiglu_f32__ref.
-void swiglu_fused_f32__ref(const float* x, float* y, int64_t n, int64_t T);
+void swiglu_fused_f32__ref(const float* x, float* y, int64_t n, int64_t T, int64_t begin,
+                           int64_t end);
 // GeGLU (tanh GELU through ggml's FP16 table, ±10 edges): y = gelu(gate) * up.
 void geglu_f32__ref(const float* gate, const float* up, float* y, int64_t n, int64_t T,
                     int64_t begin, int64_t end);

@@ -23,9 +23,11 @@ void swiglu_f32__ref(const float* gate, const float* up, float* y, int64_t n, in
 // The un-split form (ggml_swiglu of one tensor, llama.cpp's fused up+gate projection): row t
 // of x holds 2n values, the gate in [0, n) and the up half in [n, 2n); the same arithmetic
 // as swiglu_f32__ref on those halves (ggml_vec_swiglu_f32 on the two row pointers).
-void swiglu_fused_f32__ref(const float* x, float* y, int64_t n, int64_t T) {
+void swiglu_fused_f32__ref(const float* x, float* y, int64_t n, int64_t T, int64_t begin,
+                           int64_t end) {
+  if (!cke_ref_in_range(T, begin, end)) return;
   const int64_t n16 = n & ~int64_t(15);
-  for (int64_t t = 0; t < T; ++t) {
+  for (int64_t t = begin; t < end; ++t) {
     const float* g = x + t * 2 * n;
     const float* u = g + n;
     float* o = y + t * n;

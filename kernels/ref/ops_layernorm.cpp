@@ -15,9 +15,10 @@
 #include "kernels/ref/ops_ggml_math.h"
 
 extern "C" void layernorm_f32__ref(const float* x, const float* w, const float* b, float* y,
-                                   int64_t n, int64_t rows, float eps) {
+                                   int64_t n, int64_t rows, float eps, int64_t begin, int64_t end) {
+  if (!cke_ref_in_range(rows, begin, end)) return;
   const int64_t n16 = n & ~int64_t(15);
-  for (int64_t r = 0; r < rows; ++r) {
+  for (int64_t r = begin; r < end; ++r) {
     const float* xr = x + r * n;
     float* yr = y + r * n;
     double sum = 0.0;

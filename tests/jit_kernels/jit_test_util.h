@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "jit/generators.h"
@@ -24,6 +25,22 @@ template <class F>
 F dirtied(F fn, int fill) {
   dirty_stack(uint8_t(fill));
   return fn;
+}
+
+// The range ABI (kernels/ref/ops.h) as the plan's split runs it: fn(args..., begin, end)
+// over [0, extent) in two calls, [0, extent / 2) and [extent / 2, extent) (one call when
+// extent < 2). Each call must write only its rows, so the pair writes what one whole call
+// (the reference's) does.
+template <class F, class... A>
+void call_split(F fn, int line, int64_t extent, A... args) {
+  const int64_t k = extent / 2;
+  if (k > 0) dirtied(fn, line)(args..., int64_t(0), k);
+  dirtied(fn, line)(args..., k, extent);
+}
+
+// Ranges outside the call (begin < 0, empty, past the extent): nothing may be written.
+inline std::vector<std::pair<int64_t, int64_t>> bad_ranges(int64_t extent) {
+  return {{-1, extent}, {0, 0}, {1, 1}, {extent, extent}, {0, extent + 1}, {2, 1}};
 }
 
 // Empty when this machine has every feature the generator needs, else the missing ones.

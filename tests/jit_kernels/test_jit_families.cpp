@@ -2,7 +2,8 @@
 // against the reference kernel of their contract, and their emitted C against their machine
 // code: every output bit-identical (a NaN matches any NaN), on random rows over many
 // decades, special values (±0, ±Inf, NaN, subnormals, huge), in place where the map allows
-// it, and calls outside the contract (nothing written).
+// it, split as the plan's range calls (two halves against one whole reference call), and
+// calls outside the contract or their range (nothing written).
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -62,16 +63,13 @@ std::string layernorm_case(const GeneratedKernel<LayerNormFn>& l, const std::vec
                            float eps) {
   const int64_t rows = int64_t(x.size()) / n;
   std::vector<float> yr(x.size(), 7.0f), yj = yr, yc = yr;
-  l.ref(x.data(), w.data(), b.data(), yr.data(), n, rows, eps);
-  dirty_stack(uint8_t(__LINE__));
-  l.fn(x.data(), w.data(), b.data(), yj.data(), n, rows, eps);
-  dirty_stack(uint8_t(__LINE__));
-  l.cfn(x.data(), w.data(), b.data(), yc.data(), n, rows, eps);
+  l.ref(x.data(), w.data(), b.data(), yr.data(), n, rows, eps, 0, rows);
+  call_split(l.fn, __LINE__, rows, x.data(), w.data(), b.data(), yj.data(), n, rows, eps);
+  dirtied(l.cfn, __LINE__)(x.data(), w.data(), b.data(), yc.data(), n, rows, eps, 0, rows);
   if (std::string d = diff(yj, yr, yc); !d.empty())
     return fmt::format("n={} rows={} eps={} {}", n, rows, eps, d);
   std::vector<float> xi = x;  // in place
-  dirty_stack(uint8_t(__LINE__));
-  l.fn(xi.data(), w.data(), b.data(), xi.data(), n, rows, eps);
+  dirtied(l.fn, __LINE__)(xi.data(), w.data(), b.data(), xi.data(), n, rows, eps, 0, rows);
   if (std::string d = diff(xi, yr, xi); !d.empty()) return "in place " + d;
   return "";
 }
@@ -106,11 +104,14 @@ void run_layernorm(const std::string& id) {
   {  // outside the contract (n % 16 != 0, n or rows <= 0): nothing written
     std::vector<float> x(40, 1.0f), w(40, 1.0f), y(40, 7.0f);
     for (auto [n, rows] : {std::pair<int64_t, int64_t>{20, 2}, {0, 1}, {16, 0}, {-16, 1}}) {
-      dirty_stack(uint8_t(__LINE__));
-      l.fn(x.data(), w.data(), w.data(), y.data(), n, rows, 1e-5f);
-      dirty_stack(uint8_t(__LINE__));
-      l.cfn(x.data(), w.data(), w.data(), y.data(), n, rows, 1e-5f);
+      dirtied(l.fn, __LINE__)(x.data(), w.data(), w.data(), y.data(), n, rows, 1e-5f, 0, rows);
+      dirtied(l.cfn, __LINE__)(x.data(), w.data(), w.data(), y.data(), n, rows, 1e-5f, 0, rows);
       for (float v : y) ASSERT_EQ(v, 7.0f) << "n=" << n << " rows=" << rows;
+    }
+    for (auto [b, e] : bad_ranges(2)) {  // rows outside the call: nothing written
+      dirtied(l.fn, __LINE__)(x.data(), w.data(), w.data(), y.data(), 16, 2, 1e-5f, b, e);
+      dirtied(l.cfn, __LINE__)(x.data(), w.data(), w.data(), y.data(), 16, 2, 1e-5f, b, e);
+      for (float v : y) ASSERT_EQ(v, 7.0f) << "range [" << b << ", " << e << ")";
     }
   }
 }
@@ -136,34 +137,33 @@ void run_relu_sqr(const std::string& id) {
     auto x = values(size_t(n), rng, 30.0f);
     for (int64_t i = 2; i < n; i += 5) x[size_t(i)] = sp[size_t(i) % std::size(sp)];
     std::vector<float> yr(size_t(n), 7.0f), yj = yr, yc = yr;
-    l.ref(x.data(), yr.data(), n);
-    dirty_stack(uint8_t(__LINE__));
-    l.fn(x.data(), yj.data(), n);
-    dirty_stack(uint8_t(__LINE__));
-    l.cfn(x.data(), yc.data(), n);
+    l.ref(x.data(), yr.data(), n, 0, n);
+    call_split(l.fn, __LINE__, n, x.data(), yj.data(), n);
+    dirtied(l.cfn, __LINE__)(x.data(), yc.data(), n, 0, n);
     EXPECT_EQ(diff(yj, yr, yc), "") << "n=" << n;
     std::vector<float> xi = x;  // in place
-    dirty_stack(uint8_t(__LINE__));
-    l.fn(xi.data(), xi.data(), n);
+    dirtied(l.fn, __LINE__)(xi.data(), xi.data(), n, 0, n);
     EXPECT_EQ(diff(xi, yr, xi), "") << "in place, n=" << n;
   }
   {  // every special in every lane position (signs of zero included)
     std::vector<float> x(16 * std::size(sp));
     for (size_t i = 0; i < x.size(); ++i) x[i] = sp[(i + i / 16) % std::size(sp)];
     std::vector<float> yr(x.size()), yj(x.size()), yc(x.size());
-    l.ref(x.data(), yr.data(), int64_t(x.size()));
-    dirty_stack(uint8_t(__LINE__));
-    l.fn(x.data(), yj.data(), int64_t(x.size()));
-    dirty_stack(uint8_t(__LINE__));
-    l.cfn(x.data(), yc.data(), int64_t(x.size()));
+    const int64_t n = int64_t(x.size());
+    l.ref(x.data(), yr.data(), n, 0, n);
+    dirtied(l.fn, __LINE__)(x.data(), yj.data(), n, 0, n);
+    dirtied(l.cfn, __LINE__)(x.data(), yc.data(), n, 0, n);
     EXPECT_EQ(diff(yj, yr, yc), "") << "specials";
   }
   std::vector<float> x(4, 1.0f), y(4, 7.0f);
-  dirty_stack(uint8_t(__LINE__));
-  l.fn(x.data(), y.data(), 0);
-  dirty_stack(uint8_t(__LINE__));
-  l.cfn(x.data(), y.data(), -4);
+  dirtied(l.fn, __LINE__)(x.data(), y.data(), 0, 0, 0);
+  dirtied(l.cfn, __LINE__)(x.data(), y.data(), -4, 0, -4);
   for (float v : y) EXPECT_EQ(v, 7.0f) << "n <= 0 writes nothing";
+  for (auto [b, e] : bad_ranges(4)) {
+    dirtied(l.fn, __LINE__)(x.data(), y.data(), 4, b, e);
+    dirtied(l.cfn, __LINE__)(x.data(), y.data(), 4, b, e);
+    for (float v : y) EXPECT_EQ(v, 7.0f) << "range [" << b << ", " << e << ")";
+  }
 }
 
 TEST(JitOps, relu_sqr_f32_f32_16l__avx512) {
@@ -194,11 +194,9 @@ void run_swiglu_fused(const std::string& id) {
           x[size_t(t * 2 * n + n + i)] = ud(rng);
         }
       std::vector<float> yr(size_t(n * T), 7.0f), yj = yr, yc = yr;
-      l.ref(x.data(), yr.data(), n, T);
-      dirty_stack(uint8_t(__LINE__));
-      l.fn(x.data(), yj.data(), n, T);
-      dirty_stack(uint8_t(__LINE__));
-      l.cfn(x.data(), yc.data(), n, T);
+      l.ref(x.data(), yr.data(), n, T, 0, T);
+      call_split(l.fn, __LINE__, T, x.data(), yj.data(), n, T);
+      dirtied(l.cfn, __LINE__)(x.data(), yc.data(), n, T, 0, T);
       EXPECT_EQ(diff(yj, yr, yc), "")
           << "n=" << n << " T=" << T << " gate in [" << lo << ", " << hi << "]";
     }
@@ -213,21 +211,22 @@ void run_swiglu_fused(const std::string& id) {
         x[size_t(t * 2 * n + n + i)] = sp[t];
       }
     std::vector<float> yr(size_t(n * T)), yj(yr.size()), yc(yr.size());
-    l.ref(x.data(), yr.data(), n, T);
-    dirty_stack(uint8_t(__LINE__));
-    l.fn(x.data(), yj.data(), n, T);
-    dirty_stack(uint8_t(__LINE__));
-    l.cfn(x.data(), yc.data(), n, T);
+    l.ref(x.data(), yr.data(), n, T, 0, T);
+    call_split(l.fn, __LINE__, T, x.data(), yj.data(), n, T);
+    dirtied(l.cfn, __LINE__)(x.data(), yc.data(), n, T, 0, T);
     EXPECT_EQ(diff(yj, yr, yc), "") << "specials";
   }
   {  // outside the contract (n % 16 != 0, n or T <= 0): nothing written
     std::vector<float> x(80, 1.0f), y(40, 7.0f);
     for (auto [n, T] : {std::pair<int64_t, int64_t>{20, 2}, {0, 1}, {16, 0}, {-16, 1}}) {
-      dirty_stack(uint8_t(__LINE__));
-      l.fn(x.data(), y.data(), n, T);
-      dirty_stack(uint8_t(__LINE__));
-      l.cfn(x.data(), y.data(), n, T);
+      dirtied(l.fn, __LINE__)(x.data(), y.data(), n, T, 0, T);
+      dirtied(l.cfn, __LINE__)(x.data(), y.data(), n, T, 0, T);
       for (float v : y) ASSERT_EQ(v, 7.0f) << "n=" << n << " T=" << T;
+    }
+    for (auto [b, e] : bad_ranges(2)) {  // tokens outside the call: nothing written
+      dirtied(l.fn, __LINE__)(x.data(), y.data(), 16, 2, b, e);
+      dirtied(l.cfn, __LINE__)(x.data(), y.data(), 16, 2, b, e);
+      for (float v : y) ASSERT_EQ(v, 7.0f) << "range [" << b << ", " << e << ")";
     }
   }
 }

@@ -35,22 +35,6 @@ Loaded load(const std::string& id, const std::string& op, std::string* skip) {
   return load_generated<void*>(id, op, skip);
 }
 
-// The range ABI (kernels/ref/ops.h) as the plan's split runs it: fn(args..., begin, end)
-// over [0, extent) in two calls, [0, extent / 2) and [extent / 2, extent) (one call when
-// extent < 2). Each call must write only its rows, so the pair writes what one whole call
-// (the reference's) does.
-template <class F, class... A>
-void call_split(F fn, int line, int64_t extent, A... args) {
-  const int64_t k = extent / 2;
-  if (k > 0) dirtied(fn, line)(args..., int64_t(0), k);
-  dirtied(fn, line)(args..., k, extent);
-}
-
-// Ranges outside the call (begin < 0, empty, past the extent): nothing may be written.
-std::vector<std::pair<int64_t, int64_t>> bad_ranges(int64_t extent) {
-  return {{-1, extent}, {0, 0}, {1, 1}, {extent, extent}, {0, extent + 1}, {2, 1}};
-}
-
 std::string show(float x) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.9g (%a)", double(x), double(x));
@@ -277,19 +261,27 @@ void run_add_bias(const std::string& id) {
     std::vector<float> br(size_t(n * T));
     for (int64_t i = 0; i < n * T; ++i) br[size_t(i)] = b[size_t(i % n)];
     std::vector<float> yr(size_t(n * T), 7.0f), yj = yr, yc = yr;
-    reinterpret_cast<AddBiasFn>(l.ref)(x.data(), b.data(), yr.data(), n, T);
-    dirtied(reinterpret_cast<AddBiasFn>(l.fn), __LINE__)(x.data(), b.data(), yj.data(), n, T);
-    dirtied(reinterpret_cast<AddBiasFn>(l.cfn), __LINE__)(x.data(), b.data(), yc.data(), n, T);
+    reinterpret_cast<AddBiasFn>(l.ref)(x.data(), b.data(), yr.data(), n, T, 0, T);
+    call_split(reinterpret_cast<AddBiasFn>(l.fn), __LINE__, T, x.data(), b.data(), yj.data(), n, T);
+    dirtied(reinterpret_cast<AddBiasFn>(l.cfn), __LINE__)(x.data(), b.data(), yc.data(), n, T, 0,
+                                                          T);
     EXPECT_EQ(diff(yj, yr, yc, x, br), "") << "n=" << n << " T=" << T;
     std::vector<float> xi = x;  // in place
-    dirtied(reinterpret_cast<AddBiasFn>(l.fn), __LINE__)(xi.data(), b.data(), xi.data(), n, T);
+    dirtied(reinterpret_cast<AddBiasFn>(l.fn), __LINE__)(xi.data(), b.data(), xi.data(), n, T, 0,
+                                                         T);
     EXPECT_EQ(diff(xi, yr, xi, x, br), "") << "in place, n=" << n << " T=" << T;
   }
   std::vector<float> x(32, 1.0f), y(32, 7.0f);
   for (auto [n, T] : {std::pair<int64_t, int64_t>{0, 1}, {16, 0}, {-16, 1}, {16, -1}}) {
-    dirtied(reinterpret_cast<AddBiasFn>(l.fn), __LINE__)(x.data(), x.data(), y.data(), n, T);
-    dirtied(reinterpret_cast<AddBiasFn>(l.cfn), __LINE__)(x.data(), x.data(), y.data(), n, T);
+    dirtied(reinterpret_cast<AddBiasFn>(l.fn), __LINE__)(x.data(), x.data(), y.data(), n, T, 0, T);
+    dirtied(reinterpret_cast<AddBiasFn>(l.cfn), __LINE__)(x.data(), x.data(), y.data(), n, T, 0, T);
     for (float v : y) ASSERT_EQ(v, 7.0f) << "n=" << n << " T=" << T << " writes nothing";
+  }
+  for (auto [b, e] : bad_ranges(2)) {
+    dirtied(reinterpret_cast<AddBiasFn>(l.fn), __LINE__)(x.data(), x.data(), y.data(), 16, 2, b, e);
+    dirtied(reinterpret_cast<AddBiasFn>(l.cfn), __LINE__)(x.data(), x.data(), y.data(), 16, 2, b,
+                                                          e);
+    for (float v : y) ASSERT_EQ(v, 7.0f) << "range [" << b << ", " << e << ")";
   }
 }
 
@@ -310,18 +302,23 @@ void run_scale(const std::string& id) {
     for (float sc : scales) {
       const auto x = with_specials(glu_inputs(n, -1e3f, 1e3f, rng), 2, 9);
       std::vector<float> yr(size_t(n), 7.0f), yj = yr, yc = yr;
-      reinterpret_cast<ScaleFn>(l.ref)(x.data(), yr.data(), n, sc);
-      dirtied(reinterpret_cast<ScaleFn>(l.fn), __LINE__)(x.data(), yj.data(), n, sc);
-      dirtied(reinterpret_cast<ScaleFn>(l.cfn), __LINE__)(x.data(), yc.data(), n, sc);
+      reinterpret_cast<ScaleFn>(l.ref)(x.data(), yr.data(), n, sc, 0, n);
+      call_split(reinterpret_cast<ScaleFn>(l.fn), __LINE__, n, x.data(), yj.data(), n, sc);
+      dirtied(reinterpret_cast<ScaleFn>(l.cfn), __LINE__)(x.data(), yc.data(), n, sc, 0, n);
       EXPECT_EQ(diff(yj, yr, yc, x, x), "") << "n=" << n << " s=" << sc;
       std::vector<float> xi = x;  // in place
-      dirtied(reinterpret_cast<ScaleFn>(l.fn), __LINE__)(xi.data(), xi.data(), n, sc);
+      dirtied(reinterpret_cast<ScaleFn>(l.fn), __LINE__)(xi.data(), xi.data(), n, sc, 0, n);
       EXPECT_EQ(diff(xi, yr, xi, x, x), "") << "in place, n=" << n << " s=" << sc;
     }
   std::vector<float> x(4, 1.0f), y(4, 7.0f);
-  dirtied(reinterpret_cast<ScaleFn>(l.fn), __LINE__)(x.data(), y.data(), 0, 2.0f);
-  dirtied(reinterpret_cast<ScaleFn>(l.cfn), __LINE__)(x.data(), y.data(), -4, 2.0f);
+  dirtied(reinterpret_cast<ScaleFn>(l.fn), __LINE__)(x.data(), y.data(), 0, 2.0f, 0, 0);
+  dirtied(reinterpret_cast<ScaleFn>(l.cfn), __LINE__)(x.data(), y.data(), -4, 2.0f, 0, -4);
   for (float v : y) EXPECT_EQ(v, 7.0f) << "n <= 0 writes nothing";
+  for (auto [b, e] : bad_ranges(4)) {
+    dirtied(reinterpret_cast<ScaleFn>(l.fn), __LINE__)(x.data(), y.data(), 4, 2.0f, b, e);
+    dirtied(reinterpret_cast<ScaleFn>(l.cfn), __LINE__)(x.data(), y.data(), 4, 2.0f, b, e);
+    for (float v : y) EXPECT_EQ(v, 7.0f) << "range [" << b << ", " << e << ")";
+  }
 }
 
 // ---- kv_store ----

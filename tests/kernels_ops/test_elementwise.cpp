@@ -32,24 +32,33 @@ TEST(RefOps, add_bias_f32__ref) {
   const float x[6] = {1, 2, 3, 10, 20, 30};  // [n = 3, T = 2]
   const float b[3] = {0.5f, -1.0f, 4.0f};
   float y[6];
-  add_bias_f32__ref(x, b, y, 3, 2);
+  add_bias_f32__ref(x, b, y, 3, 2, 1, 2);  // the range ABI: token 1, then token 0
+  add_bias_f32__ref(x, b, y, 3, 2, 0, 1);
   const float want[6] = {1.5f, 1.0f, 7.0f, 10.5f, 19.0f, 34.0f};
   for (int i = 0; i < 6; ++i) EXPECT_EQ(y[i], want[i]) << i;
   float z[6] = {1, 2, 3, 10, 20, 30};
-  add_bias_f32__ref(z, b, z, 3, 2);
+  add_bias_f32__ref(z, b, z, 3, 2, 0, 2);  // in place
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(z[i], want[i]) << i;
+  add_bias_f32__ref(x, b, z, 3, 2, 0, 3);  // a range past T writes nothing
+  add_bias_f32__ref(x, b, z, 3, 2, 1, 1);
   for (int i = 0; i < 6; ++i) EXPECT_EQ(z[i], want[i]) << i;
 }
 
 TEST(RefOps, scale_f32__ref) {
   const float x[3] = {1.5f, -3.0f, 0x1p-149f};
   float y[3];
-  scale_f32__ref(x, y, 3, 0.125f);
+  scale_f32__ref(x, y, 3, 0.125f, 1, 3);  // the range ABI: elements [1, 3), then [0, 1)
+  scale_f32__ref(x, y, 3, 0.125f, 0, 1);
   EXPECT_EQ(y[0], 0.1875f);
   EXPECT_EQ(y[1], -0.375f);
   EXPECT_EQ(y[2], 0.0f);  // the smallest subnormal · 1/8 rounds to 0
   float z[3] = {1.5f, -3.0f, 0x1p-149f};
-  scale_f32__ref(z, z, 3, 0.125f);
+  scale_f32__ref(z, z, 3, 0.125f, 0, 3);
   EXPECT_EQ(z[0], y[0]);
+  scale_f32__ref(x, z, 3, 2.0f, -1, 3);  // a range outside n writes nothing
+  scale_f32__ref(x, z, 3, 2.0f, 2, 1);
+  EXPECT_EQ(z[0], y[0]);
+  EXPECT_EQ(z[1], y[1]);
 }
 
 struct BinCase {
@@ -98,7 +107,7 @@ TEST(RefOpsCheckpoint, scale_f32__ref_bit_exact) {
     ASSERT_FALSE(x.empty());
     ASSERT_EQ(x.size(), want.size());
     std::vector<float> y(x.size());
-    scale_f32__ref(x.data(), y.data(), int64_t(x.size()), c.s);
+    scale_f32__ref(x.data(), y.data(), int64_t(x.size()), c.s, 0, int64_t(x.size()));
     EXPECT_EQ(bit_diffs(y, want), 0);
   }
 }

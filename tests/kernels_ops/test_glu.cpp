@@ -113,8 +113,13 @@ TEST(RefOps, swiglu_fused_f32__ref) {
         u[t * n + i] = x[t * 2 * n + n + i];
       }
     swiglu_f32__ref(g.data(), u.data(), want.data(), n, T, 0, T);
-    swiglu_fused_f32__ref(x.data(), y.data(), n, T);
+    swiglu_fused_f32__ref(x.data(), y.data(), n, T, 1, T);  // the range ABI: [1, T), [0, 1)
+    swiglu_fused_f32__ref(x.data(), y.data(), n, T, 0, 1);
     EXPECT_EQ(bit_diffs(y, want), 0) << n;
+    std::vector<float> z = y;
+    swiglu_fused_f32__ref(g.data(), z.data(), n, T, 0, T + 1);  // outside T: nothing written
+    swiglu_fused_f32__ref(g.data(), z.data(), n, T, 2, 2);
+    EXPECT_EQ(bit_diffs(z, y), 0) << n;
     // And not the swapped halves (silu of the up half).
     swiglu_f32__ref(u.data(), g.data(), want.data(), n, T, 0, T);
     EXPECT_GT(bit_diffs(y, want), 0) << n;
@@ -133,7 +138,8 @@ TEST(RefOpsCheckpoint, swiglu_fused_f32__ref_bit_exact) {
     ASSERT_FALSE(x.empty());
     ASSERT_EQ(x.size(), 2 * want.size());
     std::vector<float> y(want.size());
-    swiglu_fused_f32__ref(x.data(), y.data(), 384, int64_t(want.size()) / 384);
+    const int64_t T = int64_t(want.size()) / 384;
+    swiglu_fused_f32__ref(x.data(), y.data(), 384, T, 0, T);
     EXPECT_EQ(bit_diffs(y, want), 0) << "nmse " << nmse(y, want);
   }
 }

@@ -22,7 +22,9 @@ TEST(RefOps, layernorm_f32__ref) {
     auto w = randn(n, 32 + n), b = randn(n, 33 + n, 0.1f);
     std::vector<float> y(x.size());
     const float eps = 1e-5f;
-    layernorm_f32__ref(x.data(), w.data(), b.data(), y.data(), n, rows, eps);
+    // The range ABI: rows [1, rows), then row 0.
+    layernorm_f32__ref(x.data(), w.data(), b.data(), y.data(), n, rows, eps, 1, rows);
+    layernorm_f32__ref(x.data(), w.data(), b.data(), y.data(), n, rows, eps, 0, 1);
     for (int64_t r = 0; r < rows; ++r) {
       const float* xr = x.data() + r * n;
       double mean = 0, var = 0;
@@ -42,7 +44,11 @@ TEST(RefOps, layernorm_f32__ref) {
     }
     // In place gives the same bits.
     std::vector<float> z = x;
-    layernorm_f32__ref(z.data(), w.data(), b.data(), z.data(), n, rows, eps);
+    layernorm_f32__ref(z.data(), w.data(), b.data(), z.data(), n, rows, eps, 0, rows);
+    EXPECT_EQ(bit_diffs(z, y), 0);
+    // Ranges outside the rows write nothing.
+    layernorm_f32__ref(x.data(), w.data(), b.data(), z.data(), n, rows, eps, 0, rows + 1);
+    layernorm_f32__ref(x.data(), w.data(), b.data(), z.data(), n, rows, eps, -1, 1);
     EXPECT_EQ(bit_diffs(z, y), 0);
   }
 }
@@ -51,7 +57,7 @@ TEST(RefOps, layernorm_f32__ref) {
 TEST(RefOps, layernorm_f32__ref_hand_vector) {
   const float x[4] = {1, 3, 1, 3}, w[4] = {1, 2, 3, 4}, b[4] = {0.5f, 0.5f, -1, 1};
   float y[4];
-  layernorm_f32__ref(x, w, b, y, 4, 1, 0.0f);
+  layernorm_f32__ref(x, w, b, y, 4, 1, 0.0f, 0, 1);
   EXPECT_EQ(y[0], -0.5f);
   EXPECT_EQ(y[1], 2.5f);
   EXPECT_EQ(y[2], -4.0f);
@@ -68,7 +74,7 @@ TEST(RefOps, layernorm_f32__ref_variance_is_the_16_lane_tree) {
   x[8] = -4096.0f;
   const float w[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}, b[16] = {};
   float y[16];
-  layernorm_f32__ref(x, w, b, y, 16, 1, 0.0f);
+  layernorm_f32__ref(x, w, b, y, 16, 1, 0.0f, 0, 1);
 
   double sum = 0;
   for (float v : x) sum += v;
@@ -117,7 +123,8 @@ TEST(RefOpsCheckpoint, layernorm_f32__ref_bit_exact) {
     ASSERT_EQ(w.size(), 256u);
     ASSERT_EQ(b.size(), 256u);
     std::vector<float> y(x.size());
-    layernorm_f32__ref(x.data(), w.data(), b.data(), y.data(), 256, int64_t(x.size()) / 256, 1e-5f);
+    const int64_t rows = int64_t(x.size()) / 256;
+    layernorm_f32__ref(x.data(), w.data(), b.data(), y.data(), 256, rows, 1e-5f, 0, rows);
     EXPECT_EQ(bit_diffs(y, want), 0) << "nmse " << nmse(y, want);
   }
 }
