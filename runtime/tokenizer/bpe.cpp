@@ -19,8 +19,7 @@ int32_t Tokenizer::Impl::bpe_rank(std::string_view left, std::string_view right,
   key.assign(left);
   key += ' ';
   key += right;
-  const auto it = bpe_ranks.find(std::string_view(key));
-  return it == bpe_ranks.end() ? -1 : it->second;
+  return merge_index.find(key);
 }
 
 namespace {

@@ -130,7 +130,7 @@ std::string Tokenizer::token_to_piece(int32_t id, bool special) const {
   const Impl& v = *impl_;
   if (!v.valid(id)) return {};
   if (!special && (v.attr[id] & (kAttrUnknown | kAttrControl))) return {};
-  return v.pieces[id];
+  return v.piece(id);
 }
 
 std::string Tokenizer::decode(std::span<const int32_t> ids, bool remove_special,

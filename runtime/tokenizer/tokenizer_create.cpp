@@ -38,6 +38,7 @@ bool fail(std::string* err, std::string msg) {
 }
 
 void replace_all(std::string& s, std::string_view from, std::string_view to) {
+  if (s.find(from) == std::string::npos) return;
   std::string out;
   out.reserve(s.size());
   size_t pos = 0;
@@ -52,6 +53,9 @@ void replace_all(std::string& s, std::string_view from, std::string_view to) {
 // llama.cpp's llama_decode_text: GPT-2 alphabet back to bytes; code points outside the
 // alphabet are kept visible as "[UNK_BYTE_0x<utf8 hex><whole token text>]".
 std::string decode_gpt2_text(const std::string& text) {
+  // '!' .. '~' are their own code points in the alphabet (most of a vocabulary's texts).
+  if (std::all_of(text.begin(), text.end(), [](char c) { return c >= '!' && c <= '~'; }))
+    return text;
   std::string out;
   for (const uint32_t cpt : tok::utf8_to_cpts(text)) {
     if (const auto b = tok::gpt2_to_byte(cpt)) {
@@ -78,62 +82,52 @@ char byte_token_value(const std::string& text) {
   return static_cast<char>(std::strtol(hex.c_str(), nullptr, 16));
 }
 
-std::string piece_for(const Tokenizer::Impl& v, int32_t id) {
-  const uint32_t a = v.attr[id];
-  const std::string& t = v.text[id];
+// Texts of end-of-generation tokens (llama.cpp's list).
+constexpr const char* kEogTexts[] = {"<|eot_id|>",
+                                     "<|im_end|>",
+                                     "<|end|>",
+                                     "<|return|>",
+                                     "<|call|>",
+                                     "<|flush|>",
+                                     "<|calls|>",
+                                     "<end_of_turn>",
+                                     "<|endoftext|>",
+                                     "</s>",
+                                     "<|eom_id|>",
+                                     "<EOT>",
+                                     "_<EOT>",
+                                     "[EOT]",
+                                     "[EOS]",
+                                     "<|end_of_text|>",
+                                     "<end_of_utterance>",
+                                     "<eos>",
+                                     "<turn|>",
+                                     "<|tool_response>",
+                                     "<\xEF\xBD\x9C"
+                                     "end\xE2\x96\x81"
+                                     "of\xE2\x96\x81"
+                                     "sentence\xEF\xBD\x9C>",
+                                     "[e~["};
+
+}  // namespace
+
+// Made on demand (token_to_piece copies it out anyway): a table of every token's piece
+// cost a 262k vocabulary 20-30 ms of its load.
+std::string Tokenizer::Impl::piece(int32_t id) const {
+  const uint32_t a = attr[id];
+  const std::string& t = text[id];
   if (a & (kAttrUnknown | kAttrControl | kAttrUserDefined)) return t;
   if (a & kAttrNormal) {
-    std::string s = t;
-    if (v.type == VocabType::SPM || v.escape_whitespaces) {
+    if (type == VocabType::SPM || escape_whitespaces) {
+      std::string s = t;
       replace_all(s, "\xE2\x96\x81", " ");
       return s;
     }
-    return decode_gpt2_text(s);
+    return decode_gpt2_text(t);
   }
   if (a & kAttrByte) return std::string(1, byte_token_value(t));
   return {};  // unused / undefined tokens have no text
 }
-
-bool is_eog_text(std::string_view t) {
-  static constexpr const char* kEog[] = {"<|eot_id|>",
-                                         "<|im_end|>",
-                                         "<|end|>",
-                                         "<|return|>",
-                                         "<|call|>",
-                                         "<|flush|>",
-                                         "<|calls|>",
-                                         "<end_of_turn>",
-                                         "<|endoftext|>",
-                                         "</s>",
-                                         "<|eom_id|>",
-                                         "<EOT>",
-                                         "_<EOT>",
-                                         "[EOT]",
-                                         "[EOS]",
-                                         "<|end_of_text|>",
-                                         "<end_of_utterance>",
-                                         "<eos>",
-                                         "<turn|>",
-                                         "<|tool_response>",
-                                         "<\xEF\xBD\x9C"
-                                         "end\xE2\x96\x81"
-                                         "of\xE2\x96\x81"
-                                         "sentence\xEF\xBD\x9C>",
-                                         "[e~["};
-  for (const char* e : kEog) {
-    if (t == e) return true;
-  }
-  return false;
-}
-
-bool in_list(std::string_view t, std::initializer_list<const char*> list) {
-  for (const char* e : list) {
-    if (t == e) return true;
-  }
-  return false;
-}
-
-}  // namespace
 
 std::optional<Tokenizer> Tokenizer::create(VocabData v, std::string* err) {
   auto impl = std::make_shared<Impl>();
@@ -196,28 +190,25 @@ std::optional<Tokenizer> Tokenizer::create(VocabData v, std::string* err) {
   k.text = std::move(v.tokens);
   k.score.assign(n, 0.0f);
   k.attr.assign(n, kAttrNormal);
-  k.token_to_id.reserve(n);
   for (size_t i = 0; i < n; ++i) {
     if (k.text[i].empty()) k.text[i] = "[EMPTY_" + std::to_string(i) + "]";
-    const auto [it, inserted] = k.token_to_id.emplace(k.text[i], static_cast<int32_t>(i));
-    if (!inserted) {
-      fail(err, "duplicate token in vocabulary: '" + k.text[i] + "' has ids " +
-                    std::to_string(it->second) + " and " + std::to_string(i));
-      return std::nullopt;
-    }
     if (!v.scores.empty()) k.score[i] = v.scores[i];
     if (!v.types.empty()) k.attr[i] = attr_from_type(v.types[i]);
   }
+  // The texts stay as they are from here on (the index points at them).
+  if (const int32_t dup = k.token_index.add_all(n, [](size_t) { return true; }); dup != kNoToken) {
+    fail(err, "duplicate token in vocabulary: '" + k.text[dup] + "' has ids " +
+                  std::to_string(k.find(k.text[dup])) + " and " + std::to_string(dup));
+    return std::nullopt;
+  }
 
   // Merges: rank = index; a later duplicate keeps the first rank. A line is split at its
-  // first space after the first byte, so the line itself is the "left right" key.
+  // first space after the first byte, so the line itself is the "left right" key. (A line
+  // without one is llama.cpp's key " ", which no lookup asks for: a symbol is never empty.)
   if (k.type == VocabType::BPE) {
-    k.bpe_ranks.reserve(v.merges.size());
-    for (size_t i = 0; i < v.merges.size(); ++i) {
-      const std::string& m = v.merges[i];
-      const std::string key = m.find(' ', 1) == std::string::npos ? std::string(" ") : m;
-      k.bpe_ranks.emplace(key, static_cast<int32_t>(i));
-    }
+    k.merges = std::move(v.merges);
+    k.merge_index.add_all(k.merges.size(),
+                          [&](size_t i) { return k.merges[i].find(' ', 1) != std::string::npos; });
   }
 
   // Newline token (before the special-token scan, as in llama.cpp).
@@ -262,17 +253,16 @@ std::optional<Tokenizer> Tokenizer::create(VocabData v, std::string* err) {
   }
 
   // Special tokens recognised by their text. llama.cpp scans its hash map, so when several
-  // candidates exist which one it picks depends on hash order; we take the lowest id.
+  // candidates exist which one it picks depends on hash order; we take the lowest id. (Texts
+  // are unique, so the lowest id of the names found is the first match of a scan by id.)
   auto mark_control = [&](int32_t id) { k.attr[id] |= kAttrControl; };
   auto detect = [&](int32_t& id, std::initializer_list<const char*> names) {
     if (id != kNoToken) return;
-    for (int32_t i = 0; i < k.n(); ++i) {
-      if (in_list(k.text[i], names)) {
-        id = i;
-        mark_control(i);
-        return;
-      }
+    for (const char* name : names) {
+      const int32_t i = k.find(name);
+      if (i != kNoToken && (id == kNoToken || i < id)) id = i;
     }
+    if (id != kNoToken) mark_control(id);
   };
   detect(k.eot, {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>",
                  "<|end_of_text|>", "<EOT>", "_<EOT>", "[EOT]",
@@ -313,16 +303,14 @@ std::optional<Tokenizer> Tokenizer::create(VocabData v, std::string* err) {
   for (const int32_t id : {k.fim_pad, k.fim_rep, k.fim_sep}) {
     if (id != kNoToken) eog.push_back(id);
   }
-  for (int32_t i = 0; i < k.n(); ++i) {
-    if (is_eog_text(k.text[i])) {
+  for (const char* t : kEogTexts) {
+    if (const int32_t i = k.find(t); i != kNoToken) {
       eog.push_back(i);
       mark_control(i);
     }
   }
-  for (int32_t i = 0; i < k.n(); ++i) {  // gpt-oss: always rendered
-    if (in_list(k.text[i], {"<|channel|>", "<|message|>", "<|start|>", "<|constrain|>"})) {
-      k.attr[i] = kAttrUserDefined;
-    }
+  for (const char* t : {"<|channel|>", "<|message|>", "<|start|>", "<|constrain|>"}) {
+    if (const int32_t i = k.find(t); i != kNoToken) k.attr[i] = kAttrUserDefined;  // gpt-oss
   }
   for (const int32_t id : {k.eos, k.eot, k.eom}) {
     if (id != kNoToken) eog.push_back(id);
@@ -365,9 +353,6 @@ std::optional<Tokenizer> Tokenizer::create(VocabData v, std::string* err) {
   }
   std::sort(k.special_tokens.begin(), k.special_tokens.end(),
             [&](int32_t a, int32_t b) { return k.text[a].size() > k.text[b].size(); });
-
-  k.pieces.resize(n);
-  for (int32_t i = 0; i < k.n(); ++i) k.pieces[i] = piece_for(k, i);
 
   // Per-model whitespace stripping around special tokens, keyed on names as llama.cpp does.
   std::string lname = v.name;

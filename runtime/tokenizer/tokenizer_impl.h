@@ -5,33 +5,31 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "runtime/tokenizer/pretokenizer.h"
+#include "runtime/tokenizer/string_index.h"
 #include "runtime/tokenizer/tokenizer.h"
 
 namespace cke {
 
-inline constexpr int32_t kNoToken = -1;
-
-// Hash for string-keyed maps looked up with string_view (no temporary strings).
-struct StringHash {
-  using is_transparent = void;
-  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-};
-using StringMap = std::unordered_map<std::string, int32_t, StringHash, std::equal_to<>>;
+inline constexpr int32_t kNoToken = StringIndex::kAbsent;
 
 struct Tokenizer::Impl {
+  Impl() = default;
+  Impl(const Impl&) = delete;  // the indexes point at text and merges
+  Impl& operator=(const Impl&) = delete;
+
   VocabType type = VocabType::SPM;
   std::string model;
   std::string pre;
 
   std::vector<std::string> text;  // token texts (empty ones renamed "[EMPTY_<id>]")
   std::vector<float> score;
-  std::vector<uint32_t> attr;  // TokenAttr bits
-  StringMap token_to_id;
-  StringMap bpe_ranks;  // "left right" -> merge rank
+  std::vector<uint32_t> attr;        // TokenAttr bits
+  StringIndex token_index{&text};    // text -> id
+  std::vector<std::string> merges;   // BPE merge lines "left right", by rank
+  StringIndex merge_index{&merges};  // "left right" -> merge rank (the first of duplicates)
 
   int32_t bos = kNoToken, eos = kNoToken, eot = kNoToken, eom = kNoToken, unk = kNoToken;
   int32_t sep = kNoToken, pad = kNoToken, mask = kNoToken, nl = kNoToken;
@@ -48,16 +46,14 @@ struct Tokenizer::Impl {
   std::optional<tok::RegexSplitter> splitter;  // BPE only
 
   std::vector<int32_t> special_tokens;  // control/user-defined/unknown, longest text first
-  std::vector<std::string> pieces;      // token_to_piece(id, special = true)
 
   int32_t n() const { return static_cast<int32_t>(text.size()); }
   bool valid(int32_t id) const { return id >= 0 && id < n(); }
-  int32_t find(std::string_view s) const {
-    const auto it = token_to_id.find(s);
-    return it == token_to_id.end() ? kNoToken : it->second;
-  }
+  int32_t find(std::string_view s) const { return token_index.find(s); }
   // SPM: "<0xXX>", else the byte itself as a token; kNoToken if neither exists.
   int32_t spm_byte_to_token(uint8_t b) const;
+  // token_to_piece(id, special = true): the token's bytes.
+  std::string piece(int32_t id) const;
   int32_t bpe_rank(std::string_view left, std::string_view right, std::string& key) const;
 
   // Tokenize one piece of raw text (no special-token handling), appending to out.

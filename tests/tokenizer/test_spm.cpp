@@ -218,6 +218,12 @@ TEST(Spm, CreateErrors) {
   EXPECT_TRUE(Tokenizer::create(tiny, &err)) << err;
 }
 
+TEST(Spm, DuplicateTokenTextIsAnError) {
+  std::string err;
+  EXPECT_FALSE(Tokenizer::create(spm_vocab({{"ab", 0}, {"cd", 0}, {"ab", 0}}), &err));
+  EXPECT_EQ(err, "duplicate token in vocabulary: 'ab' has ids 259 and 261");
+}
+
 TEST(Spm, EmptyTokenTextIsRenamed) {
   auto v = spm_vocab({{"", 0}});
   const auto t = make(std::move(v));
