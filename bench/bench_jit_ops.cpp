@@ -3,7 +3,9 @@
 // contract, on the shapes of a 7B-class layer: RoPE of Q (head_dim 128 x 32 heads) at decode
 // (T = 1) and for a prefill chunk (T = 32), RMSNorm of 4096 at T = 1 and 32, the Q bias
 // (4096), the Q scale (4096), GEGLU over the FFN width (11008), the MoE router and grouping of
-// a Qwen3-30B-A3B layer (128 experts, 8 used) and a Mixtral one (8, 2). Each reference runs
+// a Qwen3-30B-A3B layer (128 experts, 8 used) and a Mixtral one (8, 2), and the attention
+// over the F32 and the F16 (flash) cache of a TinyLlama layer (head_dim 64, 32 query heads,
+// 4 KV heads) at decode after 2047 cells and for a 64-token chunk after 1984. Each reference runs
 // first; each JIT benchmark then reports `x_ref`, the reference's time / its own (the speed-up
 // at identical output bits). Providers whose ISA this host lacks are skipped.
 #include <benchmark/benchmark.h>
@@ -40,8 +42,36 @@ struct Workload {
   Call call;
 };
 
-// The workloads of an op (variant-independent: rope normal and neox share one).
-std::vector<Workload> workloads(const std::string& op) {
+// Attention over a full cache of n_ctx cells: T queries at pos0 = n_ctx - T, every head.
+// Cell = float (F32 cache) or fp16 bits (F16 cache, values 2^-2..2 of either sign).
+template <class Cell>
+Workload attention_workload(int64_t T) {
+  constexpr int64_t hd = 64, nh = 32, nkv = 4, n_ctx = 2048;
+  using Fn = void (*)(const float*, const Cell*, const Cell*, float*, int64_t, int64_t, int64_t,
+                      int64_t, int64_t, int64_t, float, int64_t, int64_t, int64_t);
+  auto q = std::make_shared<std::vector<float>>(randv(size_t(hd * nh * T), 11));
+  auto out = std::make_shared<std::vector<float>>(size_t(hd * nh * T));
+  auto kv = std::make_shared<std::vector<Cell>>(size_t(2 * hd * nkv * n_ctx));
+  const std::vector<float> r = randv(kv->size(), 12);
+  std::mt19937 rng(13);
+  for (size_t i = 0; i < kv->size(); ++i) {
+    if constexpr (sizeof(Cell) == 4)
+      (*kv)[i] = r[i];
+    else
+      (*kv)[i] = Cell((rng() & 0x83ffu) | ((13u + rng() % 4u) << 10));
+  }
+  const Cell* k = kv->data();
+  const Cell* v = k + hd * nkv * n_ctx;
+  return {fmt::format("/n_kv={}/T={}", n_ctx, T), hd * nh * T, [=](void* fn) {
+            reinterpret_cast<Fn>(fn)(q->data(), k, v, out->data(), hd, nh, nkv, n_ctx, n_ctx - T, T,
+                                     0.125f, 0, 0, nh);
+            (void)kv;
+          }};
+}
+
+// The workloads of an op (variant-independent: rope normal and neox share one; attention
+// by its cache's element type).
+std::vector<Workload> workloads(const std::string& op, const std::string& contract) {
   using Rope =
       void (*)(float*, int64_t, int64_t, int64_t, int64_t, int64_t, float, float, int64_t, int64_t);
   using Scale = void (*)(const float*, float*, int64_t, float, int64_t, int64_t);
@@ -97,6 +127,10 @@ std::vector<Workload> workloads(const std::string& op) {
              reinterpret_cast<Route>(fn)(x->data(), ids->data(), wt->data(), E, k, T, 0, T);
            }});
     }
+  } else if (op == "attention") {
+    for (int64_t T : {1, 64})
+      w.push_back(contract == "attention.f16_flash.ggml" ? attention_workload<uint16_t>(T)
+                                                         : attention_workload<float>(T));
   } else if (op == "moe_group") {
     using Group = void (*)(const int32_t*, int32_t*, int32_t*, int64_t, int64_t, int64_t);
     for (auto [E, k, T] : {std::array<int64_t, 3>{128, 8, 1}, {128, 8, 32}}) {
@@ -143,7 +177,8 @@ const bool registered = [] {
   for (const cke::KernelMap& m : reg.maps()) {
     if (m.impl.generator.empty()) continue;
     if (m.op != "rope" && m.op != "scale" && m.op != "add_bias" && m.op != "moe_route" &&
-        m.op != "moe_group" && m.op != "rmsnorm" && m.contract != "glu.geglu.f32.ggml")
+        m.op != "moe_group" && m.op != "rmsnorm" && m.op != "attention" &&
+        m.contract != "glu.geglu.f32.ggml")
       continue;
     bool ok = true;
     for (cke::Feature f : m.isa) ok = ok && host.has(f);
@@ -156,7 +191,7 @@ const bool registered = [] {
     if (!mod) continue;
     void* fn = mod->entry();
     modules.push_back(std::move(mod));
-    for (const Workload& w : workloads(m.op)) {
+    for (const Workload& w : workloads(m.op, m.contract)) {
       const std::string key = c->reference + w.name;
       if (!ref_done[key]) {
         ref_done[key] = true;

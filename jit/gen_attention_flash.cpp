@@ -502,7 +502,7 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
   b.ptr_add(qt, q, off, 1);
   b.ptr_add(ot, out, off, 1);
 
-  // G heads of one KV group at a time (AVX-512: 4, 2 or 1; AVX2: 1). Each head's online
+  // G heads of one KV group at a time (AVX-512: 4, 2 or 1; AVX2: 2 or 1). Each head's online
   // softmax is a chain through M, S and its value accumulator, cell after cell, whose
   // latency (an expf, two fp16 roundings) bounds one head; G heads are G independent chains,
   // and share every K and V load and widening. Head g's query, accumulator and state live at
@@ -620,22 +620,23 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
   b.movi(hstep, 1);
   b.for_(h, h0, h1, hstep);
   {
-    // The most heads (4, else 2, else 1) from h that are in [h0, h1) and in h's KV group.
+    // The most heads (AVX-512: 4, else 2, else 1; AVX2: 2, else 1) from h that are in
+    // [h0, h1) and in h's KV group.
     b.movi(hstep, 1);
-    if (L.parts == 1) {
-      for (int G : {2, 4}) {
-        b.addi(hn, h, G - 1);
-        b.if_(hn, Cmp::LT, h1);
-        b.div(ga, h, group);
-        b.div(gb, hn, group);
-        b.if_(ga, Cmp::EQ, gb);
-        b.movi(hstep, G);
-        b.end_if();
-        b.end_if();
-      }
+    const int max_group = L.parts == 1 ? 4 : 2;
+    for (int G : {2, 4}) {
+      if (G > max_group) continue;
+      b.addi(hn, h, G - 1);
+      b.if_(hn, Cmp::LT, h1);
+      b.div(ga, h, group);
+      b.div(gb, hn, group);
+      b.if_(ga, Cmp::EQ, gb);
+      b.movi(hstep, G);
+      b.end_if();
+      b.end_if();
     }
     for (int G : {1, 2, 4}) {
-      if (G > 1 && L.parts != 1) continue;
+      if (G > max_group) continue;
       b.if_(hstep, Cmp::EQ, G);
       emit_heads(G);
       b.end_if();
