@@ -5,8 +5,9 @@
 // "pos0" the absolute position of its first token.
 //
 // Row-wise steps the plan splits across threads (rmsnorm, layernorm, add, add_bias, scale,
-// unary, glu, rope, kv_store) take the range of their parallel dim last: [begin, end) of it, the
-// rest of the call as if whole; a range that is empty or leaves [0, extent] writes nothing.
+// unary, glu, rope, kv_store) take the range of their parallel dim last: [begin, end) of
+// it, the rest of the call as if whole; a range that is empty or leaves [0, extent] writes
+// nothing.
 #pragma once
 
 #include <cstdint>
