@@ -60,12 +60,10 @@ Workload attention_workload(int64_t T) {
     else
       (*kv)[i] = Cell((rng() & 0x83ffu) | ((13u + rng() % 4u) << 10));
   }
-  const Cell* k = kv->data();
-  const Cell* v = k + hd * nkv * n_ctx;
   return {fmt::format("/n_kv={}/T={}", n_ctx, T), hd * nh * T, [=](void* fn) {
-            reinterpret_cast<Fn>(fn)(q->data(), k, v, out->data(), hd, nh, nkv, n_ctx, n_ctx - T, T,
-                                     0.125f, 0, 0, nh);
-            (void)kv;
+            const Cell* k = kv->data();  // K cells, then V cells
+            reinterpret_cast<Fn>(fn)(q->data(), k, k + hd * nkv * n_ctx, out->data(), hd, nh, nkv,
+                                     n_ctx, n_ctx - T, T, 0.125f, 0, 0, nh);
           }};
 }
 
