@@ -8,40 +8,13 @@
 #include <vector>
 
 #include "jit/gen_lanes16.h"
+#include "jit/gen_libm_expf.h"
 #include "jit/gen_tile.h"
 
 // The helpers start with vzeroupper, as the rope helpers (gen_rope.cpp): they run scalar
 // SSE code (libm's expf) right after AVX-512 code, and dirty upper halves would make that
 // code many times slower. The kernels that call them require AVX, and every vector register
 // is caller-saved across the call anyway.
-
-// G heads' steps at once (st: G states of 8 floats, each as cke_flash_step's): the same
-// arithmetic per head; the heads' expf calls are independent, so they overlap.
-static inline void flash_step_one(float* st) {
-  const float s = st[0], m_old = st[1];
-  float ms = 1.0f, vs = 1.0f;
-  if (s > m_old) {
-    st[1] = s;
-    ms = std::exp(m_old - s);
-  } else {
-    vs = std::exp(s - m_old);
-  }
-  st[2] = std::fma(st[2], ms, vs);
-  st[3] = ms;
-  st[4] = vs;
-}
-extern "C" void cke_flash_step(float* st) {
-  asm volatile("vzeroupper");
-  flash_step_one(st);
-}
-extern "C" void cke_flash_step2(float* st) {
-  asm volatile("vzeroupper");
-  for (int g = 0; g < 2; ++g) flash_step_one(st + 8 * g);
-}
-extern "C" void cke_flash_step4(float* st) {
-  asm volatile("vzeroupper");
-  for (int g = 0; g < 4; ++g) flash_step_one(st + 8 * g);
-}
 
 extern "C" void cke_flash_finish(float* st) {
   asm volatile("vzeroupper");
@@ -416,15 +389,9 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
   m->isa = isa_features(isa);
   m->comment = fmt::format(
       "generator {}: contract attention.f16_flash.ggml, ggml's FLASH_ATTN_EXT loops: one-chunk\n"
-      "(F16 K/V, vec_dot_f16 scores, libm expf online softmax through cke_flash_step, fp16\n"
+      "(F16 K/V, vec_dot_f16 scores, online softmax with libm's expf on 16 cells at once, fp16\n"
       "value accumulator rounded every cell) for T < 64, 64x64-tiled for T >= 64",
       generator);
-  m->helpers.push_back(
-      {"cke_flash_step", reinterpret_cast<const void*>(&cke_flash_step), {Kind::Ptr}});
-  m->helpers.push_back(
-      {"cke_flash_step2", reinterpret_cast<const void*>(&cke_flash_step2), {Kind::Ptr}});
-  m->helpers.push_back(
-      {"cke_flash_step4", reinterpret_cast<const void*>(&cke_flash_step4), {Kind::Ptr}});
   m->helpers.push_back(
       {"cke_flash_finish", reinterpret_cast<const void*>(&cke_flash_finish), {Kind::Ptr}});
   m->helpers.push_back(
@@ -474,7 +441,7 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
   b.mul(cell, nhkv, hd2);
   b.mul(tok, nh, hd4);
 
-  V zero = b.imm(0, "zero"), one = b.imm(1, "one"), c32 = b.imm(32, "c32"), c64 = b.imm(64, "c64"),
+  V zero = b.imm(0, "zero"), one = b.imm(1, "one"), c64 = b.imm(64, "c64"),
     c128 = b.imm(128, "c128");
   V t = b.i64("t"), h = b.i64("h"), j = b.i64("j"), c = b.i64("c"), p = b.i64("p"),
     len = b.i64("len"), first = b.i64("first"), f = b.i64("f"), hk = b.i64("hk"),
@@ -487,6 +454,12 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
   b.end_if();
 
   b.if_(T, Cmp::LT, int64_t(kTile));
+  // The one-chunk loop's blocks: 16 cells' scores, max before each, ms and vs per head.
+  const V sb = b.stack(4 * 64, "scores"), mp = b.stack(4 * 64, "m_before"),
+          msb = b.stack(4 * 64, "ms"), vsb = b.stack(4 * 64, "vs");
+  const V c16 = b.imm(16, "c16");
+  const V16 ninf16 = L.splat(0xFF800000u, "ninf16"), one16 = L.splat(0x3F800000u, "one16");
+  const LibmExpConsts ec = libm_exp_consts(L);
   b.for_(t, zero, T, one);
   b.add(p, pos0, t);
   b.addi(len, p, 1);
@@ -502,12 +475,14 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
   b.ptr_add(qt, q, off, 1);
   b.ptr_add(ot, out, off, 1);
 
-  // G heads of one KV group at a time (AVX-512: 4, 2 or 1; AVX2: 2 or 1). Each head's online
-  // softmax is a chain through M, S and its value accumulator, cell after cell, whose
-  // latency (an expf, two fp16 roundings) bounds one head; G heads are G independent chains,
-  // and share every K and V load and widening. Head g's query, accumulator and state live at
-  // qf + g * kMaxHeadDim * 4, vkq + g * kMaxHeadDim * 4 and st + 32 g; per head the
-  // arithmetic is the single head's.
+  // G heads of one KV group at a time (AVX-512: 4, 2 or 1; AVX2: 2 or 1), sharing every K
+  // and V load and widening. Each head's online softmax is ggml's chain through M, S and its
+  // value accumulator, cell after cell; of it only the max and the sum S stay sequential
+  // here. The cells go in blocks of 16: the scores and the max before each cell first, then
+  // every cell's expf at once (the max before a cell decides which expf ggml takes), then S,
+  // then the values with each head's accumulator in registers across the block. Head g's
+  // query, accumulator and state live at qf + g * kMaxHeadDim * 4, vkq + g * kMaxHeadDim * 4
+  // and st + 32 g; per head the arithmetic is the single head's.
   auto emit_heads = [&](int G) {
     V qg[4], og[4], qfg[4], vkqg[4], stg[4];
     for (int g = 0; g < G; ++g) {
@@ -539,7 +514,7 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
       b.vstore_ss(Mem{stg[g], {}, 1, 8}, zero1);  // S
     }
 
-    // Cells [first, len) of KV head h / group.
+    // Cells [first, len) of KV head h / group, in blocks of 16 (the last one shorter).
     b.div(hk, h, group);
     b.mul(off, hk, hd2);
     b.ptr_add(kj, kc, off, 1);
@@ -547,13 +522,38 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
     b.mul(off, first, cell);
     b.ptr_add(kj, kj, off, 1);
     b.ptr_add(vj, vj, off, 1);
-    // Each cell's loads wait behind the previous cell's chain, so nothing asks for a cell's
-    // K and V rows early: they are prefetched kAheadCells cells ahead (a long cache is read
-    // from DRAM every token).
-    V ahead = b.i64("ahead"), kp = b.ptr("kp"), vp = b.ptr("vp");
+    // Per head, the running max M and the sum S stay in registers; the block's scores,
+    // the max before each cell and each cell's ms and vs go through 16-float rows.
+    V M[4], S[4], sbg[4], mpg[4], msg[4], vsg[4];
+    for (int g = 0; g < G; ++g) {
+      M[g] = b.vec(128, Cls::F, "M");
+      S[g] = b.vec(128, Cls::F, "S");
+      b.vcopy(M[g], ninf);
+      b.vzero(S[g]);
+      sbg[g] = b.ptr("sbg"), mpg[g] = b.ptr("mpg"), msg[g] = b.ptr("msg"), vsg[g] = b.ptr("vsg");
+      for (auto [row, base] :
+           {std::pair{&sbg[g], sb}, {&mpg[g], mp}, {&msg[g], msb}, {&vsg[g], vsb}}) {
+        b.movi(off, 64 * g);
+        b.ptr_add(*row, base, off, 1);
+      }
+      L.store(Mem{mpg[g], {}, 1, 0}, z);  // tail lanes: defined
+    }
+    V ahead = b.i64("ahead"), kp = b.ptr("kp"), vp = b.ptr("vp"), vrow = b.ptr("vrow");
+    V jb = b.i64("jb"), n = b.i64("n"), moved = b.i64("moved"), c2 = b.i64("c2");
     b.muli(ahead, cell, kAheadCells);
-    b.for_(j, first, len, one);
+    b.for_(jb, first, len, c16);
+    b.addi(n, jb, 16);
+    b.min(n, n, len);
+    b.sub(n, n, jb);
+
+    // 1. The block's scores (vec_dot_f16 of the fp16 query and K row, times the scale, plus
+    // the visible cell's mask 0), and before each the max so far: M = s > M ? s : M
+    // (maxss), as ggml's `if (s > M)`. Lanes past n stay -inf, so they never move the max.
+    for (int g = 0; g < G; ++g) L.store(Mem{sbg[g], {}, 1, 0}, ninf16);
+    b.for_(j, zero, n, one);
     {
+      // Each cell's loads wait behind nothing now, but a long cache is read from DRAM
+      // every token: K and V rows are prefetched kAheadCells cells ahead.
       b.ptr_add(kp, kj, ahead, 1);
       b.ptr_add(vp, vj, ahead, 1);
       b.for_(c, zero, hd2, c64);
@@ -574,33 +574,118 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
         V s = L.fold4_reduce_add(acc[g]);
         b.vmul_ss(s, s, scale);
         b.vadd_ss(s, s, zero1);  // + the visible cell's mask value
-        b.vstore_ss(Mem{stg[g], {}, 1, 0}, s);
+        b.vstore_ss(Mem{mpg[g], j, 4, 0}, M[g]);
+        b.vmax_f(M[g], s, M[g]);
+        b.vstore_ss(Mem{sbg[g], j, 4, 0}, s);
       }
-      b.call(G == 1 ? "cke_flash_step" : G == 2 ? "cke_flash_step2" : "cke_flash_step4", {st});
-      V16 ms[4], vs[4];
-      for (int g = 0; g < G; ++g) {
-        ms[g] = bcast_from(L, Mem{stg[g], {}, 1, 12}, "ms");
-        vs[g] = bcast_from(L, Mem{stg[g], {}, 1, 16}, "vs");
-      }
-      b.for_(c, zero, hd2, c32);  // 16 fp16 per step
-      {
-        V16 v = L.vec("v");
-        load_f16(L, v, Mem{vj, c, 1, 0});
-        for (int g = 0; g < G; ++g) {
-          V16 x = L.vec("x");
-          L.load(x, Mem{vkqg[g], c, 2, 0});
-          L.mul(x, x, ms[g]);  // ggml_vec_scale_f16 (ms = 1 when the max did not move: exact)
-          round_f16(L, x);
-          L.fma(x, v, vs[g]);  // ggml_vec_mad_f16
-          round_f16(L, x);
-          L.store(Mem{vkqg[g], c, 2, 0}, x);
-        }
-      }
-      b.end_for();
       b.ptr_add(kj, kj, cell, 1);
-      b.ptr_add(vj, vj, cell, 1);
     }
     b.end_for();
+
+    // 2. Each cell's weights, 16 cells at once: where s > M_before ("up"), the max moved:
+    // ms = expf(M_before - s), vs = 1; else ms = 1, vs = expf(s - M_before). libm's expf,
+    // bit for bit (libm_expf16). `moved` is nonzero when any head's max moved in the block.
+    const bool masks = L.parts == 1;
+    V any = masks ? b.mask("any_up") : b.vec(L.width(), Cls::F, "any_up");
+    if (masks)
+      b.kimm(any, 0);
+    else
+      b.vzero(any);
+    for (int g = 0; g < G; ++g) {
+      V16 x = L.vec("s"), m = L.vec("m_before"), up_arg = L.vec("arg_up"), arg = L.vec("arg");
+      L.load(x, Mem{sbg[g], {}, 1, 0});
+      L.load(m, Mem{mpg[g], {}, 1, 0});
+      L.sub(up_arg, m, x);
+      L.sub(arg, x, m);
+      V16 e = L.vec("e"), ms = L.vec("ms"), vs = L.vec("vs");
+      V ups[2];
+      for (int p = 0; p < L.parts; ++p) {
+        V up = masks ? b.mask("up") : b.vec(L.width(), Cls::F, "up");
+        b.vcmp_f(up, x.part[p], m.part[p], kir::FCmp::GT);
+        b.vselect(arg.part[p], up, up_arg.part[p], arg.part[p]);
+        if (masks)
+          b.kor(any, any, up);
+        else
+          b.vor(any, any, up);
+        ups[p] = up;
+      }
+      libm_expf16(L, ec, e, arg);
+      for (int p = 0; p < L.parts; ++p) {
+        b.vselect(ms.part[p], ups[p], e.part[p], one16.part[p]);
+        b.vselect(vs.part[p], ups[p], one16.part[p], e.part[p]);
+      }
+      L.store(Mem{msg[g], {}, 1, 0}, ms);
+      L.store(Mem{vsg[g], {}, 1, 0}, vs);
+    }
+    if (masks)
+      b.kto_i64(moved, any);
+    else
+      b.vmovmsk_f(moved, any);
+
+    // 3. S = fma(S, ms, vs), cell after cell (ggml's S = S*ms + vs).
+    b.for_(j, zero, n, one);
+    for (int g = 0; g < G; ++g) {
+      V t = b.vec(128, Cls::F, "vs1"), u = b.vec(128, Cls::F, "ms1");
+      b.vload_ss(t, Mem{vsg[g], j, 4, 0});
+      b.vload_ss(u, Mem{msg[g], j, 4, 0});
+      b.vfma_ss(t, S[g], u);
+      b.vcopy(S[g], t);
+    }
+    b.end_for();
+
+    // 4. The value accumulators, kChunk floats of each head at a time in registers over the
+    // block's cells: VKQ = fp16(fp16(VKQ * ms) + v * vs) (ggml_vec_scale_f16, then
+    // ggml_vec_mad_f16). A block where no max moved has ms = 1 everywhere, and fp16(x * 1)
+    // is x for the fp16 values VKQ holds: that loop leaves the scale out.
+    const int chunk = L.parts == 1 ? 64 : 32, nv = chunk / 16;
+    auto values = [&](bool rescale) {
+      V cb = b.imm(4 * chunk, "chunk_bytes");
+      b.for_(c, zero, hd4, cb);
+      V16 acc[4][4];
+      for (int g = 0; g < G; ++g)
+        for (int k = 0; k < nv; ++k) {
+          acc[g][k] = L.vec("vkq");
+          L.load(acc[g][k], Mem{vkqg[g], c, 1, 64 * k});
+        }
+      b.sari(c2, c, 1);  // fp16 bytes of the chunk's offset
+      b.ptr_add(vrow, vj, c2, 1);
+      b.for_(j, zero, n, one);
+      {
+        V16 v[4];
+        for (int k = 0; k < nv; ++k) {
+          v[k] = L.vec("v");
+          load_f16(L, v[k], Mem{vrow, {}, 1, 32 * k});
+        }
+        for (int g = 0; g < G; ++g) {
+          const V16 vs = bcast_mem(L, Mem{vsg[g], j, 4, 0}, "vs");
+          V16 ms;
+          if (rescale) ms = bcast_mem(L, Mem{msg[g], j, 4, 0}, "ms");
+          for (int k = 0; k < nv; ++k) {
+            if (rescale) {
+              L.mul(acc[g][k], acc[g][k], ms);  // ggml_vec_scale_f16
+              round_f16(L, acc[g][k]);
+            }
+            L.fma(acc[g][k], v[k], vs);  // ggml_vec_mad_f16
+            round_f16(L, acc[g][k]);
+          }
+        }
+        b.ptr_add(vrow, vrow, cell, 1);
+      }
+      b.end_for();
+      for (int g = 0; g < G; ++g)
+        for (int k = 0; k < nv; ++k) L.store(Mem{vkqg[g], c, 1, 64 * k}, acc[g][k]);
+      b.end_for();
+    };
+    b.if_(moved, Cmp::EQ, 0);
+    values(false);
+    b.end_if();
+    b.if_(moved, Cmp::NE, 0);
+    values(true);
+    b.end_if();
+    b.mul(off, n, cell);
+    b.ptr_add(vj, vj, off, 1);
+    b.end_for();  // jb
+    for (int g = 0; g < G; ++g) b.vstore_ss(Mem{stg[g], {}, 1, 8}, S[g]);
 
     for (int g = 0; g < G; ++g) {
       b.call("cke_flash_finish", {stg[g]});

@@ -643,6 +643,52 @@ void Builder::store_i32(Mem m, V a) {
   emit(Op::StoreI32, {}, a).mem = m;
 }
 
+void Builder::vcvt_ps_pd(V d, V a) {
+  need_vec(d, 0, "vcvt_ps_pd");
+  if (type(d).bits < 256) throw std::logic_error("kir: vcvt_ps_pd widens into 256 or 512 bits");
+  need_vec(a, type(d).bits / 2, "vcvt_ps_pd");
+  emit(Op::VCvtPsPd, d, a);
+}
+void Builder::vcvt_pd_ps(V d, V a) {
+  need_vec(d, 0, "vcvt_pd_ps");
+  if (type(d).bits > 256) throw std::logic_error("kir: vcvt_pd_ps narrows into 128 or 256 bits");
+  need_vec(a, type(d).bits * 2, "vcvt_pd_ps");
+  emit(Op::VCvtPdPs, d, a);
+}
+#define KIR_V2D(fn, OP)                                                                   \
+  void Builder::fn(V d, V a, V b) {                                                       \
+    need_vec(d, 0, #fn);                                                                  \
+    if (type(d).bits < 256) throw std::logic_error("kir: " #fn " takes 256 or 512 bits"); \
+    need_vec(a, type(d).bits, #fn);                                                       \
+    need_vec(b, type(d).bits, #fn);                                                       \
+    emit(Op::OP, d, a, b);                                                                \
+  }
+KIR_V2D(vfma_pd, VFmaPd)
+KIR_V2D(vsub_pd, VSubPd)
+KIR_V2D(vmul_pd, VMulPd)
+KIR_V2D(vadd_i64, VAddI64)
+#undef KIR_V2D
+void Builder::vsll_i64(V d, V a, int imm) {
+  need_vec(d, 0, "vsll_i64");
+  need_vec(a, type(d).bits, "vsll_i64");
+  if (imm < 0 || imm > 63) throw std::logic_error("kir: vsll_i64 shifts by 0..63");
+  emit(Op::VSllI64, d, a).imm = imm;
+}
+void Builder::vgather_i64(V d, Mem table, V idx) {
+  need_vec(d, 0, "vgather_i64");
+  if (type(d).bits < 256) throw std::logic_error("kir: vgather_i64 takes 256 or 512 bits");
+  need_vec(idx, type(d).bits, "vgather_i64");
+  need_mem(table);
+  if (table.index.valid()) throw std::logic_error("kir: vgather_i64's table is base + disp");
+  emit(Op::VGatherI64, d, idx).mem = table;
+}
+void Builder::vmovmsk_f(V d, V a) {
+  need(d, Kind::I64, "vmovmsk_f");
+  need_vec(a, 0, "vmovmsk_f");
+  if (type(a).bits > 256) throw std::logic_error("kir: vmovmsk_f reads 128 or 256 bits");
+  emit(Op::VMovMskF, d, a);
+}
+
 std::string validate(const Module& m) {
   if (m.funcs.empty()) return m.name + ": no functions";
   for (const Func& f : m.funcs) {

@@ -187,6 +187,17 @@ enum class Op : uint8_t {
   VZxWD,      // d = the 16-bit lanes of a (half d's bits) zero-extended to 32 bits
   LoadI32,    // d (i64) = the int32 at mem, sign-extended (embed: a token id)
   StoreI32,   // mem (32 bits) = the low 32 bits of a (i64) (moe_route / moe_group indices)
+  // packed doubles (f64 lanes of a float-class vector) and 64-bit integer lanes: libm's
+  // expf, which computes in double (gen_libm_expf.h)
+  VCvtPsPd,    // d (256/512) = double of each f32 lane of a (half d's bits): exact
+  VCvtPdPs,    // d (128/256) = float of each f64 lane of a (twice d's bits), round to nearest
+  VFmaPd,      // d = fma(a, b, d) per f64 lane (one rounding; d is read)
+  VSubPd,      // d = a - b per f64 lane
+  VMulPd,      // d = a * b per f64 lane
+  VAddI64,     // d = a + b per 64-bit lane (wrapping)
+  VSllI64,     // d = a << imm per 64-bit lane
+  VGatherI64,  // d[i] = the 64 bits at mem.base + mem.disp + 8 * a[i] (a: 64-bit lanes)
+  VMovMskF,    // d (i64) = the sign bits of a's f32 lanes, lane 0 in bit 0 (a: 128/256 bits)
 };
 
 // Float compare predicates of VCmpF (the vcmpps immediates): ordered and quiet, except NEQ
@@ -379,6 +390,15 @@ class Builder {
   void vzx_wd(V d, V a);
   void load_i32(V d, Mem m);
   void store_i32(Mem m, V a);
+  void vcvt_ps_pd(V d, V a);
+  void vcvt_pd_ps(V d, V a);
+  void vfma_pd(V d, V a, V b);
+  void vsub_pd(V d, V a, V b);
+  void vmul_pd(V d, V a, V b);
+  void vadd_i64(V d, V a, V b);
+  void vsll_i64(V d, V a, int imm);
+  void vgather_i64(V d, Mem table, V idx);
+  void vmovmsk_f(V d, V a);
 
  private:
   Func& f();

@@ -669,6 +669,53 @@ class FuncLowering {
       case Op::StoreI32:
         cc_.mov(mem(in.mem, 4), g(a).r32());
         break;
+      case Op::VCvtPsPd:
+        cc_.vcvtps2pd(x(d), bits(d) == 512 ? Vec(x(a).ymm()) : Vec(x(a).xmm()));
+        break;
+      case Op::VCvtPdPs:
+        cc_.vcvtpd2ps(bits(d) == 256 ? Vec(x(d).ymm()) : Vec(x(d).xmm()), x(a));
+        break;
+      case Op::VFmaPd:
+        cc_.vfmadd231pd(x(d), x(a), x(b));
+        break;
+      case Op::VSubPd:
+        cc_.vsubpd(x(d), x(a), x(b));
+        break;
+      case Op::VMulPd:
+        cc_.vmulpd(x(d), x(a), x(b));
+        break;
+      case Op::VAddI64:
+        cc_.vpaddq(x(d), x(a), x(b));
+        break;
+      case Op::VSllI64:
+        cc_.vpsllq(x(d), x(a), in.imm);
+        break;
+      case Op::VGatherI64: {
+        // The gather writes its destination under a mask it clears, and the destination may
+        // be neither the index nor the mask: a fresh destination that is read (zeroed) first
+        // keeps the allocator from giving it the index's register.
+        const x86::Mem t = x86::ptr(g(in.mem.base), x(a), 3, in.mem.disp);
+        Vec r = as_width(cc_.newZmm("gather"), bits(d));
+        if (avx512_) {
+          KReg all = cc_.newKw("all");
+          cc_.kxnorw(all, all, all);
+          cc_.vpxord(r, r, r);
+          cc_.k(all).vpgatherqq(r, t);
+        } else {
+          Vec all = as_width(cc_.newYmm("all"), bits(d));
+          cc_.vpcmpeqq(all, all, all);
+          cc_.vpxor(r, r, r);
+          cc_.vpgatherqq(r, t, all);
+        }
+        if (avx512_)
+          cc_.vmovdqa64(x(d), r);
+        else
+          cc_.vmovdqa(x(d), r);
+        break;
+      }
+      case Op::VMovMskF:
+        cc_.vmovmskps(g(d).r32(), x(a));
+        break;
     }
   }
 

@@ -609,6 +609,47 @@ class FuncRender {
       case Op::StoreI32:
         line(fmt::format("*(int32_t*){} = (int32_t){};", addr(in.mem), name(a)));
         break;
+      case Op::VCvtPsPd:
+        set(d, fmt::format("{0}_castpd_ps({0}_cvtps_pd({1}))", p, f(a)), Cls::F);
+        break;
+      case Op::VCvtPdPs: {
+        const std::string pa = P(ty(a).bits);
+        set(d, fmt::format("{0}_cvtpd_ps({0}_castps_pd({1}))", pa, f(a)), Cls::F);
+        break;
+      }
+      case Op::VFmaPd:
+        set(d,
+            fmt::format("{0}_castpd_ps({0}_fmadd_pd({0}_castps_pd({1}), {0}_castps_pd({2}), "
+                        "{0}_castps_pd({3})))",
+                        p, f(a), f(b), f(d)),
+            Cls::F);
+        break;
+      case Op::VSubPd:
+      case Op::VMulPd:
+        set(d,
+            fmt::format("{0}_castpd_ps({0}_{1}_pd({0}_castps_pd({2}), {0}_castps_pd({3})))", p,
+                        in.op == Op::VSubPd ? "sub" : "mul", f(a), f(b)),
+            Cls::F);
+        break;
+      case Op::VAddI64:
+        set(d, fmt::format("{}_add_epi64({}, {})", p, i(a), i(b)), Cls::I);
+        break;
+      case Op::VSllI64:
+        set(d, fmt::format("{}_slli_epi64({}, {})", p, i(a), in.imm), Cls::I);
+        break;
+      case Op::VGatherI64:
+        if (w == 512)
+          set(d, fmt::format("_mm512_i64gather_epi64({}, (const void*){}, 8)", i(a), addr(in.mem)),
+              Cls::I);
+        else
+          set(d,
+              fmt::format("_mm256_i64gather_epi64((const long long*){}, {}, 8)", addr(in.mem),
+                          i(a)),
+              Cls::I);
+        break;
+      case Op::VMovMskF:
+        line(fmt::format("{} = (int64_t){}_movemask_ps({});", name(d), P(ty(a).bits), f(a)));
+        break;
     }
   }
 
