@@ -583,9 +583,8 @@ void Tile::unit_avx512(int u, V w[2][8]) {
     for (int d = 0; d < f_.sub_dwords; ++d)
       for (int t = t0; t < te; ++t)
         for (int h = 0; h < 2; ++h) {
-          V ad = vec("ad");
-          b.vbcast_f32(ad, act(t, act_disp(j0 + h, d)));  // activation dword (bits)
-          b.vdpbusd(s[t][h], w[h][d], ad);
+          // the activation dword broadcast as the instruction's memory operand
+          b.vdpbusd_b(s[t][h], w[h][d], act(t, act_disp(j0 + h, d)));
         }
     for (int t = t0; t < te; ++t) {
       V part = start_part(t, u);
