@@ -752,11 +752,18 @@ bool build_x8(const X8Format& f, Isa isa, const GeneratorParams& params, kir::Mo
 // super-blocks directly.
 bool build_q4_K_r16(const GeneratorParams& params, kir::Module* m, std::string* err) {
   const char* gen = "linear_q4_K_r16__avx512vnni";
-  int rows = 16, tokens = 1;
-  if (!int_params(params, gen, {{"rows", &rows}, {"tokens", &tokens}}, err)) return false;
+  int rows = 16, tokens = 1, decode_group = 8;
+  if (!int_params(params, gen,
+                  {{"rows", &rows}, {"tokens", &tokens}, {"decode_group", &decode_group}}, err))
+    return false;
   if (rows != 16 || (tokens != 1 && tokens != 8)) {
     *err = fmt::format("generator '{}': tile {}x{} is not one it can emit (rows 16, tokens 1 or 8)",
                        gen, rows, tokens);
+    return false;
+  }
+  if (decode_group < 1 || decode_group > 8 || (tokens != 1 && decode_group != 8)) {
+    *err = fmt::format("generator '{}': decode_group {} (1..8, with tokens 1 only)", gen,
+                       decode_group);
     return false;
   }
   m->isa = isa_features(Isa::Avx512Vnni);
@@ -776,9 +783,11 @@ bool build_q4_K_r16(const GeneratorParams& params, kir::Module* m, std::string* 
   g.G = 8;
   if (tokens == 1) {
     // Decode: one token is the gemv. A batch of decode tokens (decode_batch) runs in groups
-    // of up to 8 gemv tokens: each token's bits as alone, the weights read once a group.
-    for (int r = 1; r < 8; ++r) g.rem_fn[r] = tile(fmt::format("{}_gemv{}", m->name, r), 0, r);
-    g.full_fn = tile(m->name + "_gemv8", 0, 8);
+    // of up to decode_group (8; 1 where the plan never batches: generators.h plan_params)
+    // gemv tokens: each token's bits as alone, the weights read once a group.
+    g.G = decode_group;
+    for (int r = 1; r < g.G; ++r) g.rem_fn[r] = tile(fmt::format("{}_gemv{}", m->name, r), 0, r);
+    g.full_fn = tile(fmt::format("{}_gemv{}", m->name, g.G), 0, g.G);
   } else {
     g.full_fn = tile(fmt::format("{}_gemm{}", m->name, tokens), tokens, 0);
     for (int r = 1; r < tokens; ++r)

@@ -272,11 +272,19 @@ int emit_tile(kir::Module& m, const std::string& name, int tokens, bool prefetch
 bool build_linear_q6_K_r16_avx512vnni(const GeneratorParams& params, kir::Module* m,
                                       std::string* err) {
   const char* gen = "linear_q6_K_r16__avx512vnni";
-  int rows = 16, tokens = 1;
-  if (!int_params(params, gen, {{"rows", &rows}, {"tokens", &tokens}}, err)) return false;
+  int rows = 16, tokens = 1, decode_group = kMaxTokens;
+  if (!int_params(params, gen,
+                  {{"rows", &rows}, {"tokens", &tokens}, {"decode_group", &decode_group}}, err))
+    return false;
   if (rows != 16 || tokens < 1 || tokens > kMaxTokens) {
     *err = fmt::format("generator '{}': tile {}x{} is not one it can emit (rows 16, tokens 1..{})",
                        gen, rows, tokens, kMaxTokens);
+    return false;
+  }
+  if (decode_group < 1 || decode_group > kMaxTokens ||
+      (tokens != 1 && decode_group != kMaxTokens)) {
+    *err = fmt::format("generator '{}': decode_group {} (1..{}, with tokens 1 only)", gen,
+                       decode_group, kMaxTokens);
     return false;
   }
   m->isa = isa_features(Isa::Avx512Vnni);
@@ -288,10 +296,11 @@ bool build_linear_q6_K_r16_avx512vnni(const GeneratorParams& params, kir::Module
   Builder e(*m, m->name,
             {kir::Kind::Ptr, kir::Kind::Ptr, kir::Kind::Ptr, kir::Kind::I64, kir::Kind::I64,
              kir::Kind::I64, kir::Kind::I64, kir::Kind::I64});
-  // tokens 1 (decode): a batch of decode tokens runs in groups of up to 8, each token's bits
-  // as alone, the weights read once a group; the decode tiles prefetch.
+  // tokens 1 (decode): a batch of decode tokens runs in groups of up to decode_group (8;
+  // 1 where the plan never batches: generators.h plan_params), each token's bits as alone,
+  // the weights read once a group; the decode tiles prefetch.
   const bool decode = tokens == 1;
-  const int group = decode ? kMaxTokens : tokens;
+  const int group = decode ? decode_group : tokens;
   const Grid g = token_grid(m->name, 16, group, [&](const std::string& fn, int t) {
     return emit_tile(*m, fn, t, decode);
   });

@@ -49,6 +49,12 @@ constexpr Generator make_generator(std::string_view name, std::string_view summa
   return g;
 }
 
+// A generator that takes decode_group (Generator::decode_group).
+constexpr Generator with_decode_group(Generator g) {
+  g.decode_group = true;
+  return g;
+}
+
 // The features each level's code uses (gen_tile.h isa_features; checked equal by a test).
 constexpr std::string_view kAvx512Vnni[] = {"avx2",     "fma",      "f16c",      "avx512f",
                                             "avx512bw", "avx512vl", "avx512vnni"};
@@ -100,17 +106,19 @@ const std::array<Generator, 123> kGenerators = {
     make_generator("linear_q6_K__avx512vnni",
                    "q6_K linear, ggml vec_dot_q6_K lanes, two chunks per zmm, vpdpbusd",
                    kAvx512Vnni, kLinear, &gen::build_linear_q6_K_avx512vnni),
-    make_generator("linear_q6_K_r16__avx512vnni",
-                   "q6_K linear on the q6_K_r16 weight copy, ggml vec_dot_q6_K lanes, lane j of "
-                   "16 rows per zmm (contract linear.q6_K.ggml)",
-                   kAvx512Vnni, kLinear, &gen::build_linear_q6_K_r16_avx512vnni),
+    with_decode_group(make_generator(
+        "linear_q6_K_r16__avx512vnni",
+        "q6_K linear on the q6_K_r16 weight copy, ggml vec_dot_q6_K lanes, lane j of "
+        "16 rows per zmm (contract linear.q6_K.ggml)",
+        kAvx512Vnni, kLinear, &gen::build_linear_q6_K_r16_avx512vnni)),
     make_generator("linear_q4_Kx8__avx512vnni",
                    "q4_K linear, ggml's repacked q4_K_8x8 gemm/gemv, one lane per row of 16",
                    kAvx512Vnni, kLinear, &gen::build_linear_q4_Kx8_avx512vnni),
-    make_generator("linear_q4_K_r16__avx512vnni",
-                   "q4_K linear on the q4_K_r16 weight copy, ggml's repacked q4_K_8x8 arithmetic "
-                   "(contract linear.q4_Kx8.ggml)",
-                   kAvx512Vnni, kLinear, &gen::build_linear_q4_K_r16_avx512vnni),
+    with_decode_group(make_generator(
+        "linear_q4_K_r16__avx512vnni",
+        "q4_K linear on the q4_K_r16 weight copy, ggml's repacked q4_K_8x8 arithmetic "
+        "(contract linear.q4_Kx8.ggml)",
+        kAvx512Vnni, kLinear, &gen::build_linear_q4_K_r16_avx512vnni)),
     make_generator("linear_f32__avx512",
                    "f32 linear, ggml_vec_dot_f32 4x16 accumulators, reduce_add tree", kAvx512,
                    kLinear, &gen::build_linear_f32_avx512),
@@ -462,6 +470,14 @@ const Generator* find_generator(std::string_view name) {
   for (const Generator& g : kGenerators)
     if (g.name == name) return &g;
   return nullptr;
+}
+
+GeneratorParams plan_params(const Generator& g, const GeneratorParams& map_params,
+                            bool decode_batch, bool plan_batches) {
+  GeneratorParams p = map_params;
+  if (g.decode_group && decode_batch && !plan_batches)
+    p.insert_or_assign("decode_group", std::string("1"));
+  return p;
 }
 
 bool build_kernel(std::string_view name, const GeneratorParams& params, const std::string& id,

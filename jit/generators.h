@@ -75,12 +75,24 @@ struct Generator {
   uint8_t n_args;
   ArgKind args[kMaxKernelArgs];  // the entry's arguments, as KernelSymbol::args
   BuildFn build;
+  // Takes `decode_group` (1..8, default 8): its decode provider (tokens 1) runs a batch of
+  // decode tokens in groups of that many, one tile per group size.
+  bool decode_group = false;
 };
 
 // The linear ABI of kernels/ref/linear.h, which every linear generator emits (x: the
 // activations in the contract's converted type).
 using LinearFn = void (*)(const void* x, const void* w, float* y, int64_t K, int64_t N, int64_t T,
                           int64_t n0, int64_t n1);
+
+// The parameters a plan generates a provider with: the map's, plus decode_group 1 for a
+// decode provider that may batch decode tokens (`decode_batch`: its selection.decode_batch)
+// of a generator that takes it, when the plan never batches them (one sequence). Its tiles
+// for 2..8 tokens would be dead code there, and they are most of the code: 20 ms of the
+// q6_K_r16 decode kernel's 25 ms of JIT. The kernel stays correct for any T (one token per
+// group); the JIT and --emit-c use the same parameters, so they emit the same kernel.
+GeneratorParams plan_params(const Generator& g, const GeneratorParams& map_params,
+                            bool decode_batch, bool plan_batches);
 
 std::span<const Generator> generators();
 const Generator* find_generator(std::string_view name);

@@ -48,8 +48,10 @@ std::string compare(const Loaded& l, const std::vector<uint8_t>& w, const std::v
   return compare_kernels(l.fn, l.ref, w, x, K, N, T, n0, n1, l.cfn, &kw);
 }
 
-// Generates the kernel (machine code and C), or explains why the test cannot run here.
-Loaded load(const std::string& id, std::string* skip) {
+// Generates the kernel (machine code and C), or explains why the test cannot run here; with
+// the parameters of a plan that batches decode tokens, or (single_sequence) of one that
+// never does (jit::plan_params).
+Loaded load(const std::string& id, std::string* skip, bool single_sequence = false) {
   Loaded l;
   const std::optional<GeneratedLinear> g = find_generated_linear(id);
   if (!g) {
@@ -67,13 +69,15 @@ Loaded load(const std::string& id, std::string* skip) {
     return l;
   }
   std::string err, c;
-  l.module = jit::generate_kernel(gen->name, l.map->impl.generator_params, id, &err);
+  const jit::GeneratorParams params = jit::plan_params(
+      *gen, l.map->impl.generator_params, l.map->selection.decode_batch, !single_sequence);
+  l.module = jit::generate_kernel(gen->name, params, id, &err);
   if (!l.module) {
     ADD_FAILURE() << err;
     return l;
   }
   l.fn = l.module->entry_as<jit::LinearFn>();
-  if (!jit::kernel_c_source(gen->name, l.map->impl.generator_params, id, &c, &err)) {
+  if (!jit::kernel_c_source(gen->name, params, id, &c, &err)) {
     ADD_FAILURE() << err;
     return l;
   }
@@ -348,6 +352,16 @@ void run_all(const std::string& id) {
   if (l.map->selection.decode_batch) {
     SCOPED_TRACE("decode batch");
     ASSERT_EQ(decode_batch(l), "");
+  }
+  // The kernel a one-sequence plan generates (decode_group 1 where the generator takes it):
+  // the same bits, for any T too.
+  if (l.map->selection.decode_batch && jit::find_generator(l.map->impl.generator)->decode_group) {
+    SCOPED_TRACE("one-sequence plan (decode_group 1)");
+    const Loaded l1 = load(id, &skip, true);
+    ASSERT_NE(l1.fn, nullptr);
+    EXPECT_LT(l1.module->code_size(), l.module->code_size());
+    sweep(l1);
+    ASSERT_EQ(decode_batch(l1), "");
   }
 }
 
