@@ -623,6 +623,10 @@ KIR_V2X(vmin_i32, VMinI32)
 KIR_V2X(vmax_i32, VMaxI32)
 KIR_V2X(vxor, VXor)
 KIR_V2X(vpackus_dw, VPackUsDw)
+KIR_V2X(vfma_pd, VFmaPd)
+KIR_V2X(vsub_pd, VSubPd)
+KIR_V2X(vmul_pd, VMulPd)
+KIR_V2X(vadd_i64, VAddI64)
 #undef KIR_V2X
 void Builder::vzx_wd(V d, V a) {
   need_vec(d, 0, "vzx_wd");
@@ -655,19 +659,6 @@ void Builder::vcvt_pd_ps(V d, V a) {
   need_vec(a, type(d).bits * 2, "vcvt_pd_ps");
   emit(Op::VCvtPdPs, d, a);
 }
-#define KIR_V2D(fn, OP)                                                                   \
-  void Builder::fn(V d, V a, V b) {                                                       \
-    need_vec(d, 0, #fn);                                                                  \
-    if (type(d).bits < 256) throw std::logic_error("kir: " #fn " takes 256 or 512 bits"); \
-    need_vec(a, type(d).bits, #fn);                                                       \
-    need_vec(b, type(d).bits, #fn);                                                       \
-    emit(Op::OP, d, a, b);                                                                \
-  }
-KIR_V2D(vfma_pd, VFmaPd)
-KIR_V2D(vsub_pd, VSubPd)
-KIR_V2D(vmul_pd, VMulPd)
-KIR_V2D(vadd_i64, VAddI64)
-#undef KIR_V2D
 void Builder::vsll_i64(V d, V a, int imm) {
   need_vec(d, 0, "vsll_i64");
   need_vec(a, type(d).bits, "vsll_i64");
