@@ -509,11 +509,6 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
       L.store(Mem{vkqg[g], c, 1, 0}, z);
     }
     b.end_for();
-    for (int g = 0; g < G; ++g) {
-      b.vstore_ss(Mem{stg[g], {}, 1, 4}, ninf);   // M
-      b.vstore_ss(Mem{stg[g], {}, 1, 8}, zero1);  // S
-    }
-
     // Cells [first, len) of KV head h / group, in blocks of 16 (the last one shorter).
     b.div(hk, h, group);
     b.mul(off, hk, hd2);
@@ -552,8 +547,8 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
     for (int g = 0; g < G; ++g) L.store(Mem{sbg[g], {}, 1, 0}, ninf16);
     b.for_(j, zero, n, one);
     {
-      // Each cell's loads wait behind nothing now, but a long cache is read from DRAM
-      // every token: K and V rows are prefetched kAheadCells cells ahead.
+      // A long cache is read from DRAM every token: K and V rows are prefetched
+      // kAheadCells cells ahead.
       b.ptr_add(kp, kj, ahead, 1);
       b.ptr_add(vp, vj, ahead, 1);
       b.for_(c, zero, hd2, c64);
