@@ -692,8 +692,9 @@ class FuncLowering {
         break;
       case Op::VGatherI64: {
         // The gather writes its destination under a mask it clears, and the destination may
-        // be neither the index nor the mask: a fresh destination that is read (zeroed) first
-        // keeps the allocator from giving it the index's register.
+        // be neither the index nor the mask (else #UD): a fresh register, zeroed first so
+        // that it is live together with the index at the gather (one register would fault,
+        // which tests/jit/test_libm_expf.cpp would see at both levels).
         const x86::Mem t = x86::ptr(g(in.mem.base), x(a), 3, in.mem.disp);
         Vec r = as_width(cc_.newZmm("gather"), bits(d));
         if (avx512_) {
