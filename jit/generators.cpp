@@ -472,10 +472,11 @@ const Generator* find_generator(std::string_view name) {
   return nullptr;
 }
 
-GeneratorParams plan_params(const Generator& g, const GeneratorParams& map_params,
+GeneratorParams plan_params(std::string_view generator, const GeneratorParams& map_params,
                             bool decode_batch, bool plan_batches) {
   GeneratorParams p = map_params;
-  if (g.decode_group && decode_batch && !plan_batches)
+  const Generator* g = find_generator(generator);
+  if (g && g->decode_group && decode_batch && !plan_batches)
     p.insert_or_assign("decode_group", std::string("1"));
   return p;
 }

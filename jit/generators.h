@@ -91,7 +91,8 @@ using LinearFn = void (*)(const void* x, const void* w, float* y, int64_t K, int
 // for 2..8 tokens would be dead code there, and they are most of the code: 20 ms of the
 // q6_K_r16 decode kernel's 25 ms of JIT. The kernel stays correct for any T (one token per
 // group); the JIT and --emit-c use the same parameters, so they emit the same kernel.
-GeneratorParams plan_params(const Generator& g, const GeneratorParams& map_params,
+// (An unknown generator gets the map's parameters; generating then reports it.)
+GeneratorParams plan_params(std::string_view generator, const GeneratorParams& map_params,
                             bool decode_batch, bool plan_batches);
 
 std::span<const Generator> generators();

@@ -163,17 +163,9 @@ bool emit_c(const EmitInput& in, EmittedC* out, std::string* err) {
       continue;
     }
     std::string c;
-    const jit::Generator* g = jit::find_generator(s.provider->impl.generator);
-    if (!g) {
-      *err = fmt::format(
-          "--emit-c: provider '{}': impl.generator '{}' is not a generator of "
-          "this binary",
-          s.provider->id, s.provider->impl.generator);
-      return false;
-    }
     if (!jit::kernel_c_source(
             s.provider->impl.generator,
-            jit::plan_params(*g, s.provider->impl.generator_params,
+            jit::plan_params(s.provider->impl.generator, s.provider->impl.generator_params,
                              s.provider->selection.decode_batch, in.batch != nullptr),
             s.provider->id, &c, err)) {
       *err = fmt::format("--emit-c: provider '{}': {}", s.provider->id, *err);

@@ -171,10 +171,10 @@ std::optional<KernelSymbol> Engine::Impl::kernel_for(const KernelMap& m, std::st
   }
   auto& mod = modules[m.id];
   if (!mod) {
-    mod = jit::generate_kernel(
-        m.impl.generator,
-        jit::plan_params(*g, m.impl.generator_params, m.selection.decode_batch, has_batch()), m.id,
-        err);
+    mod = jit::generate_kernel(m.impl.generator,
+                               jit::plan_params(m.impl.generator, m.impl.generator_params,
+                                                m.selection.decode_batch, has_batch()),
+                               m.id, err);
     if (!mod) return std::nullopt;
   }
   KernelSymbol k{m.id, mod->entry(), g->n_args, {}};
@@ -312,11 +312,11 @@ bool Engine::Impl::build_plans(std::string* err) {
   std::vector<std::unique_ptr<jit::KernelModule>> made(gen.size());
   std::vector<std::string> errs(gen.size());
   tbb::parallel_for(size_t(0), gen.size(), [&](size_t i) {
-    made[i] = jit::generate_kernel(gen[i]->impl.generator,
-                                   jit::plan_params(*jit::find_generator(gen[i]->impl.generator),
-                                                    gen[i]->impl.generator_params,
-                                                    gen[i]->selection.decode_batch, has_batch()),
-                                   gen[i]->id, &errs[i]);
+    made[i] =
+        jit::generate_kernel(gen[i]->impl.generator,
+                             jit::plan_params(gen[i]->impl.generator, gen[i]->impl.generator_params,
+                                              gen[i]->selection.decode_batch, has_batch()),
+                             gen[i]->id, &errs[i]);
   });
   for (size_t i = 0; i < gen.size(); ++i) {
     if (!made[i]) {

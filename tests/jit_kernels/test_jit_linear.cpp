@@ -70,7 +70,7 @@ Loaded load(const std::string& id, std::string* skip, bool single_sequence = fal
   }
   std::string err, c;
   const jit::GeneratorParams params = jit::plan_params(
-      *gen, l.map->impl.generator_params, l.map->selection.decode_batch, !single_sequence);
+      gen->name, l.map->impl.generator_params, l.map->selection.decode_batch, !single_sequence);
   l.module = jit::generate_kernel(gen->name, params, id, &err);
   if (!l.module) {
     ADD_FAILURE() << err;
