@@ -20,6 +20,7 @@ struct QSpec {
   QFormat format;
   bool repacked;
   Isa isa;
+  bool avx_vnni = false;  // AVX2 tiles with AVX-VNNI's vpdpbusd (ymm, VEX)
 };
 
 bool build_q(const QSpec& s, const GeneratorParams& params, kir::Module* m, std::string* err) {
@@ -50,6 +51,7 @@ bool build_q(const QSpec& s, const GeneratorParams& params, kir::Module* m, std:
   }
   const std::string& name = m->name;
   m->isa = isa_features(s.isa);
+  if (s.avx_vnni) m->isa.push_back("avxvnni");  // the AVX2 tiles read it (gen_linear_q_avx2)
   m->comment = fmt::format(
       "generator {}, rows {}, tokens {}: {} arithmetic of contract {}\n"
       "(activations: {} rows from the plan's act_quant step)",
@@ -222,6 +224,24 @@ bool build_linear_q4_0_avx2(const GeneratorParams& p, kir::Module* m, std::strin
 }
 bool build_linear_q4_0x8_avx2(const GeneratorParams& p, kir::Module* m, std::string* err) {
   return build_q({"linear_q4_0x8__avx2", QFormat::Q4_0, true, Isa::Avx2}, p, m, err);
+}
+bool build_linear_q8_0_avxvnni(const GeneratorParams& p, kir::Module* m, std::string* err) {
+  return build_q({"linear_q8_0__avxvnni", QFormat::Q8_0, false, Isa::Avx2, true}, p, m, err);
+}
+bool build_linear_q4_0_avxvnni(const GeneratorParams& p, kir::Module* m, std::string* err) {
+  return build_q({"linear_q4_0__avxvnni", QFormat::Q4_0, false, Isa::Avx2, true}, p, m, err);
+}
+bool build_linear_q4_0x8_avxvnni(const GeneratorParams& p, kir::Module* m, std::string* err) {
+  return build_q({"linear_q4_0x8__avxvnni", QFormat::Q4_0, true, Isa::Avx2, true}, p, m, err);
+}
+bool build_linear_q4_1_avxvnni(const GeneratorParams& p, kir::Module* m, std::string* err) {
+  return build_q({"linear_q4_1__avxvnni", QFormat::Q4_1, false, Isa::Avx2, true}, p, m, err);
+}
+bool build_linear_q5_0_avxvnni(const GeneratorParams& p, kir::Module* m, std::string* err) {
+  return build_q({"linear_q5_0__avxvnni", QFormat::Q5_0, false, Isa::Avx2, true}, p, m, err);
+}
+bool build_linear_q5_1_avxvnni(const GeneratorParams& p, kir::Module* m, std::string* err) {
+  return build_q({"linear_q5_1__avxvnni", QFormat::Q5_1, false, Isa::Avx2, true}, p, m, err);
 }
 bool build_linear_q4_1_avx512vnni(const GeneratorParams& p, kir::Module* m, std::string* err) {
   return build_q({"linear_q4_1__avx512vnni", QFormat::Q4_1, false, Isa::Avx512Vnni}, p, m, err);

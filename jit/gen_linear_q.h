@@ -130,5 +130,12 @@ bool build_linear_q5_1_avx512vnni(const GeneratorParams& p, kir::Module* m, std:
 bool build_linear_q4_1_avx2(const GeneratorParams& p, kir::Module* m, std::string* err);
 bool build_linear_q5_0_avx2(const GeneratorParams& p, kir::Module* m, std::string* err);
 bool build_linear_q5_1_avx2(const GeneratorParams& p, kir::Module* m, std::string* err);
+// The AVX2 tiles with AVX-VNNI's vpdpbusd (ymm, VEX) in place of vpmaddubsw + vpmaddwd.
+bool build_linear_q8_0_avxvnni(const GeneratorParams& p, kir::Module* m, std::string* err);
+bool build_linear_q4_0_avxvnni(const GeneratorParams& p, kir::Module* m, std::string* err);
+bool build_linear_q4_0x8_avxvnni(const GeneratorParams& p, kir::Module* m, std::string* err);
+bool build_linear_q4_1_avxvnni(const GeneratorParams& p, kir::Module* m, std::string* err);
+bool build_linear_q5_0_avxvnni(const GeneratorParams& p, kir::Module* m, std::string* err);
+bool build_linear_q5_1_avxvnni(const GeneratorParams& p, kir::Module* m, std::string* err);
 
 }  // namespace cke::jit::gen

@@ -55,6 +55,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <stdexcept>
 #include <vector>
@@ -128,7 +129,8 @@ class Tile {
         bits_(avx512 ? 512 : 256),
         n_gemm_(n_gemm),
         tokens_(n_gemm + n_gemv),
-        r16_(r16) {
+        r16_(r16),
+        vnni_(std::find(m.isa.begin(), m.isa.end(), "avxvnni") != m.isa.end()) {
     if (tokens_ < 1 || tokens_ > 8) throw std::logic_error("kir: q4_K tile takes 1..8 tokens");
     if (r16 && (f.q2 || !avx512)) throw std::logic_error("kir: q4_K_r16 is AVX-512 q4_K only");
   }
@@ -180,6 +182,7 @@ class Tile {
   bool avx512_;
   int rows_, bits_, n_gemm_, tokens_;
   bool r16_;
+  bool vnni_;  // AVX2 tile with AVX-VNNI: vpdpbusd (ymm) in place of vpmaddubsw + vpmaddwd
   std::vector<V> roff_;
   V frame_, wb_, dw_, dminw_, even_odd_;
   TokenRows tr_[2];
@@ -633,16 +636,32 @@ void Tile::unit_avx2(int u, const V q[8]) {
       }
     }
     const int j = 2 * u + h;
-    V ones = splat("ones16", 0x00010001u);
+    V ones = vnni_ ? V{} : splat("ones16", 0x00010001u);
     for (int t = 0; t < tokens_; ++t) {
-      V p = vec("p16"), s = vec("s");
-      for (int d = 0; d < nd; ++d) {
-        V ad = vec("ad"), x = d ? vec("x16") : p;
-        b.vbcast_f32(ad, act(t, act_disp(j, d)));  // activation dword (bits)
-        b.vmaddubs_w(x, w[d], ad);                 // no saturation: |pair| <= 2 * 15 * 128
-        if (d) b.vadd_i16(p, p, x);                // |16 products| <= 30720: no wrap
+      V s = vec("s");
+      if (vnni_) {
+        // AVX-VNNI: the same int32 sums, one vpdpbusd per activation dword, in two chains
+        // (even and odd dwords; integer adds, so exact), so the one-token gemv does not wait
+        // on one chain of nd dependent vpdpbusd.
+        V s1 = vec("s1");
+        b.vzero(s);
+        b.vzero(s1);
+        for (int d = 0; d < nd; ++d) {
+          V ad = vec("ad");
+          b.vbcast_f32(ad, act(t, act_disp(j, d)));
+          b.vdpbusd(d % 2 ? s1 : s, w[d], ad);
+        }
+        b.vadd_i32(s, s, s1);
+      } else {
+        V p = vec("p16");
+        for (int d = 0; d < nd; ++d) {
+          V ad = vec("ad"), x = d ? vec("x16") : p;
+          b.vbcast_f32(ad, act(t, act_disp(j, d)));  // activation dword (bits)
+          b.vmaddubs_w(x, w[d], ad);                 // no saturation: |pair| <= 2 * 15 * 128
+          if (d) b.vadd_i16(p, p, x);                // |16 products| <= 30720: no wrap
+        }
+        b.vmadd_wd(s, p, ones);
       }
-      b.vmadd_wd(s, p, ones);
       V f = vec("f", Cls::F), part;
       b.vcvt_i32_f32(f, s);
       if (h == 0) {
@@ -697,8 +716,9 @@ void Tile::store() {
 }
 
 bool build_x8(const X8Format& f, Isa isa, const GeneratorParams& params, kir::Module* m,
-              std::string* err) {
-  const std::string name = fmt::format("linear_{}x8__{}", f.name, isa_suffix(isa));
+              std::string* err, bool avx_vnni = false) {
+  const std::string name =
+      fmt::format("linear_{}x8__{}", f.name, avx_vnni ? "avxvnni" : isa_suffix(isa));
   const char* gen = name.c_str();
   const bool avx512 = isa != Isa::Avx2;
   const int want_rows = avx512 ? 16 : 8;
@@ -714,6 +734,7 @@ bool build_x8(const X8Format& f, Isa isa, const GeneratorParams& params, kir::Mo
     return false;
   }
   m->isa = isa_features(isa);
+  if (avx_vnni) m->isa.push_back("avxvnni");  // Tile reads it
   m->comment = fmt::format(
       "generator {}, rows {}, tokens {}{}: ggml's repacked {}_8x8 {} arithmetic of "
       "contract linear.{}x8.ggml, one lane per row\n(activations: Q8_K rows from the plan's "
@@ -804,6 +825,12 @@ bool build_linear_q4_Kx8_avx512vnni(const GeneratorParams& p, kir::Module* m, st
 }
 bool build_linear_q4_Kx8_avx2(const GeneratorParams& p, kir::Module* m, std::string* err) {
   return build_x8(kQ4Kx8, Isa::Avx2, p, m, err);
+}
+bool build_linear_q4_Kx8_avxvnni(const GeneratorParams& p, kir::Module* m, std::string* err) {
+  return build_x8(kQ4Kx8, Isa::Avx2, p, m, err, true);
+}
+bool build_linear_q2_Kx8_avxvnni(const GeneratorParams& p, kir::Module* m, std::string* err) {
+  return build_x8(kQ2Kx8, Isa::Avx2, p, m, err, true);
 }
 bool build_linear_q2_Kx8_avx512vnni(const GeneratorParams& p, kir::Module* m, std::string* err) {
   return build_x8(kQ2Kx8, Isa::Avx512Vnni, p, m, err);

@@ -18,6 +18,9 @@ bool build_linear_q4_Kx8_avx2(const GeneratorParams& p, kir::Module* m, std::str
 // The same tiles and parameters for q2_K (contract linear.q2_Kx8.ggml).
 bool build_linear_q2_Kx8_avx512vnni(const GeneratorParams& p, kir::Module* m, std::string* err);
 bool build_linear_q2_Kx8_avx2(const GeneratorParams& p, kir::Module* m, std::string* err);
+// The AVX2 tiles with AVX-VNNI's vpdpbusd (ymm, VEX), for hosts with AVX-VNNI but no AVX-512.
+bool build_linear_q4_Kx8_avxvnni(const GeneratorParams& p, kir::Module* m, std::string* err);
+bool build_linear_q2_Kx8_avxvnni(const GeneratorParams& p, kir::Module* m, std::string* err);
 // The q4_K tiles on the weights' q4_K_r16 copy (kernels/formats/layouts.h): no transposes;
 // params rows 16, tokens 1 (decode) or 8 (prefill).
 bool build_linear_q4_K_r16_avx512vnni(const GeneratorParams& p, kir::Module* m, std::string* err);

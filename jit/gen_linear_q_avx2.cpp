@@ -8,6 +8,9 @@
 //   Plain / Gemv: a = weight, b = activation;  Gemm: a = activation, b = weight.
 // The unsigned formats (q4_1, q5_1) skip the sign move: vpmaddubsw(weight, activation) as
 // ggml's mul_sum_us8_pairs_float (pair sums within [-8128, 7874]: no saturation).
+// A module whose ISA lists avxvnni (the __avxvnni generators) computes the same int32 lanes
+// with one AVX-VNNI vpdpbusd into zeros instead of vpmaddubsw + vpmaddwd: with no saturation
+// the two are the same integers.
 // q5 high bits (bytes_from_bits_32): the 32-bit qh broadcast, vpshufb sends byte e / 8 to
 // byte e, AND with 1 << (e % 8), vpsignb(0x10, that) & 0x10 is 0x10 where the bit is set.
 //
@@ -15,6 +18,7 @@
 // acc) per block, hsum8 in ggml's order at the end.
 // Gemv/Gemm tiles: 4 rows; the 4 rows' int32 lanes are reduced by vphaddd to one xmm of
 // full block sums (exact), then acc = fma(float(isum), d, acc), one float lane per row.
+#include <algorithm>
 #include <vector>
 
 #include "jit/gen_linear_q.h"
@@ -28,16 +32,20 @@ using kir::Mem;
 using kir::V;
 
 struct Consts {
-  V ones16;                 // int16 1s for vpmaddwd
+  bool vnni = false;        // AVX-VNNI: vpdpbusd (ymm) in place of vpmaddubsw + vpmaddwd
+  V ones16;                 // int16 1s for vpmaddwd (not with vnni)
   V nib_mask, bias;         // nibble formats; bias: q4_0 8, q5_0 16
   V hb_shuf, hb_bits, c10;  // q5 high bits
 };
 
-Consts make_consts(Builder& b, QFormat f) {
+Consts make_consts(Builder& b, const kir::Module& m, QFormat f) {
   const QFormatTraits& q = q_traits(f);
   Consts c;
-  c.ones16 = b.vec(256, Cls::I, "ones16");
-  b.vsplat32(c.ones16, 0x00010001u);
+  c.vnni = std::find(m.isa.begin(), m.isa.end(), "avxvnni") != m.isa.end();
+  if (!c.vnni) {
+    c.ones16 = b.vec(256, Cls::I, "ones16");
+    b.vsplat32(c.ones16, 0x00010001u);
+  }
   if (q.unpack == QUnpack::Nibbles) {
     c.nib_mask = b.vec(256, Cls::I, "nib_mask");
     b.vsplat32(c.nib_mask, 0x0F0F0F0Fu);
@@ -88,9 +96,15 @@ V load_weights(Builder& b, QFormat f, const Consts& c, V row, V off) {
   return q;
 }
 
-// int32 lanes of sum over 4-element groups of x (unsigned bytes) * y (signed).
+// int32 lanes of sum over 4-element groups of x (unsigned bytes) * y (signed). With
+// AVX-VNNI one vpdpbusd into zeros: the same integers, as the pair sums never saturate.
 V dot_lanes_u(Builder& b, const Consts& c, V x, V y) {
   V out = b.vec(256, Cls::I, "isum");
+  if (c.vnni) {
+    b.vzero(out);
+    b.vdpbusd(out, x, y);
+    return out;
+  }
   b.vmaddubs_w(out, x, y);
   b.vmadd_wd(out, out, c.ones16);
   return out;
@@ -98,19 +112,17 @@ V dot_lanes_u(Builder& b, const Consts& c, V x, V y) {
 
 // int32 lanes of sum over 4-element groups of (|a| as u8) * (b with a's sign).
 V dot_lanes(Builder& b, const Consts& c, V x, V y) {
-  V ua = b.vec(256, Cls::I, "ua"), sb = b.vec(256, Cls::I, "sb"), out = b.vec(256, Cls::I, "isum");
+  V ua = b.vec(256, Cls::I, "ua"), sb = b.vec(256, Cls::I, "sb");
   b.vsign_i8(ua, x, x);
   b.vsign_i8(sb, y, x);
-  b.vmaddubs_w(out, ua, sb);
-  b.vmadd_wd(out, out, c.ones16);
-  return out;
+  return dot_lanes_u(b, c, ua, sb);
 }
 
 int emit_plain(kir::Module& m, const std::string& name, QFormat f, int rows, int tokens) {
   Builder b = open_tile(m, name);
   const TileArgs a = begin_tile(b);
   const std::vector<V> r = tile_rows(b, a, rows);
-  const Consts c = make_consts(b, f);
+  const Consts c = make_consts(b, m, f);
   TokenRows tr = token_rows(b, a.a, a.as, tokens);
   const bool sign = q_traits(f).is_signed();
 
@@ -160,7 +172,7 @@ int emit_repacked(kir::Module& m, const std::string& name, QFormat f, QArith ari
   const TileArgs a = begin_tile(b);
   constexpr int kRows = 4;
   const std::vector<V> r = tile_rows(b, a, kRows);
-  const Consts c = make_consts(b, f);
+  const Consts c = make_consts(b, m, f);
   TokenRows tr = token_rows(b, a.a, a.as, tokens);
 
   V acc[4];

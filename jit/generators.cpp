@@ -62,6 +62,7 @@ constexpr std::string_view kAvx512Bf16[] = {"avx2",     "fma",      "f16c",     
                                             "avx512bw", "avx512vl", "avx512bf16"};
 constexpr std::string_view kAvx512[] = {"avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl"};
 constexpr std::string_view kAvx2[] = {"avx2", "fma", "f16c"};
+constexpr std::string_view kAvxVnni[] = {"avx2", "fma", "f16c", "avxvnni"};
 constexpr LinearFn kLinear = nullptr;
 
 constexpr gen::AttentionFn kAttention = nullptr;
@@ -85,7 +86,7 @@ constexpr gen::MoeCombineFn kMoeCombine = nullptr;
 constexpr gen::MoeRouteFn kMoeRoute = nullptr;
 constexpr gen::MoeGroupFn kMoeGroup = nullptr;
 
-const std::array<Generator, 123> kGenerators = {
+const std::array<Generator, 131> kGenerators = {
     make_generator("linear_q8_0__avx512vnni",
                    "q8_0 linear, ggml vec_dot lanes, 2 rows per zmm, vpdpbusd", kAvx512Vnni,
                    kLinear, &gen::build_linear_q8_0_avx512vnni),
@@ -166,6 +167,34 @@ const std::array<Generator, 123> kGenerators = {
     make_generator("linear_q4_Kx8__avx2",
                    "q4_K linear, ggml's repacked q4_K_8x8 gemm/gemv, one lane per row of 8", kAvx2,
                    kLinear, &gen::build_linear_q4_Kx8_avx2),
+    // AVX-VNNI (ymm vpdpbusd, VEX): the AVX2 tiles' integer dot in one instruction, for
+    // hosts that have it without AVX-512 (and for AVX2-capped runs on those that have both).
+    make_generator("linear_q8_0__avxvnni", "q8_0 linear, ggml vec_dot lanes, AVX-VNNI vpdpbusd",
+                   kAvxVnni, kLinear, &gen::build_linear_q8_0_avxvnni),
+    make_generator("linear_q4_0__avxvnni",
+                   "q4_0 linear, ggml vec_dot lanes (contract linear.q4_0.ggml), AVX-VNNI",
+                   kAvxVnni, kLinear, &gen::build_linear_q4_0_avxvnni),
+    make_generator("linear_q4_0x8__avxvnni",
+                   "q4_0 linear, ggml's repacked 8x8 gemm/gemv (contract linear.q4_0x8.ggml), "
+                   "AVX-VNNI",
+                   kAvxVnni, kLinear, &gen::build_linear_q4_0x8_avxvnni),
+    make_generator("linear_q4_1__avxvnni",
+                   "q4_1 linear, ggml vec_dot_q4_1_q8_1 lanes + min term, AVX-VNNI vpdpbusd",
+                   kAvxVnni, kLinear, &gen::build_linear_q4_1_avxvnni),
+    make_generator("linear_q5_0__avxvnni",
+                   "q5_0 linear, ggml vec_dot_q5_0_q8_0 lanes, AVX-VNNI vpdpbusd", kAvxVnni,
+                   kLinear, &gen::build_linear_q5_0_avxvnni),
+    make_generator("linear_q5_1__avxvnni",
+                   "q5_1 linear, ggml vec_dot_q5_1_q8_1 lanes + min term, AVX-VNNI vpdpbusd",
+                   kAvxVnni, kLinear, &gen::build_linear_q5_1_avxvnni),
+    make_generator("linear_q4_Kx8__avxvnni",
+                   "q4_K linear, ggml's repacked q4_K_8x8 gemm/gemv, one lane per row of 8, "
+                   "AVX-VNNI vpdpbusd",
+                   kAvxVnni, kLinear, &gen::build_linear_q4_Kx8_avxvnni),
+    make_generator("linear_q2_Kx8__avxvnni",
+                   "q2_K linear, ggml's repacked q2_K_8x8 gemm/gemv, one lane per row of 8, "
+                   "AVX-VNNI vpdpbusd",
+                   kAvxVnni, kLinear, &gen::build_linear_q2_Kx8_avxvnni),
     make_generator("linear_f32__avx2",
                    "f32 linear, the AVX-512 build's 4x16 lanes as ymm pairs, reduce_add tree",
                    kAvx2, kLinear, &gen::build_linear_f32_avx2),

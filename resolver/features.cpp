@@ -35,6 +35,7 @@ std::optional<FeatureSet> isa_level_features(std::string_view level) {
   const FeatureSet vnni = v4 | FeatureSet{F::avx512vbmi, F::avx512vnni, F::avx512bf16, F::avxvnni};
   if (level == "scalar") return FeatureSet{};
   if (level == "avx2") return v3;
+  if (level == "avx_vnni") return v3 | FeatureSet{F::avxvnni};
   if (level == "avx512") return v4;
   if (level == "avx512_vnni") return vnni;
   if (level == "amx") return FeatureSet::all();
@@ -42,7 +43,8 @@ std::optional<FeatureSet> isa_level_features(std::string_view level) {
 }
 
 const std::vector<std::string_view>& isa_level_names() {
-  static const std::vector<std::string_view> k = {"scalar", "avx2", "avx512", "avx512_vnni", "amx"};
+  static const std::vector<std::string_view> k = {"scalar", "avx2",        "avx_vnni",
+                                                  "avx512", "avx512_vnni", "amx"};
   return k;
 }
 

@@ -66,11 +66,12 @@ class FeatureSet {
 // The features of an ISA level, for `--isa` caps and the ratchet's per-level counts:
 //   scalar       nothing
 //   avx2         avx2 fma f16c                                   (x86-64-v3)
+//   avx_vnni     avx2 + avxvnni (ymm vpdpbusd, VEX)               (Alder Lake and later clients)
 //   avx512       + avx512f dq bw vl                              (x86-64-v4)
 //   avx512_vnni  + avx512vbmi avx512vnni avx512bf16 avxvnni      (Cascade/Cooper Lake, Zen 4)
 //   amx          everything (Sapphire Rapids and later)
 std::optional<FeatureSet> isa_level_features(std::string_view level);
-// The level names in increasing order.
+// The level names, from the least to the most (avx_vnni and avx512 are not nested).
 const std::vector<std::string_view>& isa_level_names();
 
 }  // namespace cke

@@ -458,13 +458,22 @@ class FuncLowering {
         cc_.vpshufb(x(d), x(a), x(b));
         break;
       case Op::VDpBusd:
-        cc_.vpdpbusd(x(d), x(a), x(b));
+        // Without AVX-512 the code is for AVX-VNNI: asmjit prefers the EVEX form of the
+        // VNNI ops (AVX512_VNNI + VL), which such a host lacks; {vex} asks for AVX_VNNI's.
+        if (avx512_)
+          cc_.vpdpbusd(x(d), x(a), x(b));
+        else
+          cc_.vex().vpdpbusd(x(d), x(a), x(b));
         break;
       case Op::VDpBusdB:
+        if (!avx512_) throw std::logic_error("kir: vdpbusd_b needs AVX-512 (EVEX broadcast)");
         cc_.vpdpbusd(x(d), x(a), bits(d) == 512 ? mem(in.mem)._1to16() : mem(in.mem)._1to8());
         break;
       case Op::VDpWssd:
-        cc_.vpdpwssd(x(d), x(a), x(b));
+        if (avx512_)
+          cc_.vpdpwssd(x(d), x(a), x(b));
+        else
+          cc_.vex().vpdpwssd(x(d), x(a), x(b));
         break;
       case Op::VUnpackLo32:
         cc_.vpunpckldq(x(d), x(a), x(b));

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 
 namespace cke::jit::kir {
@@ -152,6 +153,12 @@ class FuncRender {
         return "!=";
     }
     return "?";
+  }
+  // The VNNI intrinsics of a module without AVX512_VNNI are AVX-VNNI's (_avx_ names; ymm
+  // and xmm only).
+  const char* vnni_suffix() const {
+    const bool evex = std::find(m_.isa.begin(), m_.isa.end(), "avx512vnni") != m_.isa.end();
+    return evex ? "" : "_avx";
   }
   static std::string lit(int64_t v) {
     return v == INT64_MIN ? "INT64_MIN" : fmt::format("INT64_C({})", v);
@@ -396,7 +403,8 @@ class FuncRender {
             Cls::I);
         break;
       case Op::VDpBusd:
-        set(d, fmt::format("{}_dpbusd_epi32({}, {}, {})", p, i(d), i(a), i(b)), Cls::I);
+        set(d, fmt::format("{}_dpbusd{}_epi32({}, {}, {})", p, vnni_suffix(), i(d), i(a), i(b)),
+            Cls::I);
         break;
       case Op::VDpBusdB:
         set(d,
@@ -405,7 +413,8 @@ class FuncRender {
             Cls::I);
         break;
       case Op::VDpWssd:
-        set(d, fmt::format("{}_dpwssd_epi32({}, {}, {})", p, i(d), i(a), i(b)), Cls::I);
+        set(d, fmt::format("{}_dpwssd{}_epi32({}, {}, {})", p, vnni_suffix(), i(d), i(a), i(b)),
+            Cls::I);
         break;
       case Op::VUnpackLo32:
         set(d, fmt::format("{}_unpacklo_epi32({}, {})", p, i(a), i(b)), Cls::I);

@@ -195,7 +195,8 @@ int main(int argc, char** argv) {
         // each sequence holds `depth` tokens before the timed part.
         auto run = [&](const std::string& test, int n, bool prefill, int depth, int seqs = 1) {
           std::vector<double> tps;
-          std::vector<int32_t> ids(static_cast<size_t>(n * seqs), 0), context(static_cast<size_t>(depth));
+          std::vector<int32_t> ids(static_cast<size_t>(n * seqs), 0),
+              context(static_cast<size_t>(depth));
           for (auto& id : ids) id = tok(rng);
           for (auto& id : context) id = tok(rng);
           std::vector<int32_t> seq_ids(static_cast<size_t>(seqs));

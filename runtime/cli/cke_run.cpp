@@ -156,8 +156,9 @@ int main(int argc, char** argv) {
   app.add_option("--repeat-last-n", sp.repeat_last_n, "tokens the penalties look back on")
       ->check(CLI::Range(0, 1 << 20));
   app.add_option("-s,--seed", sp.seed, "sampling seed");
-  app.add_option("--isa", eo.isa,
-                 "cap the CPU features: scalar|avx2|avx512|avx512_vnni|amx or a feature list");
+  app.add_option(
+      "--isa", eo.isa,
+      "cap the CPU features: scalar|avx2|avx_vnni|avx512|avx512_vnni|amx or a feature list");
   app.add_flag("--plan", show_plan, "print the frozen plan and exit");
   app.add_option("--xray", xray_out, "write the X-Ray trace (JSON) to FILE");
   app.add_option("--prompt-tokens", prompt_tokens, "prompt as token ids 1,403,407 (no BOS added)");

@@ -107,15 +107,22 @@ std::string disassemble(const jit::KernelModule& m) {
 }
 
 // The first line of `asm_text` that needs AVX-512 (zmm, k registers, registers 16-31,
-// EVEX decorations, EVEX-only mnemonics) or does not decode, or "".
+// EVEX decorations, EVEX-only mnemonics, a VNNI op not marked {vex}: objdump marks
+// AVX-VNNI's VEX form so, and prints the EVEX one bare) or does not decode, or "".
 std::string first_avx512_line(const std::string& asm_text) {
+  static const std::regex vnni(R"(\bvpdp(bu|ws)sd\b)");
   static const std::regex evex(
       R"(zmm|%k[0-7]\b|%[xy]mm(1[6-9]|2[0-9]|3[01])\b|\{|\(bad\)|)"
       R"(\b(vpxor[dq]|vpandn?[dq]|vpor[dq]|vmovdq[au](8|16|32|64)|v\w+(32|64)x[248]|)"
       R"(vpblendm\w*|vpmov\w+2m|vpmovm2\w+|vpmov[dwq][bwd]|k(mov|xnor|and|or|not|shift|test|add)\w*)\b)");
   std::istringstream in(asm_text);
-  for (std::string line; std::getline(in, line);)
-    if (std::regex_search(line, evex)) return line;
+  for (std::string line; std::getline(in, line);) {
+    const size_t v = line.find("{vex} ");
+    if (v == std::string::npos ? std::regex_search(line, vnni)
+                               : std::regex_search(std::string(line).erase(v, 6), evex))
+      return line;
+    if (v == std::string::npos && std::regex_search(line, evex)) return line;
+  }
   return "";
 }
 

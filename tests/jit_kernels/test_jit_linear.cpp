@@ -606,6 +606,55 @@ TEST(JitLinear, linear_q6_Kr16_f32_16x4__avx512vnni) {
 TEST(JitLinear, linear_q6_Kr16_f32_16x1__avx512vnni) {
   run_all("linear_q6_Kr16_f32_16x1__avx512vnni");
 }
+// AVX-VNNI (ymm vpdpbusd): the AVX2 tiles' integer dot in one instruction.
+TEST(JitLinear, linear_q4_0_f32_4x1__avxvnni) {
+  run_all("linear_q4_0_f32_4x1__avxvnni");
+}
+TEST(JitLinear, linear_q4_0_f32_4x2__avxvnni) {
+  run_all("linear_q4_0_f32_4x2__avxvnni");
+}
+TEST(JitLinear, linear_q4_0x8_f32_4x1__avxvnni) {
+  run_all("linear_q4_0x8_f32_4x1__avxvnni");
+}
+TEST(JitLinear, linear_q4_0x8_f32_4x4__avxvnni) {
+  run_all("linear_q4_0x8_f32_4x4__avxvnni");
+}
+TEST(JitLinear, linear_q8_0_f32_4x1__avxvnni) {
+  run_all("linear_q8_0_f32_4x1__avxvnni");
+}
+TEST(JitLinear, linear_q8_0_f32_4x2__avxvnni) {
+  run_all("linear_q8_0_f32_4x2__avxvnni");
+}
+TEST(JitLinear, linear_q4_Kx8_f32_8x8__avxvnni) {
+  run_all("linear_q4_Kx8_f32_8x8__avxvnni");
+}
+TEST(JitLinear, linear_q4_Kx8_f32_8x1__avxvnni) {
+  run_all("linear_q4_Kx8_f32_8x1__avxvnni");
+}
+TEST(JitLinear, linear_q2_Kx8_f32_8x8__avxvnni) {
+  run_all("linear_q2_Kx8_f32_8x8__avxvnni");
+}
+TEST(JitLinear, linear_q2_Kx8_f32_8x1__avxvnni) {
+  run_all("linear_q2_Kx8_f32_8x1__avxvnni");
+}
+TEST(JitLinear, linear_q4_1_f32_4x1__avxvnni) {
+  run_all("linear_q4_1_f32_4x1__avxvnni");
+}
+TEST(JitLinear, linear_q4_1_f32_4x2__avxvnni) {
+  run_all("linear_q4_1_f32_4x2__avxvnni");
+}
+TEST(JitLinear, linear_q5_0_f32_4x1__avxvnni) {
+  run_all("linear_q5_0_f32_4x1__avxvnni");
+}
+TEST(JitLinear, linear_q5_0_f32_4x2__avxvnni) {
+  run_all("linear_q5_0_f32_4x2__avxvnni");
+}
+TEST(JitLinear, linear_q5_1_f32_4x1__avxvnni) {
+  run_all("linear_q5_1_f32_4x1__avxvnni");
+}
+TEST(JitLinear, linear_q5_1_f32_4x2__avxvnni) {
+  run_all("linear_q5_1_f32_4x2__avxvnni");
+}
 
 TEST(JitLinear, EveryGeneratedProviderHasATest) {
   const std::vector<std::string> tested = {
@@ -687,6 +736,22 @@ TEST(JitLinear, EveryGeneratedProviderHasATest) {
       "linear_q8_0r16_f32_16x1__avx512vnni",
       "linear_q6_Kr16_f32_16x4__avx512vnni",
       "linear_q6_Kr16_f32_16x1__avx512vnni",
+      "linear_q4_0_f32_4x1__avxvnni",
+      "linear_q4_0_f32_4x2__avxvnni",
+      "linear_q4_0x8_f32_4x1__avxvnni",
+      "linear_q4_0x8_f32_4x4__avxvnni",
+      "linear_q8_0_f32_4x1__avxvnni",
+      "linear_q8_0_f32_4x2__avxvnni",
+      "linear_q4_Kx8_f32_8x8__avxvnni",
+      "linear_q4_Kx8_f32_8x1__avxvnni",
+      "linear_q2_Kx8_f32_8x8__avxvnni",
+      "linear_q2_Kx8_f32_8x1__avxvnni",
+      "linear_q4_1_f32_4x1__avxvnni",
+      "linear_q4_1_f32_4x2__avxvnni",
+      "linear_q5_0_f32_4x1__avxvnni",
+      "linear_q5_0_f32_4x2__avxvnni",
+      "linear_q5_1_f32_4x1__avxvnni",
+      "linear_q5_1_f32_4x2__avxvnni",
   };
   std::vector<std::string> maps;
   for (const GeneratedLinear& g : generated_linear_providers()) maps.push_back(g.map->id);
