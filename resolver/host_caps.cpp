@@ -131,8 +131,7 @@ std::optional<FeatureSet> parse_cap_spec(std::string_view spec, std::string* err
       if (error)
         *error = fmt::format(
             "unknown ISA cap '{}' (an ISA level: scalar, avx2, avx_vnni, avx512, avx512_vnni, amx; "
-            "or a "
-            "comma-separated feature list)",
+            "or a comma-separated feature list)",
             name);
       return std::nullopt;
     }
