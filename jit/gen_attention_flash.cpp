@@ -536,9 +536,9 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
     // past n hold zeros or an earlier block's values: their lanes become -inf, as the scalar
     // path leaves them, so they never count as a moved max (no step reads them; a moved max
     // would only take the slower rescale loop). Measured per TinyLlama layer at 2048 cells:
-    // 525-585 -> 498-536 us with the per-head displacements below.
+    // 525-585 -> 498-536 us, together with the per-head displacements above.
     const bool vec_scores = L.parts == 1;
-    V fp = b.ptr("fp");
+    const V fp = vec_scores ? b.ptr("fp") : V{};  // this cell's row of `fold`
     V16 scale16, iota;
     if (vec_scores) {
       scale16 = L.bcast(scale, "scale16");
