@@ -88,10 +88,13 @@ TEST_P(Repack, SameBitsAsTheFileBlocksAndOneCopyPerFile) {
 TEST(RepackHugeCopy, SameBitsAsTheFileBlocks) {
   if (!HostCaps::probe().has(Feature::avx512vnni))
     GTEST_SKIP() << "host lacks avx512vnni: no q4_0_r16 provider runs here";
-  const std::filesystem::path dir =
-      std::filesystem::temp_directory_path() / ("cke_repack_huge_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  const std::string path = (dir / "llama-q4_0.gguf").string();
+  struct TempDir {  // removed at scope exit, also when an assertion returns early
+    std::filesystem::path p =
+        std::filesystem::temp_directory_path() / ("cke_repack_huge_" + std::to_string(::getpid()));
+    TempDir() { std::filesystem::create_directories(p); }
+    ~TempDir() { std::filesystem::remove_all(p); }
+  } dir;
+  const std::string path = (dir.p / "llama-q4_0.gguf").string();
   std::string why;
   auto c = gguf::synth_preset("tiny", "llama", &why);
   ASSERT_TRUE(c) << why;
@@ -101,19 +104,16 @@ TEST(RepackHugeCopy, SameBitsAsTheFileBlocks) {
   c->type = DType::Q4_0;
   gguf::GgufError gerr;
   ASSERT_TRUE(gguf::synth_write(*c, nullptr, path, &gerr)) << gerr.message;
-  {
-    auto plain = load(path, true);
-    auto a = load(path, false);
-    ASSERT_TRUE(plain && a);
-    EXPECT_GT(a->stats().repack_bytes, int64_t(2) << 20);
-    EXPECT_NE(a->plan_text().find("@q4_0_r16"), std::string::npos);
-    // Token ids of the built-in 354-token vocabulary.
-    const std::vector<int32_t> prompt = {1, 303, 307, 263, 331, 292, 127}, next = {338, 263, 217};
-    const std::vector<float> want = run(*plain, prompt, next), got = run(*a, prompt, next);
-    ASSERT_EQ(got.size(), want.size());
-    EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0);
-  }
-  std::filesystem::remove_all(dir);
+  auto plain = load(path, true);
+  auto a = load(path, false);
+  ASSERT_TRUE(plain && a);
+  EXPECT_GT(a->stats().repack_bytes, int64_t(2) << 20);
+  EXPECT_NE(a->plan_text().find("@q4_0_r16"), std::string::npos);
+  // Token ids of the built-in 354-token vocabulary.
+  const std::vector<int32_t> prompt = {1, 303, 307, 263, 331, 292, 127}, next = {338, 263, 217};
+  const std::vector<float> want = run(*plain, prompt, next), got = run(*a, prompt, next);
+  ASSERT_EQ(got.size(), want.size());
+  EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Layouts, Repack,
