@@ -130,7 +130,7 @@ class Tile {
         n_gemm_(n_gemm),
         tokens_(n_gemm + n_gemv),
         r16_(r16),
-        vnni_(std::find(m.isa.begin(), m.isa.end(), "avxvnni") != m.isa.end()) {
+        vnni_(m.uses("avxvnni")) {
     if (tokens_ < 1 || tokens_ > 8) throw std::logic_error("kir: q4_K tile takes 1..8 tokens");
     if (r16 && (f.q2 || !avx512)) throw std::logic_error("kir: q4_K_r16 is AVX-512 q4_K only");
   }

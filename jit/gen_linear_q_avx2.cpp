@@ -18,7 +18,6 @@
 // acc) per block, hsum8 in ggml's order at the end.
 // Gemv/Gemm tiles: 4 rows; the 4 rows' int32 lanes are reduced by vphaddd to one xmm of
 // full block sums (exact), then acc = fma(float(isum), d, acc), one float lane per row.
-#include <algorithm>
 #include <vector>
 
 #include "jit/gen_linear_q.h"
@@ -41,7 +40,7 @@ struct Consts {
 Consts make_consts(Builder& b, const kir::Module& m, QFormat f) {
   const QFormatTraits& q = q_traits(f);
   Consts c;
-  c.vnni = std::find(m.isa.begin(), m.isa.end(), "avxvnni") != m.isa.end();
+  c.vnni = m.uses("avxvnni");
   if (!c.vnni) {
     c.ones16 = b.vec(256, Cls::I, "ones16");
     b.vsplat32(c.ones16, 0x00010001u);

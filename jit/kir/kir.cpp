@@ -10,6 +10,12 @@ const Helper* Module::helper(const std::string& name) const {
   return nullptr;
 }
 
+bool Module::uses(std::string_view feature) const {
+  for (const std::string& f : isa)
+    if (f == feature) return true;
+  return false;
+}
+
 Builder::Builder(Module& m, std::string name, std::vector<Kind> params) : m_(m) {
   index_ = int(m.funcs.size());
   Func fn;

@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace cke::jit::kir {
@@ -245,6 +246,7 @@ struct Module {
   std::vector<Func> funcs;       // funcs[0] is the entry
   std::vector<Helper> helpers;   // C helpers called by name
   const Helper* helper(const std::string& name) const;
+  bool uses(std::string_view feature) const;  // `feature` is in isa
 };
 
 // Writes one function. Every emitter method appends one instruction and, where it

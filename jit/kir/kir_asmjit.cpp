@@ -746,7 +746,7 @@ std::unique_ptr<KernelModule> lower_to_machine_code(const Module& m, std::string
     *err = "kir: " + e;
     return nullptr;
   }
-  const bool avx512 = std::find(m.isa.begin(), m.isa.end(), "avx512f") != m.isa.end();
+  const bool avx512 = m.uses("avx512f");
   ModuleBuilder mb(m.name);
   // Callees first (an entry calls functions with a higher index), so every call targets
   // a function whose label exists.

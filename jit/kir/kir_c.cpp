@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <map>
 
 namespace cke::jit::kir {
@@ -156,10 +155,7 @@ class FuncRender {
   }
   // The VNNI intrinsics of a module without AVX512_VNNI are AVX-VNNI's (_avx_ names; ymm
   // and xmm only).
-  const char* vnni_suffix() const {
-    const bool evex = std::find(m_.isa.begin(), m_.isa.end(), "avx512vnni") != m_.isa.end();
-    return evex ? "" : "_avx";
-  }
+  const char* vnni_suffix() const { return m_.uses("avx512vnni") ? "" : "_avx"; }
   static std::string lit(int64_t v) {
     return v == INT64_MIN ? "INT64_MIN" : fmt::format("INT64_C({})", v);
   }
