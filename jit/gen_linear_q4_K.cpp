@@ -797,6 +797,7 @@ bool build_q4_K_r16(const GeneratorParams& params, kir::Module* m, std::string* 
       *m, m->name,
       {Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::I64, Kind::I64, Kind::I64, Kind::I64, Kind::I64});
   auto tile = [&](const std::string& name, int n_gemm, int n_gemv) {
+    if (n_gemm == 0 && n_gemv == 1) return emit_q4_K_r16_gemv1(*m, name);
     return Tile(*m, name, kQ4Kx8, true, n_gemm, n_gemv, true).build();
   };
   Grid g;

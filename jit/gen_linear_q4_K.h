@@ -24,5 +24,8 @@ bool build_linear_q2_Kx8_avxvnni(const GeneratorParams& p, kir::Module* m, std::
 // The q4_K tiles on the weights' q4_K_r16 copy (kernels/formats/layouts.h): no transposes;
 // params rows 16, tokens 1 (decode) or 8 (prefill).
 bool build_linear_q4_K_r16_avx512vnni(const GeneratorParams& p, kir::Module* m, std::string* err);
+// Its one-token tile (gen_linear_q4_K_r16_gemv.cpp; gen_tile.h's tile ABI): a new function of
+// m, returning its index.
+int emit_q4_K_r16_gemv1(kir::Module& m, const std::string& name);
 
 }  // namespace cke::jit::gen

@@ -397,6 +397,11 @@ void Builder::vsrl_i32(V d, V a, int imm) {
   need_vec(a, type(d).bits, "vsrl_i32");
   emit(Op::VSrlI32, d, a).imm = imm;
 }
+void Builder::vsra_i32(V d, V a, int imm) {
+  need_vec(d, 0, "vsra_i32");
+  need_vec(a, type(d).bits, "vsra_i32");
+  emit(Op::VSraI32, d, a).imm = imm;
+}
 void Builder::vperm_d(V d, V a, V idx) {
   need_vec(d, 0, "vperm_d");
   if (type(d).bits < 256) throw std::logic_error("kir: vperm_d needs 256 or 512 bits");

@@ -112,6 +112,7 @@ enum class Op : uint8_t {
   VSllI16,    // d = a << imm (per 16 bits)
   VSllI32,    // d = a << imm (per 32 bits)
   VSrlI32,    // d = a >> imm (logical, per 32 bits)
+  VSraI32,    // d = a >> imm (arithmetic, per 32 bits)
   VPermD,     // d[i] = a[b[i]] (dwords; b holds lane indices) (256 or 512 bits)
   VSxBD,      // d = the low int8 lanes of a (128 bits) sign-extended to int32 (d: 256/512)
   VSxBW,      // d = int8 lanes of a (half d's bits) sign-extended to int16 (d: 256 or 512)
@@ -329,6 +330,7 @@ class Builder {
   void vsll_i16(V d, V a, int imm);
   void vsll_i32(V d, V a, int imm);
   void vsrl_i32(V d, V a, int imm);
+  void vsra_i32(V d, V a, int imm);
   void vperm_d(V d, V a, V idx);
   void vsx_bd(V d, V a);
   void vsx_bw(V d, V a);

@@ -426,6 +426,9 @@ class FuncLowering {
       case Op::VSrlI32:
         cc_.vpsrld(x(d), x(a), in.imm);
         break;
+      case Op::VSraI32:
+        cc_.vpsrad(x(d), x(a), in.imm);
+        break;
       case Op::VPermD:
         cc_.vpermd(x(d), x(b), x(a));  // vpermd dst, idx, src
         break;

@@ -369,6 +369,9 @@ class FuncRender {
       case Op::VSrlI32:
         set(d, fmt::format("{}_srli_epi32({}, {})", p, i(a), in.imm), Cls::I);
         break;
+      case Op::VSraI32:
+        set(d, fmt::format("{}_srai_epi32({}, {})", p, i(a), in.imm), Cls::I);
+        break;
       case Op::VPermD:
         if (w == 512)
           set(d, fmt::format("_mm512_permutexvar_epi32({}, {})", i(b), i(a)), Cls::I);
