@@ -185,8 +185,7 @@ int emit_tile(kir::Module& m, const std::string& name, int tokens, bool prefetch
           // q = low 4 bits | high 2 bits << 4 (0..63), per byte; the 16-bit shifts move bits
           // across bytes only where the masks then clear them (lo: nib; hi: 0x30 in the
           // vpternlogd that ORs them, 13 instructions for the 4 chunks instead of 17).
-          V lo = b.vec(512, Cls::I, "lo"), hi = b.vec(512, Cls::I, "hi"),
-            q = b.vec(512, Cls::I, "q");
+          V lo = b.vec(512, Cls::I, "lo"), hi = b.vec(512, Cls::I, "hi");
           const V ql = s % 2 ? ql1 : ql0;
           if (s >= 2) {
             b.vsrl_i16(lo, ql, 4);
@@ -197,7 +196,10 @@ int emit_tile(kir::Module& m, const std::string& name, int tokens, bool prefetch
           if (s == 0) b.vsll_i16(hi, qh, 4);
           if (s == 1) b.vsll_i16(hi, qh, 2);
           if (s == 3) b.vsrl_i16(hi, qh, 2);
-          b.vternlog(q, s == 2 ? qh : hi, lo, m30, 0xEC);  // (hi & 0x30) | lo
+          // q = lo | (hi & 0x30), into lo: vpternlogd overwrites its first source, and lo
+          // is a fresh temporary (hi or qh would take a register copy).
+          const V q = lo;
+          b.vternlog(q, lo, s == 2 ? qh : hi, m30, 0xF8);
           const int c = 4 * h + s, k = chains == 2 ? h : 0;
           for (int t = 0; t < tokens; ++t) {
             // The lane's dot of the 4 elements (q unsigned, the token's activation dword
