@@ -118,6 +118,9 @@ bool build_linear_q4_0_avx512vnni(const GeneratorParams& p, kir::Module* m, std:
 bool build_linear_q4_0x8_avx512vnni(const GeneratorParams& p, kir::Module* m, std::string* err);
 // The same arithmetic on the q4_0_r16 copy of the weights (params rows 16, tokens 1 or 8).
 bool build_linear_q4_0_r16_avx512vnni(const GeneratorParams& p, kir::Module* m, std::string* err);
+// Its decode gemv at AVX2 and AVX-VNNI (gen_linear_q4_0_r16_avx2.cpp; params rows 16, tokens 1).
+bool build_linear_q4_0_r16_avx2(const GeneratorParams& p, kir::Module* m, std::string* err);
+bool build_linear_q4_0_r16_avxvnni(const GeneratorParams& p, kir::Module* m, std::string* err);
 // q8_0 (linear.q8_0.ggml) on the q8_0_r16 copy of the weights (gen_linear_q8_0_r16.cpp;
 // params rows 16, tokens 1..3).
 bool build_linear_q8_0_r16_avx512vnni(const GeneratorParams& p, kir::Module* m, std::string* err);

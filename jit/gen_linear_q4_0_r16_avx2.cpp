@@ -1,0 +1,246 @@
+// The q4_0 decode (gemv) linear on the weights' q4_0_r16 copy at AVX2 (and AVX-VNNI),
+// contract linear.q4_0x8.ggml: per row and block, acc = fma(float(isum), fl(d_w * d_a), acc)
+// with isum the block's 32 products as ggml's repacked gemv forms them
+// (kernels/ref/linear_dot_repack.cpp q4_0_block_sum, gemv).
+//
+// Why. The row-major AVX2 tiles (gen_linear_q_avx2.cpp) spend ~57 instructions on a block
+// of 4 rows: nibble unpacking per row, 4 vpinsrw for the scales, a horizontal sum per row.
+// They ran 23-29 GMAC/s (13-16 GB/s) on one core whether the weights came from DRAM or L3
+// (AMD EPYC Zen 5, capped to AVX2): decode at --isa avx2 was compute-bound at half the
+// speed of the AVX-512 plan. The q4_0_r16 copy (kernels/formats/layouts.h), made once at
+// load for the AVX-512 kernels too, holds each block transposed with lane r = row r, so a
+// ymm holds the same dword of 8 rows: no transpose, no horizontal sum, and the 16 rows'
+// scales are two loads. A tile is one group of 16 rows (two halves of 8, one per ymm) and
+// one token; the token's activation dwords are broadcast once for both halves.
+//
+// Products. W_d (d = 0..3, rows of a half) = dword d of the rows' quant bytes: low nibbles
+// are elements 4d..4d+3, high nibbles 16+4d..; unsigned n = q + 8 (0..15). Then
+//  - exact (the usual case): isum = sum_d dot(n, a) - 8 * sum(a), the exact block sum.
+//    AVX2: vpmaddubsw pair sums (|2 * 15 * 128| < 2^15) added in int16 lanes over the 8
+//    vectors (16 products of at most 15 * 128: 30720, no saturation), one vpmaddwd by 1s;
+//    AVX-VNNI: vpdpbusd from -8 * sum(a). Exact integers, so the order is free.
+//  - sign-move: ggml's gemv moves the weight's sign onto the activation (vpsignb), which
+//    wraps an activation of -128 against a negative weight (lanes::mul_sign_i8). A token
+//    whose activation row holds a -128 (only an inf or NaN input makes one) runs this loop:
+//    q = n - 8, vpmaddubsw(|q|, vpsignb(a, q)), the same bits as ggml's for every block.
+//    The tile scans the row's bytewise minimum first (one vpminsb a block) to choose.
+// Float part, one lane per row: fl(d_w * d_a) from the rows' 8 fp16 scales (one vcvtph2ps)
+// and the token's; vcvtdq2ps (round to nearest even = float(isum)); one FMA a block.
+#include <fmt/format.h>
+
+#include "jit/gen_linear_q.h"
+#include "jit/gen_rows16.h"
+#include "jit/gen_tile.h"
+#include "kernels/formats/blocks.h"
+#include "kernels/formats/layouts.h"
+
+namespace cke::jit::gen {
+namespace {
+
+using kir::Builder;
+using kir::Cls;
+using kir::Kind;
+using kir::Mem;
+using kir::V;
+
+constexpr int kABlock = int(sizeof(block_q8_0));  // 34: fp16 d, 32 int8 quants
+constexpr int kAQs = int(offsetof(block_q8_0, qs));
+constexpr int kScales = 256;  // the group block's 16 fp16 scales (layouts.h)
+static_assert(kQ4_0R16Block == kScales + 32);
+
+int emit_tile(kir::Module& m, const std::string& name, bool vnni) {
+  Builder b = open_tile(m, name);
+  const TileArgs a = begin_tile(b);
+  auto vi = [&](const char* n) { return b.vec(256, Cls::I, n); };
+  auto vf = [&](const char* n) { return b.vec(256, Cls::F, n); };
+  auto splat = [&](const char* n, uint32_t v) {
+    V x = vi(n);
+    b.vsplat32(x, v);
+    return x;
+  };
+  const V nib = splat("nib", 0x0F0F0F0Fu), ones16 = splat("ones16", 0x00010001u);
+  V end = b.i64("end");
+  b.muli(end, a.n, kABlock);
+
+  // Does the token's row hold a -128? Its bytewise minimum; |-128| keeps the sign bit, and
+  // two shift-ors move any byte's sign bit to its dword's.
+  V sign_move = b.i64("sign_move");
+  {
+    V amin = splat("amin", 0x7F7F7F7Fu), x = vi("a32"), t = vi("t"), off = b.i64("aoff");
+    b.for_(off, b.imm(0, "zero_s"), end, b.imm(kABlock, "ablock_s"));
+    b.vload(x, Mem{a.a, off, 1, kAQs});
+    b.vmin_i8(amin, amin, x);
+    b.end_for();
+    b.vabs_i8(amin, amin);
+    b.vsll_i32(t, amin, 8);
+    b.vor(amin, amin, t);
+    b.vsll_i32(t, amin, 16);
+    b.vor(amin, amin, t);
+    b.vmovmsk_f(sign_move, b.view(amin, 256, Cls::F));
+  }
+
+  V acc[2] = {vf("acc_lo"), vf("acc_hi")};  // rows 0-7, 8-15
+  b.vzero(acc[0]);
+  b.vzero(acc[1]);
+  // One pass over the blocks; sign: the sign-move products (see the top).
+  auto blocks = [&](bool sign) {
+    V ap = b.ptr("ap"), wb = b.ptr("wb"), off = b.i64("off");
+    const V eight = sign ? splat("eight", 0x08080808u) : V{};
+    const V ones8 = sign ? V{} : splat("ones8", 0x01010101u);
+    b.mov(wb, a.w);
+    b.for_(off, b.imm(0, "zero_i"), end, b.imm(kABlock, "ablock"));
+    b.ptr_add(ap, a.a, off, 1);
+    auto act = [&](int32_t disp) { return Mem{ap, {}, 1, disp}; };
+    auto w = [&](int32_t disp) { return Mem{wb, {}, 1, disp}; };
+    for (int l = 0; l < kQ4_0R16Block; l += 64) b.vprefetch(w(kStreamPrefetchAhead + l));
+    // fl(d_w * d_a) of each half's rows.
+    V dd[2];
+    {
+      V sh = b.vec(128, Cls::I, "da16"), da = vf("da");
+      b.vbcast_i16(sh, act(0));
+      b.vcvt_f16_f32(da, sh);
+      for (int h = 0; h < 2; ++h) {
+        V dh = b.vec(128, Cls::I, "dw16"), dw = vf("dw");
+        b.vload(dh, w(kScales + 16 * h));
+        b.vcvt_f16_f32(dw, dh);
+        dd[h] = vf("d");
+        b.vmul_f(dd[h], dw, da);
+      }
+    }
+    // -8 * sum(a), in every lane (exact loops).
+    V corr;
+    if (!sign) {
+      V x = vi("a32"), s = vi("pairs"), t = vi("t");
+      b.vload(x, act(kAQs));
+      b.vmaddubs_w(s, ones8, x);
+      b.vmadd_wd(s, s, ones16);  // 8 sums of 4
+      b.vhadd_i32(s, s, s);
+      b.vhadd_i32(s, s, s);  // each 128-bit block: the sum of its 16
+      b.vcombine128(t, s, s, 1);
+      b.vadd_i32(s, s, t);  // sum(a), every lane
+      corr = vi("corr");
+      b.vzero(corr);
+      b.vsll_i32(s, s, 3);
+      b.vsub_i32(corr, corr, s);
+    }
+    V isum[2];
+    for (int e = 0; e < 8; ++e) {  // e < 4: low nibbles of dword e; else high of dword e - 4
+      const int d = e % 4;
+      V ab = vi("a_dword");
+      b.vbcast_f32(ab, act(kAQs + 4 * e));  // elements 4e..4e+3 of the block
+      for (int h = 0; h < 2; ++h) {
+        V q = vi("q");
+        b.vload(q, w(64 * d + 32 * h));  // lane r: dword d of row 8h + r
+        if (e >= 4) b.vsrl_i16(q, q, 4);
+        b.vand(q, q, nib);
+        if (sign) {
+          V sa = vi("sa");
+          b.vsub_i8(q, q, eight);  // q - 8: the weight (-8..7)
+          b.vsign_i8(sa, ab, q);   // the weight's sign onto the activation
+          b.vabs_i8(q, q);
+          V p = vi("p");
+          b.vmaddubs_w(p, q, sa);
+          if (e == 0) {
+            isum[h] = p;
+          } else {
+            b.vadd_i16(isum[h], isum[h], p);
+          }
+        } else if (vnni) {
+          if (e == 0) {
+            isum[h] = vi("isum");
+            b.vcopy(isum[h], corr);
+          }
+          b.vdpbusd(isum[h], q, ab);
+        } else {
+          V p = vi("p");
+          b.vmaddubs_w(p, q, ab);
+          if (e == 0) {
+            isum[h] = p;
+          } else {
+            b.vadd_i16(isum[h], isum[h], p);
+          }
+        }
+      }
+    }
+    for (int h = 0; h < 2; ++h) {
+      V s = isum[h];
+      if (sign || !vnni) {
+        s = vi("isum32");
+        b.vmadd_wd(s, isum[h], ones16);
+        if (!sign) b.vadd_i32(s, s, corr);
+      }
+      V f = vf("fsum");
+      b.vcvt_i32_f32(f, s);
+      b.vfma(acc[h], f, dd[h]);  // acc = fma(float(isum), fl(d_w * d_a), acc)
+    }
+    b.addi(wb, wb, kQ4_0R16Block);
+    b.end_for();
+  };
+  b.if_(sign_move, kir::Cmp::EQ, 0);
+  blocks(false);
+  b.end_if();
+  b.if_(sign_move, kir::Cmp::NE, 0);
+  blocks(true);
+  b.end_if();
+
+  // Store: 16 rows at once, or through a frame buffer those of nrows < 16.
+  b.if_(a.nrows, kir::Cmp::EQ, 16);
+  b.vstore(Mem{a.y, {}, 1, 0}, acc[0]);
+  b.vstore(Mem{a.y, {}, 1, 32}, acc[1]);
+  b.end_if();
+  b.if_(a.nrows, kir::Cmp::LT, 16);
+  {
+    V frame = b.ptr("frame");
+    b.ptr_align(frame, b.stack(128, "frame_raw"), 32);
+    b.vstore(Mem{frame, {}, 1, 0}, acc[0]);
+    b.vstore(Mem{frame, {}, 1, 32}, acc[1]);
+    for (int r = 0; r < 15; ++r) {  // nrows < 16: row 15 is never kept
+      if (r > 0) b.if_(a.nrows, kir::Cmp::GT, r);
+      V x = b.vec(128, Cls::F, "y1");
+      b.vload_ss(x, Mem{frame, {}, 1, 4 * r});
+      b.vstore_ss(Mem{a.y, {}, 1, 4 * r}, x);
+      if (r > 0) b.end_if();
+    }
+  }
+  b.end_if();
+  return b.index();
+}
+
+bool build(const char* gen, bool vnni, const GeneratorParams& p, kir::Module* m, std::string* err) {
+  int rows = 16, tokens = 1;
+  if (!int_params(p, gen, {{"rows", &rows}, {"tokens", &tokens}}, err)) return false;
+  if (rows != 16 || tokens != 1) {
+    *err =
+        fmt::format("generator '{}': tile {}x{} is not one it can emit (rows 16, tokens 1: decode)",
+                    gen, rows, tokens);
+    return false;
+  }
+  m->isa = isa_features(Isa::Avx2);
+  if (vnni) m->isa.push_back("avxvnni");
+  m->comment = fmt::format(
+      "generator {}, rows 16, tokens 1: the repacked 8x8 gemv arithmetic of contract "
+      "linear.q4_0x8.ggml\n(weights: the q4_0_r16 copy made at load; activations: q8_0 rows "
+      "from the plan's act_quant step)",
+      gen);
+  Builder e(
+      *m, m->name,
+      {Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::I64, Kind::I64, Kind::I64, Kind::I64, Kind::I64});
+  // A batch of decode tokens (decode_batch) runs token by token through the one-token tile.
+  Grid g;
+  g.R = 16;
+  g.G = 1;
+  g.full_fn = emit_tile(*m, m->name + "_t1", vnni);
+  emit_r16_entry(e, g, {kQK4_0, int(sizeof(block_q4_0)), kABlock});
+  return true;
+}
+
+}  // namespace
+
+bool build_linear_q4_0_r16_avx2(const GeneratorParams& p, kir::Module* m, std::string* err) {
+  return build("linear_q4_0_r16__avx2", false, p, m, err);
+}
+bool build_linear_q4_0_r16_avxvnni(const GeneratorParams& p, kir::Module* m, std::string* err) {
+  return build("linear_q4_0_r16__avxvnni", true, p, m, err);
+}
+
+}  // namespace cke::jit::gen
