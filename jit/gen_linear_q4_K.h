@@ -27,5 +27,9 @@ bool build_linear_q4_K_r16_avx512vnni(const GeneratorParams& p, kir::Module* m, 
 // Its one-token tile (gen_linear_q4_K_r16_gemv.cpp; gen_tile.h's tile ABI): a new function of
 // m, returning its index.
 int emit_q4_K_r16_gemv1(kir::Module& m, const std::string& name);
+// The decode gemv on that copy at AVX2 and AVX-VNNI (gen_linear_q4_K_r16_avx2.cpp; params
+// rows 16, tokens 1).
+bool build_linear_q4_K_r16_avx2(const GeneratorParams& p, kir::Module* m, std::string* err);
+bool build_linear_q4_K_r16_avxvnni(const GeneratorParams& p, kir::Module* m, std::string* err);
 
 }  // namespace cke::jit::gen
