@@ -86,7 +86,7 @@ constexpr gen::MoeCombineFn kMoeCombine = nullptr;
 constexpr gen::MoeRouteFn kMoeRoute = nullptr;
 constexpr gen::MoeGroupFn kMoeGroup = nullptr;
 
-const std::array<Generator, 135> kGenerators = {
+const std::array<Generator, 137> kGenerators = {
     make_generator("linear_q8_0__avx512vnni",
                    "q8_0 linear, ggml vec_dot lanes, 2 rows per zmm, vpdpbusd", kAvx512Vnni,
                    kLinear, &gen::build_linear_q8_0_avx512vnni),
@@ -139,6 +139,10 @@ const std::array<Generator, 135> kGenerators = {
                    "q4_K decode linear on the q4_K_r16 weight copy, ggml's repacked q4_K_8x8 "
                    "gemv (contract linear.q4_Kx8.ggml), 8 rows a ymm",
                    kAvx2, kLinear, &gen::build_linear_q4_K_r16_avx2),
+    make_generator("linear_q6_K_r16__avx2",
+                   "q6_K decode linear on the q6_K_r16 weight copy, ggml_vec_dot_q6_K lanes "
+                   "(contract linear.q6_K.ggml), lane j of 8 rows a ymm",
+                   kAvx2, kLinear, &gen::build_linear_q6_K_r16_avx2),
     make_generator("linear_q6_K__avx2",
                    "q6_K linear, ggml vec_dot_q6_K lanes, one chunk per ymm, vpmaddubsw", kAvx2,
                    kLinear, &gen::build_linear_q6_K_avx2),
@@ -194,6 +198,10 @@ const std::array<Generator, 135> kGenerators = {
                    "q4_K decode linear on the q4_K_r16 weight copy, ggml's repacked q4_K_8x8 "
                    "gemv (contract linear.q4_Kx8.ggml), AVX-VNNI vpdpbusd",
                    kAvxVnni, kLinear, &gen::build_linear_q4_K_r16_avxvnni),
+    make_generator("linear_q6_K_r16__avxvnni",
+                   "q6_K decode linear on the q6_K_r16 weight copy, ggml_vec_dot_q6_K lanes "
+                   "(contract linear.q6_K.ggml), AVX-VNNI vpdpbusd + vpdpwssd",
+                   kAvxVnni, kLinear, &gen::build_linear_q6_K_r16_avxvnni),
     make_generator("linear_q4_1__avxvnni",
                    "q4_1 linear, ggml vec_dot_q4_1_q8_1 lanes + min term, AVX-VNNI vpdpbusd",
                    kAvxVnni, kLinear, &gen::build_linear_q4_1_avxvnni),

@@ -1,0 +1,257 @@
+// The q6_K decode (gemv) linear on the weights' q6_K_r16 copy at AVX2 and AVX-VNNI, contract
+// linear.q6_K.ggml: ggml_vec_dot_q6_K_q8_K's 8 int32 lanes per output (lane l = sum over the
+// 8 chunks c of sc[2c + (l >= 4)] * dot(elements 32c + 4l .. +3) - 32 * (bsum[2l] sc[2l] +
+// bsum[2l+1] sc[2l+1])), one FMA per lane and super-block by fl(d_a * d_w), hsum8 at the end.
+// The AVX-512 tiles of the copy (gen_linear_q6_K_r16.cpp) explain the layout: vector j holds
+// ggml's lane j of 16 rows. Here a 16-row group runs as two halves of 8 rows (one ymm each:
+// the copy's 64-byte lines hold rows 0-7 in their first 32 bytes), one token, the 8 lane
+// accumulators of each half and the chunk scales in a frame buffer (16 ymm registers).
+//
+// Products: the 6-bit quant q (0..63) as in the AVX-512 tile (its high bits OR-ed in by
+// vpand + vpor: no vpternlogd). AVX2: vpmaddubsw(q, the token's broadcast dword) gives the
+// two pair sums of a lane's 4 products (|2 * 63 * 128| < 2^15: exact), vpmaddwd by the
+// row's scale in both words adds scale * dot in int32, exact. AVX-VNNI: vpdpbusd into a
+// zeroed register, then vpdpwssd by the scale in the low word (the AVX-512 tile's form).
+//
+// Why: the row-major AVX2 tile (gen_linear_q6_K.cpp, one row, two chunks per ymm and a
+// horizontal sum per super-block) ran 24-28 GMAC/s on one core (AMD EPYC Zen 5 capped to
+// AVX2), bound by its instructions.
+#include <fmt/format.h>
+
+#include <vector>
+
+#include "jit/gen_linear_q6_K.h"
+#include "jit/gen_rows16.h"
+#include "jit/gen_tile.h"
+#include "kernels/formats/blocks.h"
+#include "kernels/formats/layouts.h"
+
+namespace cke::jit::gen {
+namespace {
+
+using kir::Builder;
+using kir::Cls;
+using kir::Kind;
+using kir::Mem;
+using kir::V;
+
+constexpr int kLanes = 8;
+constexpr int kABlock = int(sizeof(block_q8_K));
+constexpr int kAQs = int(offsetof(block_q8_K, qs));
+constexpr int kABsums = int(offsetof(block_q8_K, bsums));
+// The copy's super-block (layouts.h): scale pairs, then per lane 6 dword vectors, then d.
+constexpr int kScales = 0, kQuants = 256, kLaneBytes = 384, kHalfBytes = 192, kD = 3328;
+static_assert(kD + 32 == kQ6KR16Block && kQuants + kLanes * kLaneBytes == kD);
+constexpr int kPrefetchAhead = 2 * kQ6KR16Block;  // as the AVX-512 decode tile
+
+// Frame slots of 32 bytes: the 8 chunk scales S[c], the 16 lane accumulators (half h, lane
+// l at kAcc + 8h + l), the store scratch (2).
+constexpr int kS = 0, kAcc = 8, kOut = 24, kSlots = 26;
+
+int emit_tile(kir::Module& m, const std::string& name, bool vnni) {
+  Builder b = open_tile(m, name);
+  const TileArgs a = begin_tile(b);
+  auto vi = [&](const char* n) { return b.vec(256, Cls::I, n); };
+  auto vf = [&](const char* n) { return b.vec(256, Cls::F, n); };
+  auto splat = [&](const char* n, uint32_t v) {
+    V x = vi(n);
+    b.vsplat32(x, v);
+    return x;
+  };
+  V frame = b.ptr("frame");
+  b.ptr_align(frame, b.stack(32 * kSlots + 32, "frame_raw"), 32);
+  auto slot = [&](int s) { return Mem{frame, {}, 1, 32 * s}; };
+  {
+    V z = vf("zero");
+    b.vzero(z);
+    for (int s = kAcc; s < kAcc + 16; ++s) b.vstore(slot(s), z);
+  }
+  const V nib = splat("nib", 0x0F0F0F0Fu), m30 = splat("m30", 0x30303030u);
+  // The scale of lanes 4hh..: word hh of each (sc 2c, sc 2c+1) pair, in both words (AVX2)
+  // or in the low word with 0 above (AVX-VNNI).
+  V pick[2];
+  if (vnni) {
+    pick[0] = splat("low_word", 0x0000FFFFu);
+  } else {
+    for (int hh = 0; hh < 2; ++hh) {  // vpshufb: bytes 2hh, 2hh + 1 into both words
+      std::vector<uint32_t> c;
+      for (uint32_t k = 0; k < 8; ++k) {
+        const uint32_t b0 = 4 * (k % 4) + 2 * uint32_t(hh);
+        c.push_back(b0 | (b0 + 1) << 8 | b0 << 16 | (b0 + 1) << 24);
+      }
+      pick[hh] = vi("dup_word");
+      b.vconst32(pick[hh], c);
+    }
+  }
+
+  V ap = b.ptr("ap"), wb = b.ptr("wb"), off = b.i64("off"), end = b.i64("end");
+  b.mov(ap, a.a);
+  b.muli(end, a.n, kQ6KR16Block);
+  b.for_(off, b.imm(0, "zero_i"), end, b.imm(kQ6KR16Block, "block_bytes"));
+  b.ptr_add(wb, a.w, off, 1);
+  auto act = [&](int32_t disp) { return Mem{ap, {}, 1, disp}; };
+  auto w = [&](int32_t disp) { return Mem{wb, {}, 1, disp}; };
+  V da = vf("da");
+  b.vbcast_f32(da, act(0));
+  for (int h = 0; h < 2; ++h) {
+    // Each line kPrefetchAhead on, next to the first load of its line (half 0).
+    auto fetch = [&](int32_t disp) {
+      if (h == 0) b.vprefetch(w(disp + kPrefetchAhead));
+    };
+    // The rows' scale pair p (scales 2p, 2p + 1, sign-extended) as the words of each dword.
+    auto scale_pair = [&](int p, bool first = false) {
+      V raw = b.vec(128, Cls::I, "sc_pair8"), q = vi("sc_pair");
+      if (first && p % 2 == 0) fetch(kScales + 32 * p);
+      b.vload(raw, w(kScales + 32 * p + 16 * h));
+      b.vsx_bw(q, raw);
+      return q;
+    };
+    V d = vf("d");
+    {
+      V hw = b.vec(128, Cls::I, "dw16"), dw = vf("dw");
+      fetch(kD);
+      b.vload(hw, w(kD + 16 * h));
+      b.vcvt_f16_f32(dw, hw);
+      b.vmul_f(d, dw, da);  // fl(d_a * d_w)
+    }
+    for (int hh = 0; hh < 2; ++hh) {
+      for (int c = 0; c < 8; ++c) {
+        V s = vi("S");
+        if (!vnni)
+          b.vshuf_b(s, scale_pair(c, hh == 0), pick[hh]);
+        else if (hh == 0)
+          b.vand(s, scale_pair(c, true), pick[0]);
+        else
+          b.vsrl_i32(s, scale_pair(c), 16);
+        b.vstore(slot(kS + c), s);
+      }
+      for (int l = 4 * hh; l < 4 * hh + 4; ++l) {
+        V isum = vi("isum");
+        for (int hq = 0; hq < 2; ++hq) {
+          const int base = kQuants + kLaneBytes * l + kHalfBytes * hq;
+          V ql0 = vi("ql0"), ql1 = vi("ql1"), qh = vi("qh");
+          for (int k = 0; k < 3; ++k) fetch(base + 64 * k);
+          b.vload(ql0, w(base + 32 * h));       // chunks 4hq (low), 4hq+2 (high)
+          b.vload(ql1, w(base + 64 + 32 * h));  // chunks 4hq+1, 4hq+3
+          b.vload(qh, w(base + 128 + 32 * h));  // 2 bits of chunk 4hq+s at bit 2s
+          for (int s = 0; s < 4; ++s) {
+            V q = vi("q"), hi = vi("hi");
+            const V ql = s % 2 ? ql1 : ql0;
+            if (s >= 2) {
+              b.vsrl_i16(q, ql, 4);
+              b.vand(q, q, nib);
+            } else {
+              b.vand(q, ql, nib);
+            }
+            if (s == 0) b.vsll_i16(hi, qh, 4);
+            if (s == 1) b.vsll_i16(hi, qh, 2);
+            if (s == 2) b.vcopy(hi, qh);
+            if (s == 3) b.vsrl_i16(hi, qh, 2);
+            b.vand(hi, hi, m30);
+            b.vor(q, q, hi);  // low 4 bits | high 2 bits << 4: 0..63
+            const int c = 4 * hq + s;
+            V ab = vi("a_dword"), sc = vi("S");
+            b.vbcast_f32(ab, act(kAQs + 32 * c + 4 * l));
+            b.vload(sc, slot(kS + c));
+            const bool first = hq == 0 && s == 0;
+            if (vnni) {
+              V dot = vi("dot");
+              b.vzero(dot);
+              b.vdpbusd(dot, q, ab);
+              if (first)
+                b.vmadd_wd(isum, dot, sc);
+              else
+                b.vdpwssd(isum, dot, sc);
+            } else {
+              V p = vi("pairs");
+              b.vmaddubs_w(p, q, ab);
+              if (first) {
+                b.vmadd_wd(isum, p, sc);  // scale * dot, exact
+              } else {
+                b.vmadd_wd(p, p, sc);
+                b.vadd_i32(isum, isum, p);
+              }
+            }
+          }
+        }
+        // isum -= 32 * (bsum[2l] sc[2l] + bsum[2l+1] sc[2l+1]).
+        V q32 = scale_pair(l), bs = vi("bsum_pair"), f = vf("fsum"), ac = vf("acc");
+        b.vsll_i16(q32, q32, 5);
+        b.vbcast_f32(bs, act(kABsums + 4 * l));
+        b.vmadd_wd(q32, q32, bs);
+        b.vsub_i32(isum, isum, q32);
+        b.vcvt_i32_f32(f, isum);
+        b.vload(ac, slot(kAcc + 8 * h + l));
+        b.vfma(ac, d, f);  // acc = fma(fl(d_a * d_w), float(isum), acc)
+        b.vstore(slot(kAcc + 8 * h + l), ac);
+      }
+    }
+  }
+  b.addi(ap, ap, kABlock);
+  b.end_for();
+
+  for (int h = 0; h < 2; ++h) {
+    V lanes[kLanes];
+    for (int l = 0; l < kLanes; ++l) {
+      lanes[l] = vf("acc");
+      b.vload(lanes[l], slot(kAcc + 8 * h + l));
+    }
+    b.vstore(slot(kOut + h), hsum8_rows(b, lanes));
+  }
+  b.if_(a.nrows, kir::Cmp::EQ, 16);
+  for (int h = 0; h < 2; ++h) {
+    V o = vf("y");
+    b.vload(o, slot(kOut + h));
+    b.vstore(Mem{a.y, {}, 1, 32 * h}, o);
+  }
+  b.end_if();
+  b.if_(a.nrows, kir::Cmp::LT, 16);
+  for (int r = 0; r < 15; ++r) {  // nrows < 16: row 15 is never kept
+    if (r > 0) b.if_(a.nrows, kir::Cmp::GT, r);
+    V x = b.vec(128, Cls::F, "y1");
+    b.vload_ss(x, Mem{frame, {}, 1, 32 * kOut + 4 * r});
+    b.vstore_ss(Mem{a.y, {}, 1, 4 * r}, x);
+    if (r > 0) b.end_if();
+  }
+  b.end_if();
+  return b.index();
+}
+
+bool build(const char* gen, bool vnni, const GeneratorParams& p, kir::Module* m, std::string* err) {
+  int rows = 16, tokens = 1;
+  if (!int_params(p, gen, {{"rows", &rows}, {"tokens", &tokens}}, err)) return false;
+  if (rows != 16 || tokens != 1) {
+    *err =
+        fmt::format("generator '{}': tile {}x{} is not one it can emit (rows 16, tokens 1: decode)",
+                    gen, rows, tokens);
+    return false;
+  }
+  m->isa = isa_features(Isa::Avx2);
+  if (vnni) m->isa.push_back("avxvnni");
+  m->comment = fmt::format(
+      "generator {}, rows 16, tokens 1: ggml_vec_dot_q6_K_q8_K lanes of contract "
+      "linear.q6_K.ggml on the\nq6_K_r16 weight copy, lane j of 8 rows per ymm (activations: "
+      "Q8_K rows from the plan's act_quant step)",
+      gen);
+  Builder e(
+      *m, m->name,
+      {Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::I64, Kind::I64, Kind::I64, Kind::I64, Kind::I64});
+  // A batch of decode tokens (decode_batch) runs token by token through the one-token tile.
+  Grid g;
+  g.R = 16;
+  g.G = 1;
+  g.full_fn = emit_tile(*m, m->name + "_t1", vnni);
+  emit_r16_entry(e, g, {kQK_K, int(sizeof(block_q6_K)), kABlock});
+  return true;
+}
+
+}  // namespace
+
+bool build_linear_q6_K_r16_avx2(const GeneratorParams& p, kir::Module* m, std::string* err) {
+  return build("linear_q6_K_r16__avx2", false, p, m, err);
+}
+bool build_linear_q6_K_r16_avxvnni(const GeneratorParams& p, kir::Module* m, std::string* err) {
+  return build("linear_q6_K_r16__avxvnni", true, p, m, err);
+}
+
+}  // namespace cke::jit::gen
