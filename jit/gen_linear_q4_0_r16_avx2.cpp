@@ -26,7 +26,6 @@
 //    The tile scans the row's bytewise minimum first (one vpminsb a block) to choose.
 // Float part, one lane per row: fl(d_w * d_a) from the rows' 8 fp16 scales (one vcvtph2ps)
 // and the token's; vcvtdq2ps (round to nearest even = float(isum)); one FMA a block.
-#include <fmt/format.h>
 
 #include "jit/gen_linear_q.h"
 #include "jit/gen_rows16.h"
@@ -39,7 +38,6 @@ namespace {
 
 using kir::Builder;
 using kir::Cls;
-using kir::Kind;
 using kir::Mem;
 using kir::V;
 
@@ -183,55 +181,19 @@ int emit_tile(kir::Module& m, const std::string& name, bool vnni) {
   blocks(true);
   b.end_if();
 
-  // Store: 16 rows at once, or through a frame buffer those of nrows < 16.
-  b.if_(a.nrows, kir::Cmp::EQ, 16);
-  b.vstore(Mem{a.y, {}, 1, 0}, acc[0]);
-  b.vstore(Mem{a.y, {}, 1, 32}, acc[1]);
-  b.end_if();
-  b.if_(a.nrows, kir::Cmp::LT, 16);
-  {
-    V frame = b.ptr("frame");
-    b.ptr_align(frame, b.stack(128, "frame_raw"), 32);
-    b.vstore(Mem{frame, {}, 1, 0}, acc[0]);
-    b.vstore(Mem{frame, {}, 1, 32}, acc[1]);
-    for (int r = 0; r < 15; ++r) {  // nrows < 16: row 15 is never kept
-      if (r > 0) b.if_(a.nrows, kir::Cmp::GT, r);
-      V x = b.vec(128, Cls::F, "y1");
-      b.vload_ss(x, Mem{frame, {}, 1, 4 * r});
-      b.vstore_ss(Mem{a.y, {}, 1, 4 * r}, x);
-      if (r > 0) b.end_if();
-    }
-  }
-  b.end_if();
+  V frame = b.ptr("frame");
+  b.ptr_align(frame, b.stack(128, "frame_raw"), 32);
+  store_rows16_avx2(b, a.y, a.nrows, acc[0], acc[1], Mem{frame, {}, 1, 0});
   return b.index();
 }
 
 bool build(const char* gen, bool vnni, const GeneratorParams& p, kir::Module* m, std::string* err) {
-  int rows = 16, tokens = 1;
-  if (!int_params(p, gen, {{"rows", &rows}, {"tokens", &tokens}}, err)) return false;
-  if (rows != 16 || tokens != 1) {
-    *err =
-        fmt::format("generator '{}': tile {}x{} is not one it can emit (rows 16, tokens 1: decode)",
-                    gen, rows, tokens);
-    return false;
-  }
-  m->isa = isa_features(Isa::Avx2);
-  if (vnni) m->isa.push_back("avxvnni");
-  m->comment = fmt::format(
-      "generator {}, rows 16, tokens 1: the repacked 8x8 gemv arithmetic of contract "
-      "linear.q4_0x8.ggml\n(weights: the q4_0_r16 copy made at load; activations: q8_0 rows "
-      "from the plan's act_quant step)",
-      gen);
-  Builder e(
-      *m, m->name,
-      {Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::I64, Kind::I64, Kind::I64, Kind::I64, Kind::I64});
-  // A batch of decode tokens (decode_batch) runs token by token through the one-token tile.
-  Grid g;
-  g.R = 16;
-  g.G = 1;
-  g.full_fn = emit_tile(*m, m->name + "_t1", vnni);
-  emit_r16_entry(e, g, {kQK4_0, int(sizeof(block_q4_0)), kABlock});
-  return true;
+  return build_r16_gemv_avx2(
+      gen, vnni,
+      "the repacked 8x8 gemv arithmetic of contract linear.q4_0x8.ggml\n(weights: the "
+      "q4_0_r16 copy made at load; activations: q8_0 rows from the plan's "
+      "act_quant step)",
+      {kQK4_0, int(sizeof(block_q4_0)), kABlock}, emit_tile, p, m, err);
 }
 
 }  // namespace

@@ -18,7 +18,6 @@
 // its sum shifted right by 4), times sc_j by vpmulld. imin: vpmaddwd of the rows' (m_2i,
 // m_2i+1) words by the token's (bsum32_2i, bsum32_2i+1) words. The 6-bit scales as in the
 // AVX-512 tile, with and/or in place of vpternlogd.
-#include <fmt/format.h>
 
 #include <vector>
 
@@ -33,7 +32,6 @@ namespace {
 
 using kir::Builder;
 using kir::Cls;
-using kir::Kind;
 using kir::Mem;
 using kir::V;
 
@@ -42,17 +40,6 @@ constexpr int kAQs = int(offsetof(block_q8_K, qs));
 constexpr int kABsums = int(offsetof(block_q8_K, bsums));
 constexpr int kQuants = 256;  // chunk c's 8 quant dwords of the 16 rows at kQuants + 512 c
 
-// vpshufb controls, per dword of each 128-bit block: `bytes` = the source byte of each of
-// the dword's 4 bytes within the dword (-1: zero).
-std::vector<uint32_t> shuf(std::initializer_list<int> bytes) {
-  std::vector<uint32_t> c;
-  for (uint32_t l = 0; l < 8; ++l) {
-    uint32_t v = 0, i = 0;
-    for (int s : bytes) v |= (s < 0 ? 0x80u : 4 * (l % 4) + uint32_t(s)) << (8 * i++);
-    c.push_back(v);
-  }
-  return c;
-}
 // The low (k = 0) or high (k = 2) word of the 4 dwords of each 128-bit block into its
 // first 8 bytes.
 std::vector<uint32_t> words_of(int k) {
@@ -86,10 +73,10 @@ int emit_tile(kir::Module& m, const std::string& name, bool vnni) {
   // Scale byte k as what multiplies s_j: both words (AVX2) or the dword (AVX-VNNI).
   V sc_ctl[4];
   for (int k = 0; k < 4; ++k)
-    sc_ctl[k] =
-        vnni ? table("sc_byte", shuf({k, -1, -1, -1})) : table("sc_words", shuf({k, -1, k, -1}));
-  const V pair01 = table("pair01", shuf({0, -1, 1, -1})),
-          pair23 = table("pair23", shuf({2, -1, 3, -1}));
+    sc_ctl[k] = vnni ? table("sc_byte", dword_shuffle({k, -1, -1, -1}, 2))
+                     : table("sc_words", dword_shuffle({k, -1, k, -1}, 2));
+  const V pair01 = table("pair01", dword_shuffle({0, -1, 1, -1}, 2)),
+          pair23 = table("pair23", dword_shuffle({2, -1, 3, -1}, 2));
   const V dlo = table("d_words", words_of(0)), dhi = table("dmin_words", words_of(2));
   const V pack = table("pack", {0, 1, 4, 5, 0, 1, 4, 5});  // the blocks' first qwords
   V frame = b.ptr("frame");
@@ -222,50 +209,17 @@ int emit_tile(kir::Module& m, const std::string& name, bool vnni) {
 
   V o[2] = {vf("y_lo"), vf("y_hi")};
   for (int h = 0; h < 2; ++h) b.vsub_f(o[h], acc[h], accmin[h]);
-  b.if_(a.nrows, kir::Cmp::EQ, 16);
-  b.vstore(Mem{a.y, {}, 1, 0}, o[0]);
-  b.vstore(Mem{a.y, {}, 1, 32}, o[1]);
-  b.end_if();
-  b.if_(a.nrows, kir::Cmp::LT, 16);
-  b.vstore(Mem{frame, {}, 1, 64}, o[0]);
-  b.vstore(Mem{frame, {}, 1, 96}, o[1]);
-  for (int r = 0; r < 15; ++r) {  // nrows < 16: row 15 is never kept
-    if (r > 0) b.if_(a.nrows, kir::Cmp::GT, r);
-    V x = b.vec(128, Cls::F, "y1");
-    b.vload_ss(x, Mem{frame, {}, 1, 64 + 4 * r});
-    b.vstore_ss(Mem{a.y, {}, 1, 4 * r}, x);
-    if (r > 0) b.end_if();
-  }
-  b.end_if();
+  store_rows16_avx2(b, a.y, a.nrows, o[0], o[1], Mem{frame, {}, 1, 64});
   return b.index();
 }
 
 bool build(const char* gen, bool vnni, const GeneratorParams& p, kir::Module* m, std::string* err) {
-  int rows = 16, tokens = 1;
-  if (!int_params(p, gen, {{"rows", &rows}, {"tokens", &tokens}}, err)) return false;
-  if (rows != 16 || tokens != 1) {
-    *err =
-        fmt::format("generator '{}': tile {}x{} is not one it can emit (rows 16, tokens 1: decode)",
-                    gen, rows, tokens);
-    return false;
-  }
-  m->isa = isa_features(Isa::Avx2);
-  if (vnni) m->isa.push_back("avxvnni");
-  m->comment = fmt::format(
-      "generator {}, rows 16, tokens 1: ggml's repacked q4_K_8x8 gemv arithmetic of contract "
-      "linear.q4_Kx8.ggml\non the q4_K_r16 weight copy, 8 rows a ymm (activations: Q8_K rows "
-      "from the plan's act_quant step)",
-      gen);
-  Builder e(
-      *m, m->name,
-      {Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::I64, Kind::I64, Kind::I64, Kind::I64, Kind::I64});
-  // A batch of decode tokens (decode_batch) runs token by token through the one-token tile.
-  Grid g;
-  g.R = 16;
-  g.G = 1;
-  g.full_fn = emit_tile(*m, m->name + "_t1", vnni);
-  emit_r16_entry(e, g, {kQK_K, int(sizeof(block_q4_K)), kABlock});
-  return true;
+  return build_r16_gemv_avx2(
+      gen, vnni,
+      "ggml's repacked q4_K_8x8 gemv arithmetic of contract linear.q4_Kx8.ggml\non the "
+      "q4_K_r16 weight copy, 8 rows a ymm (activations: Q8_K rows from the "
+      "plan's act_quant step)",
+      {kQK_K, int(sizeof(block_q4_K)), kABlock}, emit_tile, p, m, err);
 }
 
 }  // namespace

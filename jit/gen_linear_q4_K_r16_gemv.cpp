@@ -28,11 +28,11 @@
 //    (vpand, vpshufb or vpsrld) where its product needs it.
 // About 280 instructions a super-block; the two float FMAs and the final subtraction are
 // the contract's own operations in its order, so the bits are the general tile's.
-#include <fmt/format.h>
 
 #include <vector>
 
 #include "jit/gen_linear_q4_K.h"
+#include "jit/gen_rows16.h"
 #include "jit/gen_tile.h"
 #include "kernels/formats/blocks.h"
 #include "kernels/formats/layouts.h"
@@ -53,21 +53,6 @@ static_assert(offsetof(block_q8_K, d) == 0);
 // dwords at kQuants + 512 c.
 constexpr int kQuants = 256;
 
-// Per dword of each 128-bit block (vpshufb controls): byte `k` into byte 0, the rest zero;
-// bytes k, k + 1 into the two words.
-std::vector<uint32_t> shuf_byte(int k) {
-  std::vector<uint32_t> c;
-  for (uint32_t l = 0; l < 16; ++l) c.push_back(0x80808000u | (4 * (l % 4) + uint32_t(k)));
-  return c;
-}
-std::vector<uint32_t> shuf_pair(int k) {
-  std::vector<uint32_t> c;
-  for (uint32_t l = 0; l < 16; ++l) {
-    const uint32_t b = 4 * (l % 4) + uint32_t(k);
-    c.push_back(b | 0x8000u | (b + 1) << 16 | 0x80000000u);
-  }
-  return c;
-}
 }  // namespace
 
 int emit_q4_K_r16_gemv1(kir::Module& m, const std::string& name) {
@@ -87,8 +72,10 @@ int emit_q4_K_r16_gemv1(kir::Module& m, const std::string& name) {
   };
   const V nib = splat("nib", 0x0F0F0F0Fu), hib = splat("hib", 0xF0F0F0F0u),
           m63 = splat("m63", 0x3F3F3F3Fu), low8 = splat("low8", 0xFFu);
-  const V byte1 = table("byte1", shuf_byte(1)), byte2 = table("byte2", shuf_byte(2)),
-          pair01 = table("pair01", shuf_pair(0)), pair23 = table("pair23", shuf_pair(2));
+  const V byte1 = table("byte1", dword_shuffle({1, -1, -1, -1}, 4)),
+          byte2 = table("byte2", dword_shuffle({2, -1, -1, -1}, 4)),
+          pair01 = table("pair01", dword_shuffle({0, -1, 1, -1}, 4)),
+          pair23 = table("pair23", dword_shuffle({2, -1, 3, -1}, 4));
   V even_odd;
   {
     std::vector<uint32_t> eo;

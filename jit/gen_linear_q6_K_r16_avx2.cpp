@@ -16,9 +16,6 @@
 // Why: the row-major AVX2 tile (gen_linear_q6_K.cpp, one row, two chunks per ymm and a
 // horizontal sum per super-block) ran 24-28 GMAC/s on one core (AMD EPYC Zen 5 capped to
 // AVX2), bound by its instructions.
-#include <fmt/format.h>
-
-#include <vector>
 
 #include "jit/gen_linear_q6_K.h"
 #include "jit/gen_rows16.h"
@@ -31,7 +28,6 @@ namespace {
 
 using kir::Builder;
 using kir::Cls;
-using kir::Kind;
 using kir::Mem;
 using kir::V;
 
@@ -74,13 +70,8 @@ int emit_tile(kir::Module& m, const std::string& name, bool vnni) {
     pick[0] = splat("low_word", 0x0000FFFFu);
   } else {
     for (int hh = 0; hh < 2; ++hh) {  // vpshufb: bytes 2hh, 2hh + 1 into both words
-      std::vector<uint32_t> c;
-      for (uint32_t k = 0; k < 8; ++k) {
-        const uint32_t b0 = 4 * (k % 4) + 2 * uint32_t(hh);
-        c.push_back(b0 | (b0 + 1) << 8 | b0 << 16 | (b0 + 1) << 24);
-      }
       pick[hh] = vi("dup_word");
-      b.vconst32(pick[hh], c);
+      b.vconst32(pick[hh], dword_shuffle({2 * hh, 2 * hh + 1, 2 * hh, 2 * hh + 1}, 2));
     }
   }
 
@@ -190,59 +181,26 @@ int emit_tile(kir::Module& m, const std::string& name, bool vnni) {
   b.addi(ap, ap, kABlock);
   b.end_for();
 
+  V out[2];
   for (int h = 0; h < 2; ++h) {
     V lanes[kLanes];
     for (int l = 0; l < kLanes; ++l) {
       lanes[l] = vf("acc");
       b.vload(lanes[l], slot(kAcc + 8 * h + l));
     }
-    b.vstore(slot(kOut + h), hsum8_rows(b, lanes));
+    out[h] = hsum8_rows(b, lanes);
   }
-  b.if_(a.nrows, kir::Cmp::EQ, 16);
-  for (int h = 0; h < 2; ++h) {
-    V o = vf("y");
-    b.vload(o, slot(kOut + h));
-    b.vstore(Mem{a.y, {}, 1, 32 * h}, o);
-  }
-  b.end_if();
-  b.if_(a.nrows, kir::Cmp::LT, 16);
-  for (int r = 0; r < 15; ++r) {  // nrows < 16: row 15 is never kept
-    if (r > 0) b.if_(a.nrows, kir::Cmp::GT, r);
-    V x = b.vec(128, Cls::F, "y1");
-    b.vload_ss(x, Mem{frame, {}, 1, 32 * kOut + 4 * r});
-    b.vstore_ss(Mem{a.y, {}, 1, 4 * r}, x);
-    if (r > 0) b.end_if();
-  }
-  b.end_if();
+  store_rows16_avx2(b, a.y, a.nrows, out[0], out[1], slot(kOut));
   return b.index();
 }
 
 bool build(const char* gen, bool vnni, const GeneratorParams& p, kir::Module* m, std::string* err) {
-  int rows = 16, tokens = 1;
-  if (!int_params(p, gen, {{"rows", &rows}, {"tokens", &tokens}}, err)) return false;
-  if (rows != 16 || tokens != 1) {
-    *err =
-        fmt::format("generator '{}': tile {}x{} is not one it can emit (rows 16, tokens 1: decode)",
-                    gen, rows, tokens);
-    return false;
-  }
-  m->isa = isa_features(Isa::Avx2);
-  if (vnni) m->isa.push_back("avxvnni");
-  m->comment = fmt::format(
-      "generator {}, rows 16, tokens 1: ggml_vec_dot_q6_K_q8_K lanes of contract "
-      "linear.q6_K.ggml on the\nq6_K_r16 weight copy, lane j of 8 rows per ymm (activations: "
-      "Q8_K rows from the plan's act_quant step)",
-      gen);
-  Builder e(
-      *m, m->name,
-      {Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::I64, Kind::I64, Kind::I64, Kind::I64, Kind::I64});
-  // A batch of decode tokens (decode_batch) runs token by token through the one-token tile.
-  Grid g;
-  g.R = 16;
-  g.G = 1;
-  g.full_fn = emit_tile(*m, m->name + "_t1", vnni);
-  emit_r16_entry(e, g, {kQK_K, int(sizeof(block_q6_K)), kABlock});
-  return true;
+  return build_r16_gemv_avx2(
+      gen, vnni,
+      "ggml_vec_dot_q6_K_q8_K lanes of contract linear.q6_K.ggml on the\nq6_K_r16 weight "
+      "copy, lane j of 8 rows per ymm (activations: Q8_K rows from the plan's "
+      "act_quant step)",
+      {kQK_K, int(sizeof(block_q6_K)), kABlock}, emit_tile, p, m, err);
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 // The 16-row kernels' row loop (gen_rows16.h).
 #include "jit/gen_rows16.h"
 
+#include <fmt/format.h>
+
 #include "jit/gen_tile.h"
 
 namespace cke::jit::gen {
@@ -173,6 +175,60 @@ void emit_has_min8(Builder& e, V amin, V bits) {
   e.vabs_i8(am, amin512);  // |min| keeps its sign bit only for -128
   e.kfrom_bytes(k, am);
   e.kto_i64(bits, k);
+}
+
+std::vector<uint32_t> dword_shuffle(std::initializer_list<int> bytes, int blocks) {
+  std::vector<uint32_t> c;
+  for (uint32_t l = 0; l < 4 * uint32_t(blocks); ++l) {
+    uint32_t v = 0, i = 0;
+    for (int s : bytes) v |= (s < 0 ? 0x80u : 4 * (l % 4) + uint32_t(s)) << (8 * i++);
+    c.push_back(v);
+  }
+  return c;
+}
+
+bool build_r16_gemv_avx2(
+    const char* gen, bool vnni, const std::string& what, const LinearLayout& l,
+    const std::function<int(kir::Module&, const std::string&, bool)>& emit_tile,
+    const GeneratorParams& p, kir::Module* m, std::string* err) {
+  int rows = 16, tokens = 1;
+  if (!int_params(p, gen, {{"rows", &rows}, {"tokens", &tokens}}, err)) return false;
+  if (rows != 16 || tokens != 1) {
+    *err =
+        fmt::format("generator '{}': tile {}x{} is not one it can emit (rows 16, tokens 1: decode)",
+                    gen, rows, tokens);
+    return false;
+  }
+  m->isa = isa_features(Isa::Avx2);
+  if (vnni) m->isa.push_back("avxvnni");
+  m->comment = fmt::format("generator {}, rows 16, tokens 1: {}", gen, what);
+  Builder e(*m, m->name,
+            {kir::Kind::Ptr, kir::Kind::Ptr, kir::Kind::Ptr, kir::Kind::I64, kir::Kind::I64,
+             kir::Kind::I64, kir::Kind::I64, kir::Kind::I64});
+  Grid g;
+  g.R = kRows16;
+  g.G = 1;
+  g.full_fn = emit_tile(*m, m->name + "_t1", vnni);
+  emit_r16_entry(e, g, l);
+  return true;
+}
+
+void store_rows16_avx2(Builder& b, V y, V nrows, V lo, V hi, Mem scratch) {
+  b.if_(nrows, Cmp::EQ, kRows16);
+  b.vstore(Mem{y, {}, 1, 0}, lo);
+  b.vstore(Mem{y, {}, 1, 32}, hi);
+  b.end_if();
+  b.if_(nrows, Cmp::LT, kRows16);
+  b.vstore(scratch, lo);
+  b.vstore(Mem{scratch.base, scratch.index, scratch.scale, scratch.disp + 32}, hi);
+  for (int r = 0; r < kRows16 - 1; ++r) {  // nrows < 16: row 15 is never kept
+    if (r > 0) b.if_(nrows, Cmp::GT, r);
+    V x = b.vec(128, Cls::F, "y1");
+    b.vload_ss(x, Mem{scratch.base, scratch.index, scratch.scale, scratch.disp + 4 * r});
+    b.vstore_ss(Mem{y, {}, 1, 4 * r}, x);
+    if (r > 0) b.end_if();
+  }
+  b.end_if();
 }
 
 }  // namespace cke::jit::gen

@@ -11,7 +11,11 @@
 #pragma once
 
 #include <functional>
+#include <initializer_list>
+#include <string>
+#include <vector>
 
+#include "jit/generators.h"
 #include "jit/kir/kir.h"
 
 namespace cke::jit::gen {
@@ -55,6 +59,24 @@ void emit_rows16(kir::Builder& e, const Rows16Args& r, const Rows16Groups& g, ki
 // same bits (a first group starting at n0 % 16 != 0 is computed whole into a frame buffer,
 // 8 tokens at a time, and its rows from n0 kept).
 void emit_r16_entry(kir::Builder& e, const Grid& g, const LinearLayout& l);
+
+// vpshufb control of 8 * `blocks` dwords (`blocks` 128-bit blocks): each dword's bytes i = 0..3
+// take byte bytes[i] of the same dword (-1: zero).
+std::vector<uint32_t> dword_shuffle(std::initializer_list<int> bytes, int blocks);
+
+// A one-token decode gemv over a 16-row copy at AVX2 (vnni: with AVX-VNNI): generator `gen`
+// checks its params (rows 16, tokens 1), sets the module's ISA and comment (`what`), and
+// writes the r16 entry (emit_r16_entry, layout l) over the tile `emit_tile(m, name, vnni)`
+// (gen_tile.h ABI), which a batch of decode tokens runs token by token.
+bool build_r16_gemv_avx2(
+    const char* gen, bool vnni, const std::string& what, const LinearLayout& l,
+    const std::function<int(kir::Module&, const std::string&, bool)>& emit_tile,
+    const GeneratorParams& p, kir::Module* m, std::string* err);
+
+// Stores the 16 rows of an AVX2 tile (lo: rows 0-7, hi: 8-15) at y: both vectors when nrows
+// is 16, else rows 0 .. nrows - 1 one by one through `scratch` (64 bytes, 32-aligned).
+void store_rows16_avx2(kir::Builder& b, kir::V y, kir::V nrows, kir::V lo, kir::V hi,
+                       kir::Mem scratch);
 
 // bits != 0 iff a byte of `amin` (a 256-bit bytewise minimum of activation quants) is -128:
 // the activation a NaN or inf makes, where ggml's vpsignb products wrap.
