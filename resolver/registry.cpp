@@ -179,71 +179,133 @@ std::optional<Registry> Registry::build(std::vector<KernelMap> maps,
   return r;
 }
 
-std::optional<Registry> Registry::load_files(
-    const std::vector<std::filesystem::path>& map_files,
-    const std::vector<std::filesystem::path>& contract_files, const SymbolLookup& symbols,
-    std::vector<LoadError>* errors) {
-  std::vector<LoadError> local;
-  std::vector<LoadError>* out = errors ? errors : &local;
-  const size_t before = out->size();
-  // The files' bytes (the snapshot's key), read in parallel.
-  std::vector<snapshot::InputFile> map_in(map_files.size()), contract_in(contract_files.size());
-  std::vector<char> readable(map_files.size() + contract_files.size(), 0);
-  std::vector<std::vector<LoadError>> errs(map_files.size() + contract_files.size());
-  tbb::parallel_for(size_t(0), errs.size(), [&](size_t i) {
+namespace {
+
+// The data files of a load: their bytes (the snapshots' keys), read in parallel.
+struct Inputs {
+  std::vector<snapshot::InputFile> maps, contracts;
+  bool all_read = false;
+  std::vector<std::string> paths() const {
+    std::vector<std::string> p;
+    for (const auto* fs : {&maps, &contracts})
+      for (const snapshot::InputFile& f : *fs) p.push_back(f.path);
+    return p;
+  }
+};
+
+Inputs read_inputs(const std::vector<std::filesystem::path>& map_files,
+                   const std::vector<std::filesystem::path>& contract_files,
+                   std::vector<std::vector<LoadError>>* errs, std::vector<char>* readable) {
+  Inputs in;
+  in.maps.resize(map_files.size());
+  in.contracts.resize(contract_files.size());
+  errs->assign(map_files.size() + contract_files.size(), {});
+  readable->assign(errs->size(), 0);
+  tbb::parallel_for(size_t(0), errs->size(), [&](size_t i) {
     const bool is_map = i < map_files.size();
     const std::filesystem::path& p = is_map ? map_files[i] : contract_files[i - map_files.size()];
-    snapshot::InputFile& f = is_map ? map_in[i] : contract_in[i - map_files.size()];
+    snapshot::InputFile& f = is_map ? in.maps[i] : in.contracts[i - map_files.size()];
     f.path = p.string();
-    if (std::optional<std::string> t = read_data_file(p, &errs[i])) {
+    if (std::optional<std::string> t = read_data_file(p, &(*errs)[i])) {
       f.bytes = std::move(*t);
-      readable[i] = 1;
+      (*readable)[i] = 1;
     }
   });
-  const bool all_read = std::all_of(readable.begin(), readable.end(), [](char r) { return r; });
-  const std::string key = all_read ? snapshot::key(map_in, contract_in) : std::string();
-  if (std::optional<snapshot::Parsed> s = snapshot::read(key))
-    return build(std::move(s->maps), std::move(s->contracts), symbols, out);
-  // Files parse independently: in parallel, gathered in file order (the same maps, errors
-  // and provenance as one by one).
-  std::vector<std::vector<KernelMap>> per_map_file(map_files.size());
-  std::vector<std::optional<Contract>> per_contract(contract_files.size());
-  tbb::parallel_for(size_t(0), errs.size(), [&](size_t i) {
-    if (!readable[i]) return;
-    if (i < map_files.size())
-      per_map_file[i] = parse_kernel_maps(map_in[i].bytes, map_files[i], &errs[i]);
-    else
-      per_contract[i - map_files.size()] =
-          parse_contract(contract_in[i - map_files.size()].bytes,
-                         contract_files[i - map_files.size()].string(), &errs[i]);
-  });
-  for (const std::vector<LoadError>& e : errs) out->insert(out->end(), e.begin(), e.end());
-  std::vector<KernelMap> maps;
-  std::vector<Contract> contracts;
-  for (std::vector<KernelMap>& ms : per_map_file)
-    for (KernelMap& m : ms) maps.push_back(std::move(m));
-  for (std::optional<Contract>& c : per_contract)
-    if (c) contracts.push_back(std::move(*c));
-  if (out->size() == before && !key.empty()) snapshot::write(key, {maps, contracts});
-  if (out->size() != before) return std::nullopt;
-  return build(std::move(maps), std::move(contracts), symbols, out);
+  in.all_read = std::all_of(readable->begin(), readable->end(), [](char r) { return r; });
+  return in;
 }
 
-std::optional<Registry> Registry::load(const std::vector<std::filesystem::path>& map_dirs,
-                                       const SymbolLookup& symbols,
-                                       std::vector<LoadError>* errors) {
-  std::vector<LoadError> local;
-  std::vector<LoadError>* out = errors ? errors : &local;
-  std::vector<std::filesystem::path> maps, contracts;
+// Parses every readable file. Files parse independently: in parallel, gathered in file order
+// (the same maps, errors and provenance as one by one). Errors go to `out`.
+snapshot::Parsed parse_inputs(const Inputs& in, std::vector<std::vector<LoadError>>& errs,
+                              const std::vector<char>& readable, std::vector<LoadError>* out) {
+  const size_t n_maps = in.maps.size();
+  std::vector<std::vector<KernelMap>> per_map_file(n_maps);
+  std::vector<std::optional<Contract>> per_contract(in.contracts.size());
+  tbb::parallel_for(size_t(0), errs.size(), [&](size_t i) {
+    if (!readable[i]) return;
+    if (i < n_maps)
+      per_map_file[i] = parse_kernel_maps(in.maps[i].bytes, in.maps[i].path, &errs[i]);
+    else
+      per_contract[i - n_maps] =
+          parse_contract(in.contracts[i - n_maps].bytes, in.contracts[i - n_maps].path, &errs[i]);
+  });
+  for (const std::vector<LoadError>& e : errs) out->insert(out->end(), e.begin(), e.end());
+  snapshot::Parsed p;
+  for (std::vector<KernelMap>& ms : per_map_file)
+    for (KernelMap& m : ms) p.maps.push_back(std::move(m));
+  for (std::optional<Contract>& c : per_contract)
+    if (c) p.contracts.push_back(std::move(*c));
+  p.files = in.paths();
+  return p;
+}
+
+// The files `map_dirs` hold (Registry::load).
+bool list_data_files(const std::vector<std::filesystem::path>& map_dirs,
+                     std::vector<std::filesystem::path>* maps,
+                     std::vector<std::filesystem::path>* contracts, std::vector<LoadError>* out) {
   const size_t before = out->size();
   for (const auto& d : map_dirs) {
     for (auto& p : list_yaml_files(d, out))
-      if (p.filename() != "ratchet.yaml") maps.push_back(p);  // the audit's file, not a map
+      if (p.filename() != "ratchet.yaml") maps->push_back(p);  // the audit's file, not a map
     if (std::filesystem::is_directory(d / "contracts"))
-      for (auto& p : list_yaml_files(d / "contracts", out)) contracts.push_back(p);
+      for (auto& p : list_yaml_files(d / "contracts", out)) contracts->push_back(p);
   }
+  return out->size() == before;
+}
+
+}  // namespace
+
+std::optional<Registry> Registry::load_files(
+    const std::vector<std::filesystem::path>& map_files,
+    const std::vector<std::filesystem::path>& contract_files, const SymbolLookup& symbols,
+    std::vector<LoadError>* errors, std::string_view builtin_snapshot) {
+  std::vector<LoadError> local;
+  std::vector<LoadError>* out = errors ? errors : &local;
+  const size_t before = out->size();
+  std::vector<std::vector<LoadError>> errs;
+  std::vector<char> readable;
+  const Inputs in = read_inputs(map_files, contract_files, &errs, &readable);
+  auto from = [&](snapshot::Parsed p, const char* source) -> std::optional<Registry> {
+    std::optional<Registry> r = build(std::move(p.maps), std::move(p.contracts), symbols, out);
+    if (r) r->loaded_from_ = source;
+    return r;
+  };
+  if (in.all_read && !builtin_snapshot.empty()) {
+    const std::string k = snapshot::builtin_key(in.maps, in.contracts);
+    std::optional<snapshot::Parsed> s = snapshot::decode(k, std::string(builtin_snapshot));
+    if (s && snapshot::rebase(&*s, in.paths())) return from(std::move(*s), "built-in snapshot");
+  }
+  const std::string key = in.all_read ? snapshot::key(in.maps, in.contracts) : std::string();
+  if (std::optional<snapshot::Parsed> s = snapshot::read(key))
+    if (snapshot::rebase(&*s, in.paths())) return from(std::move(*s), "cached snapshot");
+  snapshot::Parsed p = parse_inputs(in, errs, readable, out);
   if (out->size() != before) return std::nullopt;
-  return load_files(maps, contracts, symbols, out);
+  if (!key.empty()) snapshot::write(key, p);
+  return from(std::move(p), "parse");
+}
+
+std::optional<Registry> Registry::load(const std::vector<std::filesystem::path>& map_dirs,
+                                       const SymbolLookup& symbols, std::vector<LoadError>* errors,
+                                       std::string_view builtin_snapshot) {
+  std::vector<LoadError> local;
+  std::vector<LoadError>* out = errors ? errors : &local;
+  std::vector<std::filesystem::path> maps, contracts;
+  if (!list_data_files(map_dirs, &maps, &contracts, out)) return std::nullopt;
+  return load_files(maps, contracts, symbols, out, builtin_snapshot);
+}
+
+std::optional<std::string> Registry::make_builtin_snapshot(
+    const std::vector<std::filesystem::path>& map_dirs, std::vector<LoadError>* errors) {
+  std::vector<std::filesystem::path> maps, contracts;
+  if (!list_data_files(map_dirs, &maps, &contracts, errors)) return std::nullopt;
+  const size_t before = errors->size();
+  std::vector<std::vector<LoadError>> errs;
+  std::vector<char> readable;
+  const Inputs in = read_inputs(maps, contracts, &errs, &readable);
+  snapshot::Parsed p = parse_inputs(in, errs, readable, errors);
+  if (errors->size() != before) return std::nullopt;
+  return snapshot::encode(snapshot::builtin_key(in.maps, in.contracts), p);
 }
 
 const KernelMap* Registry::find_map(std::string_view id) const {

@@ -38,14 +38,22 @@ struct Provenance {
 class Registry {
  public:
   // Loads every *.yaml in each of `map_dirs` as a kernel map (except ratchet.yaml, the
-  // audit's ratchet) and every *.yaml in `<dir>/contracts/` as a contract.
+  // audit's ratchet) and every *.yaml in `<dir>/contracts/` as a contract. The parsed values
+  // come from `builtin_snapshot` if the files are the ones it was made of, else from the
+  // snapshot cache, else from the YAML (resolver/registry_snapshot.h); the cross-file checks
+  // run on every load.
   static std::optional<Registry> load(const std::vector<std::filesystem::path>& map_dirs,
-                                      const SymbolLookup& symbols, std::vector<LoadError>* errors);
+                                      const SymbolLookup& symbols, std::vector<LoadError>* errors,
+                                      std::string_view builtin_snapshot = {});
   // The same from explicit file lists (the order of the lists does not matter).
   static std::optional<Registry> load_files(
       const std::vector<std::filesystem::path>& map_files,
       const std::vector<std::filesystem::path>& contract_files, const SymbolLookup& symbols,
-      std::vector<LoadError>* errors);
+      std::vector<LoadError>* errors, std::string_view builtin_snapshot = {});
+  // The built-in snapshot of the files in `map_dirs` (the build's cke-builtin-snapshot):
+  // nullopt, with the errors, if any file does not parse.
+  static std::optional<std::string> make_builtin_snapshot(
+      const std::vector<std::filesystem::path>& map_dirs, std::vector<LoadError>* errors);
   // From already parsed values (tests); runs the cross-file checks.
   static std::optional<Registry> build(std::vector<KernelMap> maps, std::vector<Contract> contracts,
                                        const SymbolLookup& symbols, std::vector<LoadError>* errors);
@@ -58,8 +66,12 @@ class Registry {
   std::vector<const KernelMap*> maps_for_op(std::string_view op) const;
   // Every map and contract file, sorted by (kind, id).
   std::vector<Provenance> provenance() const;
+  // Where load() took the parsed values from: "built-in snapshot", "cached snapshot" or
+  // "parse" (empty for build()).
+  const std::string& loaded_from() const { return loaded_from_; }
 
  private:
+  std::string loaded_from_;
   std::vector<KernelMap> maps_;
   std::vector<Contract> contracts_;
 };

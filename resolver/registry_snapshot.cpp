@@ -21,7 +21,7 @@ namespace {
 using nlohmann::json;
 
 // Bump when the encoding or the parsed structs change shape.
-constexpr const char* kFormat = "cke-registry-snapshot/1";
+constexpr const char* kFormat = "cke-registry-snapshot/2";
 
 std::string hex(const std::array<uint8_t, 32>& d) {
   std::string s;
@@ -238,10 +238,12 @@ std::optional<std::filesystem::path> cache_dir() {
   return std::nullopt;
 }
 
-std::string key(const std::vector<InputFile>& map_files,
-                const std::vector<InputFile>& contract_files) {
-  static const std::string id = build_id();
-  if (id.empty() || !cache_dir()) return {};
+namespace {
+
+// SHA-256 of the format, `id` and each file's name (`whole_path`: its path) and bytes.
+std::string hash_inputs(std::string_view id, bool whole_path,
+                        const std::vector<InputFile>& map_files,
+                        const std::vector<InputFile>& contract_files) {
   Sha256 h;
   auto add = [&h](std::string_view s) {
     const uint64_t n = s.size();  // length-prefixed: no two inputs hash alike
@@ -253,18 +255,60 @@ std::string key(const std::vector<InputFile>& map_files,
   for (const auto* files : {&map_files, &contract_files}) {
     add(files == &map_files ? "maps" : "contracts");
     for (const InputFile& f : *files) {
-      add(f.path);
+      add(whole_path ? f.path : std::filesystem::path(f.path).filename().string());
       add(f.bytes);
     }
   }
   return hex(h.finish());
 }
 
+// `file` with its leading `from` replaced by `to`, if it is `from` or "`from`:<line>".
+std::optional<std::string> rebased(const std::string& file, const std::string& from,
+                                   const std::string& to) {
+  if (file.compare(0, from.size(), from) != 0) return std::nullopt;
+  if (file.size() != from.size() && file[from.size()] != ':') return std::nullopt;
+  return to + file.substr(from.size());
+}
+
+}  // namespace
+
+std::string key(const std::vector<InputFile>& map_files,
+                const std::vector<InputFile>& contract_files) {
+  static const std::string id = build_id();
+  if (id.empty() || !cache_dir()) return {};
+  return hash_inputs(id, true, map_files, contract_files);
+}
+
+std::string builtin_key(const std::vector<InputFile>& map_files,
+                        const std::vector<InputFile>& contract_files) {
+  return hash_inputs("built-in", false, map_files, contract_files);
+}
+
+bool rebase(Parsed* p, const std::vector<std::string>& paths) {
+  if (p->files.size() != paths.size()) return false;
+  // Maps come in their files' order, then contracts in theirs: one cursor walks the files.
+  size_t at = 0;
+  auto move = [&](std::string* file) {
+    for (; at < paths.size(); ++at)
+      if (std::optional<std::string> r = rebased(*file, p->files[at], paths[at])) {
+        *file = std::move(*r);
+        return true;
+      }
+    return false;
+  };
+  for (KernelMap& m : p->maps)
+    if (!move(&m.file)) return false;
+  for (Contract& c : p->contracts)
+    if (!move(&c.file)) return false;
+  p->files = paths;
+  return true;
+}
+
 std::string encode(const std::string& key, const Parsed& p) {
   json maps = json::array(), contracts = json::array();
   for (const KernelMap& m : p.maps) maps.push_back(enc(m));
   for (const Contract& c : p.contracts) contracts.push_back(enc(c));
-  const std::vector<uint8_t> bin = json::to_msgpack(json::array({maps, contracts}));
+  const std::vector<uint8_t> bin = json::to_msgpack(json::array({maps, contracts, p.files}));
   const std::string payload(bin.begin(), bin.end());
   return fmt::format("{} {} {}\n", kFormat, key, sha256_hex(payload)) + payload;
 }
@@ -280,6 +324,7 @@ std::optional<Parsed> decode(const std::string& key, const std::string& bytes) {
     Parsed p;
     for (const json& m : j.at(0)) p.maps.push_back(dec_map(m));
     for (const json& c : j.at(1)) p.contracts.push_back(dec_contract(c));
+    p.files = strs(j.at(2));
     return p;
   } catch (const std::exception&) {  // json's type and range errors, a bad expression
     return std::nullopt;

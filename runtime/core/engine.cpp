@@ -29,6 +29,7 @@
 #include "resolver/sha256.h"
 #include "resolver/xray.h"
 #include "runtime/core/backend.h"
+#include "runtime/core/builtin_snapshot.h"
 #include "runtime/core/emit_c.h"
 #include "runtime/core/gguf_facts.h"
 #include "runtime/core/plan.h"
@@ -241,7 +242,8 @@ bool Engine::Impl::load_data(GgufFacts& facts, std::string* err) {
   if (!opt.circuit_dirs.empty())
     dirs.circuits.assign(opt.circuit_dirs.begin(), opt.circuit_dirs.end());
   std::vector<LoadError> errors;
-  registry = Registry::load(dirs.kernel_maps, linked_symbols(), &errors);
+  registry =
+      Registry::load(dirs.kernel_maps, linked_symbols(), &errors, builtin_registry_snapshot());
   if (!registry) {
     *err = "kernel maps: " + format_errors(errors);
     return false;

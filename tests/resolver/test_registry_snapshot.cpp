@@ -75,7 +75,7 @@ TEST(RegistrySnapshot, EncodingRoundTripsEveryRealMapAndContract) {
   auto reg = load(test::source_path("kernel_maps"), &errors);
   ASSERT_TRUE(reg) << format_errors(errors);
   ASSERT_GT(reg->maps().size(), 100u);
-  const snapshot::Parsed p{reg->maps(), reg->contracts()};
+  const snapshot::Parsed p{reg->maps(), reg->contracts(), {}};
   const std::string bytes = snapshot::encode("k", p);
   std::optional<snapshot::Parsed> back = snapshot::decode("k", bytes);
   ASSERT_TRUE(back);
@@ -104,22 +104,28 @@ TEST(RegistrySnapshot, ALoadWritesOneAndTheNextReadsIt) {
   ASSERT_TRUE(first) << format_errors(errors);
   const auto written = snapshots(cache);
   ASSERT_EQ(written.size(), 1u);
+  EXPECT_EQ(first->loaded_from(), "parse");
   // Proof that the next load reads the snapshot: one planted under the same key (a map's
   // priority changed in the snapshot only) is what it returns.
-  snapshot::Parsed planted{first->maps(), first->contracts()};
-  planted.maps[0].selection.priority += 7;
   const std::string key = written[0].filename().string().substr(9, 64);
-  ASSERT_TRUE(snapshot::write(key, planted));
+  std::optional<snapshot::Parsed> planted = snapshot::read(key);
+  ASSERT_TRUE(planted);
+  ASSERT_FALSE(planted->files.empty());
+  const std::string id = planted->maps[0].id;
+  planted->maps[0].selection.priority += 7;
+  ASSERT_TRUE(snapshot::write(key, *planted));
   auto second = load(maps, &errors);
   ASSERT_TRUE(second) << format_errors(errors);
-  EXPECT_EQ(second->maps()[0].selection.priority, first->maps()[0].selection.priority + 7);
+  EXPECT_EQ(second->loaded_from(), "cached snapshot");
+  EXPECT_EQ(second->find_map(id)->selection.priority, first->find_map(id)->selection.priority + 7);
   // A damaged snapshot is ignored: the maps are parsed again (and the snapshot rewritten).
   std::string bytes = slurp(written[0]);
   bytes[bytes.size() / 2] = char(bytes[bytes.size() / 2] ^ 0x40);
   std::ofstream(written[0], std::ios::binary) << bytes;
   auto third = load(maps, &errors);
   ASSERT_TRUE(third) << format_errors(errors);
-  EXPECT_EQ(third->maps()[0].selection.priority, first->maps()[0].selection.priority);
+  EXPECT_EQ(third->loaded_from(), "parse");
+  EXPECT_EQ(third->find_map(id)->selection.priority, first->find_map(id)->selection.priority);
   EXPECT_TRUE(snapshot::read(key));
   fs::remove_all(cache);
   fs::remove_all(maps.parent_path());
@@ -149,6 +155,116 @@ TEST(RegistrySnapshot, AnEditedFileIsANewKey) {
   EXPECT_EQ(snapshots(cache).size(), 2u);
   fs::remove_all(cache);
   fs::remove_all(maps.parent_path());
+}
+
+// The encoding of a registry's values with their files (equal encodings: equal values).
+std::string values(const Registry& r, const std::vector<std::string>& files) {
+  return snapshot::encode("k", {r.maps(), r.contracts(), files});
+}
+
+// Every `file` of `r` lies under `dir`.
+void expect_files_under(const Registry& r, const fs::path& dir) {
+  const std::string d = dir.string() + "/";
+  for (const KernelMap& m : r.maps()) EXPECT_EQ(m.file.rfind(d, 0), 0u) << m.file;
+  for (const Contract& c : r.contracts()) EXPECT_EQ(c.file.rfind(d, 0), 0u) << c.file;
+}
+
+// A built-in snapshot (made of one tree) is read by a load of an identical tree anywhere,
+// with that tree's paths, and gives what parsing it gives; it writes no cache.
+TEST(RegistrySnapshot, ABuiltInSnapshotServesAnIdenticalTreeAnywhereWithItsPaths) {
+  const fs::path cache = temp("builtin_cache");
+  CacheDir on(cache.string());
+  const fs::path made_from = copy_of_real_maps("builtin_src");
+  std::vector<LoadError> errors;
+  const std::optional<std::string> builtin = Registry::make_builtin_snapshot({made_from}, &errors);
+  ASSERT_TRUE(builtin) << format_errors(errors);
+  const fs::path elsewhere = copy_of_real_maps("builtin_dst");
+  auto from_builtin = Registry::load({elsewhere}, linked_symbols(), &errors, *builtin);
+  ASSERT_TRUE(from_builtin) << format_errors(errors);
+  EXPECT_EQ(from_builtin->loaded_from(), "built-in snapshot");
+  EXPECT_TRUE(snapshots(cache).empty());
+  expect_files_under(*from_builtin, elsewhere);
+  {
+    CacheDir off("off");
+    auto parsed = load(elsewhere, &errors);
+    ASSERT_TRUE(parsed) << format_errors(errors);
+    EXPECT_EQ(parsed->loaded_from(), "parse");
+    EXPECT_TRUE(values(*from_builtin, {}) == values(*parsed, {}));
+  }
+  // A family's instances keep their line: "<path>:<line>".
+  const KernelMap* inst = from_builtin->find_map("linear_q8_0r16_f32_16x1__avx512vnni");
+  ASSERT_TRUE(inst);
+  EXPECT_EQ(inst->file.rfind((elsewhere / "linear_q8_0_r16_generated.yaml").string() + ":", 0), 0u)
+      << inst->file;
+  fs::remove_all(cache);
+  fs::remove_all(made_from.parent_path());
+  fs::remove_all(elsewhere.parent_path());
+}
+
+// Any other tree ignores it: one edited file, one more file, a damaged snapshot.
+TEST(RegistrySnapshot, ABuiltInSnapshotIsIgnoredByAnyOtherTree) {
+  CacheDir off("off");
+  const fs::path maps = copy_of_real_maps("builtin_edit");
+  std::vector<LoadError> errors;
+  const std::optional<std::string> builtin = Registry::make_builtin_snapshot({maps}, &errors);
+  ASSERT_TRUE(builtin) << format_errors(errors);
+  auto load_with = [&](const std::string& snap) {
+    auto r = Registry::load({maps}, linked_symbols(), &errors, snap);
+    EXPECT_TRUE(r) << format_errors(errors);
+    return r;
+  };
+  EXPECT_EQ(load_with(*builtin)->loaded_from(), "built-in snapshot");
+  std::string bad = *builtin;
+  bad[bad.size() / 2] = char(bad[bad.size() / 2] ^ 0x01);
+  EXPECT_EQ(load_with(bad)->loaded_from(), "parse");
+  EXPECT_EQ(load_with("")->loaded_from(), "parse");
+  // One byte of one file changed: the edit is what loads.
+  const fs::path f = maps / "linear_q8_0_f32__ref.yaml";
+  const std::string original = slurp(f);
+  std::string text = original;
+  const size_t at = text.find("priority: ");
+  ASSERT_NE(at, std::string::npos);
+  text.insert(at + 10, "1");
+  const int64_t priority = load_with("")->find_map("linear_q8_0_f32__ref")->selection.priority;
+  std::ofstream(f, std::ios::binary) << text;
+  auto edited = load_with(*builtin);
+  EXPECT_EQ(edited->loaded_from(), "parse");
+  EXPECT_EQ(edited->find_map("linear_q8_0_f32__ref")->selection.priority,
+            std::stoll("1" + std::to_string(priority)));
+  std::ofstream(f, std::ios::binary) << original;
+  EXPECT_EQ(load_with(*builtin)->loaded_from(), "built-in snapshot");
+  // The same bytes under another name are another tree.
+  fs::rename(f, maps / "linear_q8_0_f32__ref2.yaml");
+  std::vector<LoadError> renamed;
+  EXPECT_FALSE(Registry::load({maps}, linked_symbols(), &renamed, *builtin));  // id != name
+  EXPECT_FALSE(renamed.empty());
+  fs::remove_all(maps.parent_path());
+}
+
+TEST(RegistrySnapshot, RebaseNeedsEveryFileInOrder) {
+  snapshot::Parsed p;
+  p.files = {"/a/x.yaml", "/a/y.yaml", "/a/contracts/c.yaml"};
+  p.maps.resize(3);
+  p.maps[0].file = "/a/x.yaml";
+  p.maps[1].file = "/a/y.yaml:12";
+  p.maps[2].file = "/a/y.yaml:30";
+  p.contracts.resize(1);
+  p.contracts[0].file = "/a/contracts/c.yaml";
+  snapshot::Parsed q = p;
+  ASSERT_TRUE(snapshot::rebase(&q, {"/b/x.yaml", "/b/y.yaml", "/b/contracts/c.yaml"}));
+  EXPECT_EQ(q.maps[0].file, "/b/x.yaml");
+  EXPECT_EQ(q.maps[1].file, "/b/y.yaml:12");
+  EXPECT_EQ(q.maps[2].file, "/b/y.yaml:30");
+  EXPECT_EQ(q.contracts[0].file, "/b/contracts/c.yaml");
+  EXPECT_EQ(q.files[1], "/b/y.yaml");
+  q = p;
+  EXPECT_FALSE(snapshot::rebase(&q, {"/b/x.yaml", "/b/y.yaml"}));  // a file short
+  q = p;
+  std::swap(q.maps[0], q.maps[1]);  // out of the files' order
+  EXPECT_FALSE(snapshot::rebase(&q, {"/b/x.yaml", "/b/y.yaml", "/b/contracts/c.yaml"}));
+  q = p;
+  q.maps[0].file = "/a/x.yamlz";  // a prefix, not the file
+  EXPECT_FALSE(snapshot::rebase(&q, {"/b/x.yaml", "/b/y.yaml", "/b/contracts/c.yaml"}));
 }
 
 TEST(RegistrySnapshot, ALoadWithErrorsWritesNoneAndFailsEveryTime) {
