@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 
 namespace cke::ref::lanes {
 
@@ -62,13 +63,32 @@ inline float flush_denormal(float f) {
   return std::fpclassify(f) == FP_SUBNORMAL ? std::copysign(0.0f, f) : f;
 }
 
+// fma(a, b, c) of normal (or zero) a, b, c with x86's flush to zero: a result that is tiny
+// is ±0, and x86 detects tininess *after rounding*, as if the exponent were unbounded
+// (Intel SDM vol. 1, 4.9.1.5). That differs from "the rounded result is subnormal" just
+// below FLT_MIN: an exact x in [FLT_MIN - 2^-150, FLT_MIN - 2^-151) rounds up to FLT_MIN
+// in the subnormal grid (spacing 2^-149) but stays under FLT_MIN on the unbounded one
+// (spacing 2^-150), so it is flushed. Computed exactly: where the rounded result is ±FLT_MIN,
+// the same fma with the smaller factor and c scaled by 2^24 rounds on the unbounded grid
+// (its result is normal; the scaling is exact and cannot overflow for a result that small).
+inline float fma_ftz(float a, float b, float c) {
+  const float r = std::fma(a, b, c);
+  const float fmin = std::numeric_limits<float>::min();
+  if (!(std::fabs(r) <= fmin)) return r;  // not tiny (or NaN)
+  if (std::fabs(r) < fmin) return std::copysign(0.0f, r);
+  const bool a_small = std::fabs(a) <= std::fabs(b);
+  const float s = std::fma(a_small ? a * 0x1p24f : a, a_small ? b : b * 0x1p24f, c * 0x1p24f);
+  return std::fabs(s) < fmin * 0x1p24f ? std::copysign(0.0f, s) : r;
+}
+
 // One fp32 lane of vdpbf16ps: the odd pair is added first, then the even pair, each as an
-// FMA with denormal inputs read as zero and a denormal result flushed to zero.
-// (Checked against the instruction on an AVX512-BF16 CPU.)
+// FMA with denormal inputs read as zero and a tiny result flushed to zero (fma_ftz).
+// Checked against the instruction on an AVX512-BF16 CPU (AMD Zen 5), including the results
+// just below FLT_MIN: tests/kernels_linear/test_dpbf16_lane.cpp.
 inline float dpbf16_lane(float acc, float x_even, float x_odd, float y_even, float y_odd) {
   acc = flush_denormal(acc);
-  acc = flush_denormal(std::fma(flush_denormal(x_odd), flush_denormal(y_odd), acc));
-  return flush_denormal(std::fma(flush_denormal(x_even), flush_denormal(y_even), acc));
+  acc = fma_ftz(flush_denormal(x_odd), flush_denormal(y_odd), acc);
+  return fma_ftz(flush_denormal(x_even), flush_denormal(y_even), acc);
 }
 
 inline float bf16_bits_to_f32(uint16_t h) {
