@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "jit/gen_lanes16.h"
-#include "jit/gen_masks.h"
 #include "jit/gen_tile.h"
 
 namespace cke::jit::gen {
@@ -23,35 +22,17 @@ constexpr int kMaxTile = 8;
 
 // vdpbf16ps on a machine without it (AVX2, AVX-512 F): per f32 lane l of 32 bf16 (16 dword
 // lanes; bf16 2l in the low half, 2l + 1 in the high half), as kernels/ref/linear_lanes.h
-// dpbf16_lane: acc = ftz(fma(daz(w_odd), daz(x_odd), acc)), then the same with the even
-// pair. A bf16 widens exactly to f32 (odd: the dword & 0xffff0000, even: dword << 16);
-// daz/ftz replace a subnormal by a zero of its sign: |v| < FLT_MIN picks v & sign (zeros
-// are unchanged, NaN compares false). acc is never subnormal between steps.
+// dpbf16_lane: acc = fma(w_odd, x_odd, acc), then the same with the even pair, each with
+// denormal inputs read as zero and a tiny result flushed to zero. That is what the FMA does
+// while MXCSR has DAZ and FTZ set (x86 detects tininess after rounding, as vdpbf16ps does:
+// tests/kernels_linear/test_dpbf16_lane.cpp), so the tile sets them around its loop of FMAs
+// and restores MXCSR before its reductions, which ggml runs in the default environment. A
+// bf16 widens exactly to f32 (odd: the dword & 0xffff0000, even: dword << 16).
 struct Dpbf16 {
   Lanes16& L;
-  Masks M;
-  V16 hi, abs, sign, fmin;  // 0xffff0000, 0x7fffffff, 0x80000000, FLT_MIN in every lane
-  V16 t, m;                 // scratch: |v| / v & sign, the subnormal mask (AVX2: a vector)
-  Dpbf16(Lanes16& lanes, Isa isa)
-      : L(lanes),
-        M(lanes.b, isa),
-        hi(L.splat(0xffff0000u, "bf_hi")),
-        abs(L.splat(0x7fffffffu, "bf_abs")),
-        sign(L.splat(0x80000000u, "bf_sign")),
-        fmin(L.splat(0x00800000u, "flt_min")),
-        t(L.vec("bf_t")) {
-    for (int h = 0; h < L.parts; ++h) m.part[h] = M.make(L.width(), "subnormal");
-  }
-  void flush(V16 v) {
-    kir::Builder& b = L.b;
-    for (int h = 0; h < L.parts; ++h) {
-      b.vand(t.part[h], v.part[h], abs.part[h]);
-      M.cmp(m.part[h], t.part[h], fmin.part[h], kir::FCmp::LT);
-      b.vand(t.part[h], v.part[h], sign.part[h]);
-      M.select(v.part[h], m.part[h], t.part[h], v.part[h]);
-    }
-  }
-  // The 32 bf16 at mem as f32 (odd, even), subnormals flushed.
+  V16 hi;  // 0xffff0000 in every lane
+  explicit Dpbf16(Lanes16& lanes) : L(lanes), hi(L.splat(0xffff0000u, "bf_hi")) {}
+  // The 32 bf16 at mem as f32 (odd, even).
   void widen(Mem mem, V16 odd, V16 even) {
     kir::Builder& b = L.b;
     L.load(even, mem);
@@ -59,14 +40,10 @@ struct Dpbf16 {
       b.vand(odd.part[h], even.part[h], hi.part[h]);
       b.vsll_i32(even.part[h], even.part[h], 16);
     }
-    flush(odd);
-    flush(even);
   }
   void step(V16 acc, V16 w_odd, V16 w_even, V16 x_odd, V16 x_even) {
     L.fma(acc, w_odd, x_odd);
-    flush(acc);
     L.fma(acc, w_even, x_even);
-    flush(acc);
   }
 };
 
@@ -89,7 +66,7 @@ int emit_tile(kir::Module& m, const std::string& name, Isa isa, int accs, int R,
     for (int t = 0; t < TT; ++t)
       for (int j = 0; j < accs; ++j) acc[i][t][j] = ft.zero("acc");
   std::optional<Dpbf16> em;
-  if (!native) em.emplace(ft, isa);
+  if (!native) em.emplace(ft);
 
   // Steps of 32 * accs bf16 (64 * accs bytes). a.n: K for vec_dot, K / 32 for tinyBLAS.
   const int step = 64 * accs;
@@ -102,6 +79,11 @@ int emit_tile(kir::Module& m, const std::string& name, Isa isa, int accs, int R,
   }
   RowPrefetch pf;  // decode streams the weights once: prefetched a tile ahead
   if (TT == 1) pf = row_prefetch(b, a, R);
+  V csr;
+  if (!native) {
+    csr = b.i64("mxcsr");
+    b.mxcsr_flush(csr);
+  }
   b.for_(off, b.imm(0, "zero"), end, b.imm(step, "step_bytes"));
   if (TT == 1) prefetch_rows(b, r, off, step, pf);
   for (int j = 0; j < accs; ++j) {
@@ -131,6 +113,7 @@ int emit_tile(kir::Module& m, const std::string& name, Isa isa, int accs, int R,
     }
   }
   b.end_for();
+  if (!native) b.mxcsr_set(csr);
 
   V np, idx, one;
   if (accs == 2) {
@@ -195,13 +178,14 @@ bool build(const char* generator, Isa isa, int accs, const GeneratorParams& para
                 "generator {}, rows {}, tokens {}: contract linear.bf16.ggml (ggml_vec_dot_bf16 "
                 "with AVX512-BF16:\nvdpbf16ps{} into c1 (elements 0..31) and c2 (32..63) of "
                 "each 64, reduced and added in double, tail in double)",
-                generator, rows, tokens, isa == Isa::Avx512Bf16 ? "" : " (emulated: FMAs, DAZ/FTZ)")
+                generator, rows, tokens,
+                isa == Isa::Avx512Bf16 ? "" : " (emulated: FMAs under MXCSR DAZ|FTZ)")
           : fmt::format(
                 "generator {}, rows {}, tokens {}: contract linear.bf16_tinyblas.ggml "
                 "(tinyBLAS<32, __m512bh>:\none vdpbf16ps{} accumulator per output, reduce tree, "
                 "K % 32 == 0)",
                 generator, rows, tokens,
-                isa == Isa::Avx512Bf16 ? "" : " (emulated: FMAs, DAZ/FTZ)");
+                isa == Isa::Avx512Bf16 ? "" : " (emulated: FMAs under MXCSR DAZ|FTZ)");
   Builder e(
       *m, m->name,
       {Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::I64, Kind::I64, Kind::I64, Kind::I64, Kind::I64});

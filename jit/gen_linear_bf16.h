@@ -8,8 +8,9 @@
 //   linear.bf16_tinyblas.ggml (prefill, K % 32 == 0, N % 4 == 0): tinyBLAS<32, __m512bh>,
 //     one accumulator per output over 32-element steps, reduce, no tail.
 // Without AVX512-BF16 (AVX2 and plain AVX-512 hosts) the same tiles emulate vdpbf16ps lane by
-// lane: two FMAs (odd pair, then even) on the widened bf16, subnormal inputs and results
-// replaced by zeros of their sign (kernels/ref/linear_lanes.h dpbf16_lane), bit for bit.
+// lane: two FMAs (odd pair, then even) on the widened bf16 with MXCSR's DAZ and FTZ set
+// around the loop (x86's flush is the instruction's: kernels/ref/linear_lanes.h
+// dpbf16_lane), bit for bit; reductions and the tail run in the default environment.
 #pragma once
 
 #include <string>

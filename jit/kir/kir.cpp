@@ -646,6 +646,15 @@ void Builder::vzx_wd(V d, V a) {
   emit(Op::VZxWD, d, a);
 }
 
+void Builder::mxcsr_flush(V d) {
+  need(d, Kind::I64, "mxcsr_flush");
+  emit(Op::MxcsrFlush, d);
+}
+void Builder::mxcsr_set(V a) {
+  need(a, Kind::I64, "mxcsr_set");
+  emit(Op::MxcsrSet, {}, a);
+}
+
 void Builder::load_i32(V d, Mem m) {
   need(d, Kind::I64, "load_i32");
   need_mem(m);

@@ -200,6 +200,10 @@ enum class Op : uint8_t {
   VSllI64,     // d = a << imm per 64-bit lane
   VGatherI64,  // d[i] = the 64 bits at mem.base + mem.disp + 8 * a[i] (a: 64-bit lanes)
   VMovMskF,    // d (i64) = the sign bits of a's f32 lanes, lane 0 in bit 0 (a: 128/256 bits)
+  // the float environment: vdpbf16ps's DAZ/FTZ for FMAs on a machine without it
+  MxcsrFlush,  // d (i64) = MXCSR; then MXCSR |= DAZ | FTZ (0x8040): float ops that follow read
+               // denormal inputs as ±0 and flush a tiny result (tininess after rounding) to ±0
+  MxcsrSet,    // MXCSR = a (i64: a value MxcsrFlush returned)
 };
 
 // Float compare predicates of VCmpF (the vcmpps immediates): ordered and quiet, except NEQ
@@ -403,6 +407,8 @@ class Builder {
   void vsll_i64(V d, V a, int imm);
   void vgather_i64(V d, Mem table, V idx);
   void vmovmsk_f(V d, V a);
+  void mxcsr_flush(V d);
+  void mxcsr_set(V a);
 
  private:
   Func& f();

@@ -675,6 +675,23 @@ class FuncLowering {
       case Op::VZxWD:
         cc_.vpmovzxwd(x(d), bits(d) == 512 ? Vec(x(a).ymm()) : Vec(x(a).xmm()));
         break;
+      case Op::MxcsrFlush: {
+        x86::Mem s = cc_.newStack(4, 4);
+        cc_.stmxcsr(s);
+        cc_.mov(g(d).r32(), s);  // zero-extends into the i64
+        Gp t = cc_.newUInt32("csr");
+        cc_.mov(t, g(d).r32());
+        cc_.or_(t, 0x8040);
+        cc_.mov(s, t);
+        cc_.ldmxcsr(s);
+        break;
+      }
+      case Op::MxcsrSet: {
+        x86::Mem s = cc_.newStack(4, 4);
+        cc_.mov(s, g(a).r32());
+        cc_.ldmxcsr(s);
+        break;
+      }
       case Op::LoadI32:
         cc_.movsxd(g(d), mem(in.mem, 4));
         break;

@@ -611,6 +611,13 @@ class FuncRender {
       case Op::VZxWD:
         set(d, fmt::format("{}_cvtepu16_epi32({})", p, i(a)), Cls::I);
         break;
+      case Op::MxcsrFlush:
+        line(fmt::format("{0} = (int64_t)_mm_getcsr();", name(d)));
+        line(fmt::format("_mm_setcsr((unsigned){} | 0x8040u);  /* DAZ | FTZ */", name(d)));
+        break;
+      case Op::MxcsrSet:
+        line(fmt::format("_mm_setcsr((unsigned){});", name(a)));
+        break;
       case Op::LoadI32:
         line(fmt::format("{} = (int64_t)*(const int32_t*){};", name(d), addr(in.mem)));
         break;

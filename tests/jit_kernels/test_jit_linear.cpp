@@ -204,6 +204,42 @@ void edge_data(const Loaded& l) {
       }
 }
 
+// BF16 weights: sums that land just below FLT_MIN, where vdpbf16ps's flush to zero decides
+// (tininess after rounding: kernels/ref/linear_lanes.h fma_ftz), and lane sums whose
+// reduction is subnormal, which ggml's reduction (outside vdpbf16ps) keeps. Sparse values
+// from a palette around 2^-63 and 2^-75 make products of 2^-126 and of a few 2^-150.
+void flush_band(const Loaded& l) {
+  if (l.wtype != DType::BF16) return;
+  std::mt19937 rng(91);
+  const float palette[] = {0x1p-63f, 0x1.8p-63f, 0x1p-75f, 0x1p-76f, 0x1.8p-76f, 0x1p-64f};
+  auto pick = [&](int density) {
+    if (int(rng() % 8) >= density) return 0.0f;
+    const float v = palette[rng() % std::size(palette)];
+    return rng() & 1 ? -v : v;
+  };
+  for (int64_t K : {fit_k(l, 128), fit_k(l, 197), fit_k(l, 256)}) {
+    const int64_t N = l.admits(K, 16) ? 16 : 8;
+    if (!l.admits(K, N)) continue;
+    for (int round = 0; round < 40; ++round) {
+      std::vector<uint8_t> w(size_t(K * N) * 2);
+      for (size_t i = 0; i < size_t(K * N); ++i) {
+        const float v = pick(3);
+        uint32_t u;
+        std::memcpy(&u, &v, 4);
+        const uint16_t h = uint16_t(u >> 16);  // exact: the palette is bf16
+        std::memcpy(&w[2 * i], &h, 2);
+      }
+      for (int64_t T : {1, 3}) {
+        if (T > l.max_t(T)) continue;
+        std::vector<float> x(size_t(K * T));
+        for (float& v : x) v = pick(4);
+        ASSERT_EQ(compare(l, w, l.act(x, K, T), K, N, T, 0, N), "")
+            << "K=" << K << " T=" << T << " round " << round;
+      }
+    }
+  }
+}
+
 // Calls that break the contract's dims compute nothing (as the reference), never crash.
 // (Null pointers are not checked by generated code: the plan binds arena and weights.)
 void bad_calls(const Loaded& l) {
@@ -336,6 +372,10 @@ void run_all(const std::string& id) {
   {
     SCOPED_TRACE("edge data");
     edge_data(l);
+  }
+  {
+    SCOPED_TRACE("flush band");
+    flush_band(l);
   }
   {
     SCOPED_TRACE("guard pages");
