@@ -181,9 +181,12 @@ std::optional<Registry> Registry::build(std::vector<KernelMap> maps,
 
 namespace {
 
-// The data files of a load: their bytes (the snapshots' keys), read in parallel.
+// The data files of a load: their bytes (the snapshots' keys), read in parallel, and each
+// file's read errors.
 struct Inputs {
   std::vector<snapshot::InputFile> maps, contracts;
+  std::vector<std::vector<LoadError>> errs;  // per file, maps then contracts
+  std::vector<char> readable;
   bool all_read = false;
   std::vector<std::string> paths() const {
     std::vector<std::string> p;
@@ -194,43 +197,41 @@ struct Inputs {
 };
 
 Inputs read_inputs(const std::vector<std::filesystem::path>& map_files,
-                   const std::vector<std::filesystem::path>& contract_files,
-                   std::vector<std::vector<LoadError>>* errs, std::vector<char>* readable) {
+                   const std::vector<std::filesystem::path>& contract_files) {
   Inputs in;
   in.maps.resize(map_files.size());
   in.contracts.resize(contract_files.size());
-  errs->assign(map_files.size() + contract_files.size(), {});
-  readable->assign(errs->size(), 0);
-  tbb::parallel_for(size_t(0), errs->size(), [&](size_t i) {
+  in.errs.resize(map_files.size() + contract_files.size());
+  in.readable.assign(in.errs.size(), 0);
+  tbb::parallel_for(size_t(0), in.errs.size(), [&](size_t i) {
     const bool is_map = i < map_files.size();
     const std::filesystem::path& p = is_map ? map_files[i] : contract_files[i - map_files.size()];
     snapshot::InputFile& f = is_map ? in.maps[i] : in.contracts[i - map_files.size()];
     f.path = p.string();
-    if (std::optional<std::string> t = read_data_file(p, &(*errs)[i])) {
+    if (std::optional<std::string> t = read_data_file(p, &in.errs[i])) {
       f.bytes = std::move(*t);
-      (*readable)[i] = 1;
+      in.readable[i] = 1;
     }
   });
-  in.all_read = std::all_of(readable->begin(), readable->end(), [](char r) { return r; });
+  in.all_read = std::all_of(in.readable.begin(), in.readable.end(), [](char r) { return r; });
   return in;
 }
 
 // Parses every readable file. Files parse independently: in parallel, gathered in file order
 // (the same maps, errors and provenance as one by one). Errors go to `out`.
-snapshot::Parsed parse_inputs(const Inputs& in, std::vector<std::vector<LoadError>>& errs,
-                              const std::vector<char>& readable, std::vector<LoadError>* out) {
+snapshot::Parsed parse_inputs(Inputs& in, std::vector<LoadError>* out) {
   const size_t n_maps = in.maps.size();
   std::vector<std::vector<KernelMap>> per_map_file(n_maps);
   std::vector<std::optional<Contract>> per_contract(in.contracts.size());
-  tbb::parallel_for(size_t(0), errs.size(), [&](size_t i) {
-    if (!readable[i]) return;
+  tbb::parallel_for(size_t(0), in.errs.size(), [&](size_t i) {
+    if (!in.readable[i]) return;
     if (i < n_maps)
-      per_map_file[i] = parse_kernel_maps(in.maps[i].bytes, in.maps[i].path, &errs[i]);
+      per_map_file[i] = parse_kernel_maps(in.maps[i].bytes, in.maps[i].path, &in.errs[i]);
     else
-      per_contract[i - n_maps] =
-          parse_contract(in.contracts[i - n_maps].bytes, in.contracts[i - n_maps].path, &errs[i]);
+      per_contract[i - n_maps] = parse_contract(in.contracts[i - n_maps].bytes,
+                                                in.contracts[i - n_maps].path, &in.errs[i]);
   });
-  for (const std::vector<LoadError>& e : errs) out->insert(out->end(), e.begin(), e.end());
+  for (const std::vector<LoadError>& e : in.errs) out->insert(out->end(), e.begin(), e.end());
   snapshot::Parsed p;
   for (std::vector<KernelMap>& ms : per_map_file)
     for (KernelMap& m : ms) p.maps.push_back(std::move(m));
@@ -263,9 +264,7 @@ std::optional<Registry> Registry::load_files(
   std::vector<LoadError> local;
   std::vector<LoadError>* out = errors ? errors : &local;
   const size_t before = out->size();
-  std::vector<std::vector<LoadError>> errs;
-  std::vector<char> readable;
-  const Inputs in = read_inputs(map_files, contract_files, &errs, &readable);
+  Inputs in = read_inputs(map_files, contract_files);
   auto from = [&](snapshot::Parsed p, const char* source) -> std::optional<Registry> {
     std::optional<Registry> r = build(std::move(p.maps), std::move(p.contracts), symbols, out);
     if (r) r->loaded_from_ = source;
@@ -279,7 +278,7 @@ std::optional<Registry> Registry::load_files(
   const std::string key = in.all_read ? snapshot::key(in.maps, in.contracts) : std::string();
   if (std::optional<snapshot::Parsed> s = snapshot::read(key))
     if (snapshot::rebase(&*s, in.paths())) return from(std::move(*s), "cached snapshot");
-  snapshot::Parsed p = parse_inputs(in, errs, readable, out);
+  snapshot::Parsed p = parse_inputs(in, out);
   if (out->size() != before) return std::nullopt;
   if (!key.empty()) snapshot::write(key, p);
   return from(std::move(p), "parse");
@@ -300,10 +299,8 @@ std::optional<std::string> Registry::make_builtin_snapshot(
   std::vector<std::filesystem::path> maps, contracts;
   if (!list_data_files(map_dirs, &maps, &contracts, errors)) return std::nullopt;
   const size_t before = errors->size();
-  std::vector<std::vector<LoadError>> errs;
-  std::vector<char> readable;
-  const Inputs in = read_inputs(maps, contracts, &errs, &readable);
-  snapshot::Parsed p = parse_inputs(in, errs, readable, errors);
+  Inputs in = read_inputs(maps, contracts);
+  snapshot::Parsed p = parse_inputs(in, errors);
   if (errors->size() != before) return std::nullopt;
   return snapshot::encode(snapshot::builtin_key(in.maps, in.contracts), p);
 }
