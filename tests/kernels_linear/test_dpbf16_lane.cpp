@@ -6,9 +6,9 @@
 #include <gtest/gtest.h>
 #include <immintrin.h>
 
+#include <bit>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <random>
 
 #include "kernels/ref/linear_lanes.h"
@@ -17,14 +17,10 @@ namespace cke {
 namespace {
 
 uint32_t bits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
+  return std::bit_cast<uint32_t>(f);
 }
 float from_bits(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
+  return std::bit_cast<float>(u);
 }
 uint16_t bf16(float f) {
   return uint16_t(bits(f) >> 16);
