@@ -64,7 +64,8 @@ bool build_q(const QSpec& s, const GeneratorParams& params, kir::Module* m, std:
       {Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::I64, Kind::I64, Kind::I64, Kind::I64, Kind::I64});
   auto tile = avx512 ? &build_q_tile_avx512 : &build_q_tile_avx2;
   if (rows16) {
-    build_q4_0x8_rows16_avx512(e, *m, name, Rows16Weights::RowMajor);
+    build_q4_0x8_rows16(e, *m, name, Rows16Weights::RowMajor, Rows16Split::Contract,
+                        Rows16Isa::Avx512Vnni);
     return true;
   }
   if (offset_rows && rows == 8 && tokens == 4 && q_traits(s.format).is_signed()) {
@@ -212,8 +213,9 @@ bool build_linear_q4_0_r16_avx512vnni(const GeneratorParams& p, kir::Module* m, 
       {Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::I64, Kind::I64, Kind::I64, Kind::I64, Kind::I64});
   // The decode provider (tokens 1) may run a batch of decode tokens (decode_batch): each
   // as the gemv.
-  build_q4_0x8_rows16_avx512(e, *m, m->name, Rows16Weights::R16,
-                             tokens == 1 ? Rows16Split::AllGemv : Rows16Split::Contract);
+  build_q4_0x8_rows16(e, *m, m->name, Rows16Weights::R16,
+                      tokens == 1 ? Rows16Split::AllGemv : Rows16Split::Contract,
+                      Rows16Isa::Avx512Vnni);
   return true;
 }
 bool build_linear_q8_0_avx2(const GeneratorParams& p, kir::Module* m, std::string* err) {

@@ -109,8 +109,27 @@ constexpr int kQ4_0Rows16MaxBlocks = 512;
 // or none (every token as the gemv computes it alone: a batch of decode tokens,
 // selection.decode_batch).
 enum class Rows16Split : uint8_t { Contract, AllGemv };
-void build_q4_0x8_rows16_avx512(kir::Builder& e, kir::Module& m, const std::string& name,
-                                Rows16Weights layout, Rows16Split split = Rows16Split::Contract);
+// Which tiles run it: AVX-512 VNNI (one zmm lane per row, packs of 8 tokens, the file's
+// blocks or the r16 copy), or AVX2 / AVX-VNNI (two ymm halves of 8 rows, packs of 4 tokens,
+// the r16 copy only, the contract's split only).
+enum class Rows16Isa : uint8_t { Avx512Vnni, Avx2, AvxVnni };
+void build_q4_0x8_rows16(kir::Builder& e, kir::Module& m, const std::string& name,
+                         Rows16Weights layout, Rows16Split split, Rows16Isa isa);
+// The kernel's activation pack, per group of up to `group` tokens and block (block()
+// bytes): token t's 32 quants at 32 t, its scale as f32 (exact) at scale() + 4 t and
+// -8 * sum(a) (int32) at corr() + 4 t.
+struct Q4_0Pack {
+  int group;
+  constexpr int scale() const { return 32 * group; }
+  constexpr int corr() const { return scale() + 4 * group; }
+  constexpr int block() const { return corr() + 4 * group; }
+};
+// Tile arithmetic: the gemm's exact products, or the gemv's vpsignb products.
+enum class Q4_0Products : uint8_t { Exact, SignMove };
+// The AVX2 / AVX-VNNI tile of that kernel (gen_linear_q4_0_r16_avx2.cpp): one 16-row group
+// of the q4_0_r16 copy x `tokens` (1..4) tokens of a pack (gen_tile.h ABI, a = the pack).
+int emit_q4_0_r16_gemm_tile_avx2(kir::Module& m, const std::string& name, int tokens,
+                                 Q4_0Products products, bool vnni, const Q4_0Pack& pack);
 
 // Generators (jit/generators.cpp table): impl.params rows, tokens.
 bool build_linear_q8_0_avx512vnni(const GeneratorParams& p, kir::Module* m, std::string* err);
@@ -118,7 +137,8 @@ bool build_linear_q4_0_avx512vnni(const GeneratorParams& p, kir::Module* m, std:
 bool build_linear_q4_0x8_avx512vnni(const GeneratorParams& p, kir::Module* m, std::string* err);
 // The same arithmetic on the q4_0_r16 copy of the weights (params rows 16, tokens 1 or 8).
 bool build_linear_q4_0_r16_avx512vnni(const GeneratorParams& p, kir::Module* m, std::string* err);
-// Its decode gemv at AVX2 and AVX-VNNI (gen_linear_q4_0_r16_avx2.cpp; params rows 16, tokens 1).
+// At AVX2 and AVX-VNNI (gen_linear_q4_0_r16_avx2.cpp; params rows 16, tokens 1: the decode
+// gemv, or 4: the prefill gemm).
 bool build_linear_q4_0_r16_avx2(const GeneratorParams& p, kir::Module* m, std::string* err);
 bool build_linear_q4_0_r16_avxvnni(const GeneratorParams& p, kir::Module* m, std::string* err);
 // q8_0 (linear.q8_0.ggml) on the q8_0_r16 copy of the weights (gen_linear_q8_0_r16.cpp;

@@ -1,4 +1,6 @@
-// The q4_0 decode (gemv) linear on the weights' q4_0_r16 copy at AVX2 (and AVX-VNNI),
+// The q4_0 linear on the weights' q4_0_r16 copy at AVX2 (and AVX-VNNI): the decode gemv
+// below, and the prefill gemm's tile (emit_q4_0_r16_gemm_tile_avx2, further down; its entry
+// is gen_linear_q_rows16.cpp's). The gemv:
 // contract linear.q4_0x8.ggml: per row and block, acc = fma(float(isum), fl(d_w * d_a), acc)
 // with isum the block's 32 products as ggml's repacked gemv forms them
 // (kernels/ref/linear_dot_repack.cpp q4_0_block_sum, gemv).
@@ -26,6 +28,10 @@
 //    The tile scans the row's bytewise minimum first (one vpminsb a block) to choose.
 // Float part, one lane per row: fl(d_w * d_a) from the rows' 8 fp16 scales (one vcvtph2ps)
 // and the token's; vcvtdq2ps (round to nearest even = float(isum)); one FMA a block.
+
+#include <fmt/format.h>
+
+#include <stdexcept>
 
 #include "jit/gen_linear_q.h"
 #include "jit/gen_rows16.h"
@@ -60,21 +66,15 @@ int emit_tile(kir::Module& m, const std::string& name, bool vnni) {
   V end = b.i64("end");
   b.muli(end, a.n, kABlock);
 
-  // Does the token's row hold a -128? Its bytewise minimum; |-128| keeps the sign bit, and
-  // two shift-ors move any byte's sign bit to its dword's.
+  // Does the token's row hold a -128? Its bytewise minimum.
   V sign_move = b.i64("sign_move");
   {
-    V amin = splat("amin", 0x7F7F7F7Fu), x = vi("a32"), t = vi("t"), off = b.i64("aoff");
+    V amin = splat("amin", 0x7F7F7F7Fu), x = vi("a32"), off = b.i64("aoff");
     b.for_(off, b.imm(0, "zero_s"), end, b.imm(kABlock, "ablock_s"));
     b.vload(x, Mem{a.a, off, 1, kAQs});
     b.vmin_i8(amin, amin, x);
     b.end_for();
-    b.vabs_i8(amin, amin);
-    b.vsll_i32(t, amin, 8);
-    b.vor(amin, amin, t);
-    b.vsll_i32(t, amin, 16);
-    b.vor(amin, amin, t);
-    b.vmovmsk_f(sign_move, b.view(amin, 256, Cls::F));
+    emit_has_min8_avx2(b, amin, sign_move);
   }
 
   V acc[2] = {vf("acc_lo"), vf("acc_hi")};  // rows 0-7, 8-15
@@ -187,13 +187,165 @@ int emit_tile(kir::Module& m, const std::string& name, bool vnni) {
   return b.index();
 }
 
+}  // namespace
+
+// The prefill tile (build_q4_0x8_rows16, Rows16Isa::Avx2 / AvxVnni): one 16-row group x
+// `tokens` tokens of the pack, one half (8 rows, one ymm a token) at a time. A half's
+// registers: an accumulator and an int16 (or int32) block sum per token, the low and high
+// nibbles of one weight dword; four tokens fit the 16 ymm. The second half re-reads the
+// group's blocks from L1/L2 (16 rows x K = 2048 are 18 KiB), and only the first prefetches.
+// Exact products as in the gemv: vpmaddubsw pair sums added in int16 over the block (at most
+// 30720), one vpmaddwd by 1s and -8 * sum(a) from the pack; AVX-VNNI: vpdpbusd from
+// -8 * sum(a). Sign-move (the gemv's tokens of a chunk that holds a -128): q - 8, vpsignb,
+// vpmaddubsw(|q|, a'), 16 products of at most 8 * 128 per lane.
+int emit_q4_0_r16_gemm_tile_avx2(kir::Module& m, const std::string& name, int tokens,
+                                 Q4_0Products products, bool vnni, const Q4_0Pack& pack) {
+  if (tokens < 1 || tokens > 4 || tokens > pack.group)
+    throw std::logic_error("gen: the AVX2 q4_0_r16 gemm tile takes 1..4 tokens");
+  const bool sign = products == Q4_0Products::SignMove;
+  const bool dp = vnni && !sign;  // vpdpbusd into int32 sums
+  Builder b = open_tile(m, name);
+  const TileArgs a = begin_tile(b);
+  auto vi = [&](const char* n) { return b.vec(256, Cls::I, n); };
+  auto vf = [&](const char* n) { return b.vec(256, Cls::F, n); };
+  auto splat = [&](const char* n, uint32_t v) {
+    V x = vi(n);
+    b.vsplat32(x, v);
+    return x;
+  };
+  const V nib = splat("nib", 0x0F0F0F0Fu);
+  const V ones16 = dp ? V{} : splat("ones16", 0x00010001u);
+  const V eight = sign ? splat("eight", 0x08080808u) : V{};
+  V end = b.i64("end"), frame = b.ptr("frame");
+  b.muli(end, a.n, kQ4_0R16Block);
+  b.ptr_align(frame, b.stack(64, "frame_raw"), 32);
+  for (int h = 0; h < 2; ++h) {  // rows 8h .. 8h + 7
+    V acc[4];
+    for (int t = 0; t < tokens; ++t) {
+      acc[t] = vf("acc");
+      b.vzero(acc[t]);
+    }
+    V wb = b.ptr("wb"), pk = b.ptr("pk"), off = b.i64("off");
+    b.mov(pk, a.a);
+    b.for_(off, b.imm(0, "zero_i"), end, b.imm(kQ4_0R16Block, "block_bytes"));
+    b.ptr_add(wb, a.w, off, 1);
+    auto w = [&](int32_t disp) { return Mem{wb, {}, 1, disp}; };
+    auto act = [&](int t, int dword) { return Mem{pk, {}, 1, 32 * t + 4 * dword}; };
+    if (h == 0)
+      for (int l = 0; l < kQ4_0R16Block; l += 64) b.vprefetch(w(kStreamPrefetchAhead + l));
+    V isum[4], isum_hi[4];
+    for (int d = 0; d < 4; ++d) {
+      V q = vi("q"), lo = vi("lo"), hi = vi("hi");
+      b.vload(q, w(64 * d + 32 * h));  // lane r: dword d of row 8h + r
+      b.vand(lo, q, nib);              // elements 4d .. 4d + 3
+      b.vsrl_i16(hi, q, 4);
+      b.vand(hi, hi, nib);  // elements 16 + 4d ..
+      if (sign) {
+        b.vsub_i8(lo, lo, eight);  // the weights q - 8 (-8..7)
+        b.vsub_i8(hi, hi, eight);
+      }
+      for (int t = 0; t < tokens; ++t) {
+        for (int half_k = 0; half_k < 2; ++half_k) {
+          const V wq = half_k == 0 ? lo : hi;
+          V ab = vi("a_dword");
+          b.vbcast_f32(ab, act(t, d + 4 * half_k));
+          if (dp) {  // two chains a token (low, high nibbles): half the dependent vpdpbusd
+            V& chain = half_k == 0 ? isum[t] : isum_hi[t];
+            if (d == 0) {
+              chain = vi("isum");
+              if (half_k == 0) {
+                b.vbcast_f32(chain, Mem{pk, {}, 1, pack.corr() + 4 * t});  // -8 * sum(a)
+              } else {
+                b.vzero(chain);
+              }
+            }
+            b.vdpbusd(chain, wq, ab);
+            continue;
+          }
+          V p = vi("p");
+          if (sign) {
+            V aw = vi("aw");
+            b.vsign_i8(ab, ab, wq);  // the weight's sign onto the activation
+            b.vabs_i8(aw, wq);
+            b.vmaddubs_w(p, aw, ab);
+          } else {
+            b.vmaddubs_w(p, wq, ab);
+          }
+          if (d == 0 && half_k == 0) {
+            isum[t] = p;
+          } else {
+            b.vadd_i16(isum[t], isum[t], p);
+          }
+        }
+      }
+    }
+    V dw = vf("dw");
+    {
+      V dh = b.vec(128, Cls::I, "dw16");
+      b.vload(dh, w(kScales + 16 * h));
+      b.vcvt_f16_f32(dw, dh);
+    }
+    for (int t = 0; t < tokens; ++t) {
+      V s32 = isum[t];
+      if (dp) b.vadd_i32(s32, s32, isum_hi[t]);
+      if (!dp) {
+        s32 = vi("isum32");
+        b.vmadd_wd(s32, isum[t], ones16);
+        if (!sign) {
+          V corr = vi("corr");
+          b.vbcast_f32(corr, Mem{pk, {}, 1, pack.corr() + 4 * t});  // -8 * sum(a)
+          b.vadd_i32(s32, s32, corr);
+        }
+      }
+      V da = vf("da");
+      b.vbcast_f32(da, Mem{pk, {}, 1, pack.scale() + 4 * t});
+      fma_block(b, acc[t], s32, dw, da);  // acc = fma(float(isum), fl(d_w * d_a), acc)
+    }
+    b.addi(pk, pk, pack.block());
+    b.end_for();
+
+    V rows = b.i64("rows_h"), yt = b.ptr("yt");
+    b.addi(rows, a.nrows, -8 * h);
+    b.ptr_add(yt, a.y, b.imm(32 * h, "half_off"), 1);
+    for (int t = 0; t < tokens; ++t) {
+      if (t > 0) b.ptr_add(yt, yt, a.ys, 1);
+      store_rows8_avx2(b, yt, rows, acc[t], Mem{frame, {}, 1, 0});
+    }
+  }
+  return b.index();
+}
+
+namespace {
+
 bool build(const char* gen, bool vnni, const GeneratorParams& p, kir::Module* m, std::string* err) {
-  return build_r16_gemv_avx2(
-      gen, vnni,
-      "the repacked 8x8 gemv arithmetic of contract linear.q4_0x8.ggml\n(weights: the "
-      "q4_0_r16 copy made at load; activations: q8_0 rows from the plan's "
-      "act_quant step)",
-      {kQK4_0, int(sizeof(block_q4_0)), kABlock}, emit_tile, p, m, err);
+  int rows = 16, tokens = 1;
+  if (!int_params(p, gen, {{"rows", &rows}, {"tokens", &tokens}}, err)) return false;
+  if (tokens != 4)
+    return build_r16_gemv_avx2(
+        gen, vnni,
+        "the repacked 8x8 gemv arithmetic of contract linear.q4_0x8.ggml\n(weights: the "
+        "q4_0_r16 copy made at load; activations: q8_0 rows from the plan's "
+        "act_quant step)",
+        {kQK4_0, int(sizeof(block_q4_0)), kABlock}, emit_tile, p, m, err);
+  if (rows != 16) {
+    *err = fmt::format(
+        "generator '{}': tile {}x{} is not one it can emit (rows 16, tokens 1: decode, or 4)", gen,
+        rows, tokens);
+    return false;
+  }
+  m->isa = isa_features(Isa::Avx2);
+  if (vnni) m->isa.push_back("avxvnni");
+  m->comment = fmt::format(
+      "generator {}, rows 16, tokens 4: repacked 8x8 gemm/gemv arithmetic of contract "
+      "linear.q4_0x8.ggml\n(weights: the q4_0_r16 copy made at load; activations: q8_0 rows "
+      "from the plan's act_quant step)",
+      gen);
+  Builder e(*m, m->name,
+            {kir::Kind::Ptr, kir::Kind::Ptr, kir::Kind::Ptr, kir::Kind::I64, kir::Kind::I64,
+             kir::Kind::I64, kir::Kind::I64, kir::Kind::I64});
+  build_q4_0x8_rows16(e, *m, m->name, Rows16Weights::R16, Rows16Split::Contract,
+                      vnni ? Rows16Isa::AvxVnni : Rows16Isa::Avx2);
+  return true;
 }
 
 }  // namespace

@@ -1,6 +1,10 @@
 // The 16-row prefill kernel of the repacked q4_0 arithmetic (contract linear.q4_0x8.ggml)
 // at AVX-512 VNNI: one int32 lane per weight row, so a block's 32-element dot needs no
-// horizontal sum, and activations packed once per group of tokens.
+// horizontal sum, and activations packed once per group of tokens. The same entry runs the
+// AVX2 / AVX-VNNI tiles of gen_linear_q4_0_r16_avx2.cpp (two ymm halves of 8 rows, packs of
+// 4 tokens) on the r16 copy: at --isa avx2 they replaced the row-major 4x4 tiles (36-41
+// GMAC/s one core, L3) at 104-119 GMAC/s (AVX-VNNI: 140-146), Q4_0 pp128 60 -> 214 tok/s
+// (AMD EPYC Zen 5, 2 threads, 2026-12-03).
 //
 // Tiles. The block is transposed once for all tokens of the tile: W_j (j = 0..7) holds, in
 // lane L, the 4 elements 4j..4j+3 of row(L) as unsigned nibbles n (0..15). A token's block
@@ -47,6 +51,8 @@
 //
 // Rows past nrows - 1 re-read row nrows - 1 (never past the buffer); their lanes are not
 // stored.
+#include <fmt/format.h>
+
 #include <stdexcept>
 #include <vector>
 
@@ -65,10 +71,11 @@ using kir::Mem;
 using kir::V;
 
 constexpr int kRows = kRows16;
-constexpr int kGroup = 8;                           // tokens a pack holds
-constexpr int kPackScale = 32 * kGroup;             // f32 d_a of token t at + 4 t
-constexpr int kPackCorr = kPackScale + 4 * kGroup;  // i32 -8 * sum(a) of token t at + 4 t
-constexpr int kPackBlock = kPackCorr + 4 * kGroup;  // bytes of one block of the pack
+constexpr int kGroup = 8;  // tokens a pack holds at AVX-512 (AVX2: 4)
+constexpr Q4_0Pack kPack512{kGroup};
+constexpr int kPackScale = kPack512.scale();
+constexpr int kPackCorr = kPack512.corr();
+constexpr int kPackBlock = kPack512.block();
 // Frame bytes for the packs of one chunk of token groups: with the 16-row tile's weights
 // (at most 16 * 512 * 18 bytes) it stays within a 1 MiB L2.
 constexpr int kPackBudget = 512 * 1024;
@@ -79,8 +86,7 @@ int lane_row(int lane) {
   return lane / 4 + 4 * (lane % 4);
 }
 
-// Tile arithmetic: the gemm's exact products, or the gemv's vpsignb products.
-enum class Products : uint8_t { Exact, SignMove };
+using Products = Q4_0Products;
 
 // The row-major block at wb (row r at wb + roff[r]) transposed: Q[d] lane 4k + m = dword d
 // of row k + 4m; dw the 16 scales as f32 in the same lane order.
@@ -240,20 +246,27 @@ int emit_tile(kir::Module& m, const std::string& name, int tokens, Products prod
   return b.index();
 }
 
-// Packs `count` (1..8) token rows of block_q8_0 from x (as bytes apart) into pk (see the top
-// of the file). amin (a 256-bit vector, or none) keeps the bytewise minimum of the quants.
-void emit_pack(Builder& e, V x, V as, V nb, V count, V pk, V amin) {
+// Packs `count` (1..p.group) token rows of block_q8_0 from x (as bytes apart) into pk (see
+// the top of the file). amin (a 256-bit vector, or none) keeps the bytewise minimum of the
+// quants. vnni: 8 * sum(a) by vpdpbusd, else by vpmaddubsw + vpmaddwd (pair sums of at most
+// 2 * 8 * 128: exact).
+void emit_pack(Builder& e, V x, V as, V nb, V count, V pk, V amin, const Q4_0Pack& p, bool vnni) {
   const int qo = q_traits(QFormat::Q4_0).act_quants_offset;
   V t = e.i64("pk_t"), blk = e.i64("pk_b"), tmp = e.i64("pk_tmp");
   V src = e.ptr("pk_src"), dq = e.ptr("pk_dq"), ds = e.ptr("pk_ds");
   V eights = e.vec(256, Cls::I, "pk_eights"), zero = e.vec(128, Cls::I, "pk_zero");
+  V ones16;
   e.vsplat32(eights, 0x08080808u);
   e.vzero(zero);
+  if (!vnni) {
+    ones16 = e.vec(256, Cls::I, "pk_ones16");
+    e.vsplat32(ones16, 0x00010001u);
+  }
   e.for_(t, e.imm(0, "pk_zero_i"), count, e.imm(1, "pk_one"));
   {
     e.mul(tmp, t, as);
     e.ptr_add(src, x, tmp, 1);
-    e.muli(tmp, t, 32);
+    e.muli(tmp, t, 32);  // token t's quants at 32 t
     e.ptr_add(dq, pk, tmp, 1);
     e.muli(tmp, t, 4);
     e.ptr_add(ds, pk, tmp, 1);
@@ -264,21 +277,26 @@ void emit_pack(Builder& e, V x, V as, V nb, V count, V pk, V amin) {
       e.vload(q, Mem{src, {}, 1, qo});
       e.vstore(Mem{dq, {}, 1, 0}, q);
       if (amin.valid()) e.vmin_i8(amin, amin, q);
-      e.vzero(s);
-      e.vdpbusd(s, eights, q);  // 8 * (sum of each lane's 4 quants)
+      if (vnni) {
+        e.vzero(s);
+        e.vdpbusd(s, eights, q);  // 8 * (sum of each lane's 4 quants)
+      } else {
+        e.vmaddubs_w(s, eights, q);
+        e.vmadd_wd(s, s, ones16);
+      }
       e.vextract(s4, s, 1);
       e.vadd_i32(s4, s4, e.view(s, 128, Cls::I));
       e.vhadd_i32(s4, s4, s4);
       e.vhadd_i32(s4, s4, s4);  // lane 0: 8 * sum(a)
       e.vsub_i32(s4, zero, s4);
-      e.vstore_ss(Mem{ds, {}, 1, kPackCorr}, e.view(s4, 128, Cls::F));
+      e.vstore_ss(Mem{ds, {}, 1, p.corr()}, e.view(s4, 128, Cls::F));
       V h = e.vec(128, Cls::I, "pk_h"), d = e.vec(128, Cls::F, "pk_d");
       e.vbcast_i16(h, Mem{src, {}, 1, 0});
       e.vcvt_f16_f32(d, h);
-      e.vstore_ss(Mem{ds, {}, 1, kPackScale}, d);
+      e.vstore_ss(Mem{ds, {}, 1, p.scale()}, d);
       e.addi(src, src, int64_t(sizeof(block_q8_0)));
-      e.addi(dq, dq, kPackBlock);
-      e.addi(ds, ds, kPackBlock);
+      e.addi(dq, dq, p.block());
+      e.addi(ds, ds, p.block());
     }
     e.end_for();
   }
@@ -287,15 +305,24 @@ void emit_pack(Builder& e, V x, V as, V nb, V count, V pk, V amin) {
 
 }  // namespace
 
-void build_q4_0x8_rows16_avx512(Builder& e, kir::Module& m, const std::string& name,
-                                Rows16Weights layout, Rows16Split split) {
+void build_q4_0x8_rows16(Builder& e, kir::Module& m, const std::string& name, Rows16Weights layout,
+                         Rows16Split split, Rows16Isa isa) {
   const QFormatTraits& qt = q_traits(QFormat::Q4_0);
-  // Tiles (callees after the entry): the gemm's 8 and 4 tokens, the gemv's 1..3 both ways.
+  const bool avx2 = isa != Rows16Isa::Avx512Vnni;
+  const bool all_gemv = split == Rows16Split::AllGemv;
+  if (avx2 && (layout != Rows16Weights::R16 || all_gemv))
+    throw std::logic_error("gen: the AVX2 16-row q4_0 kernel reads the r16 copy, contract split");
+  // AVX-512: groups of 8 (a chunk's last may be 4); AVX2: groups of 4 (ymm registers).
+  const Q4_0Pack pack{avx2 ? 4 : kGroup};
+  const bool vnni = isa != Rows16Isa::Avx2;
+  // Tiles (callees after the entry): the gemm's full groups (AVX-512: and 4), the gemv's
+  // 1..3 both ways.
   auto tile = [&](const std::string& suffix, int tokens, Products p) {
-    return emit_tile(m, name + suffix, tokens, p, layout);
+    return avx2 ? emit_q4_0_r16_gemm_tile_avx2(m, name + suffix, tokens, p, vnni, pack)
+                : emit_tile(m, name + suffix, tokens, p, layout);
   };
-  const int gemm8 = tile("_gemm8", 8, Products::Exact);
-  const int gemm4 = tile("_gemm4", 4, Products::Exact);
+  const int gemm_full = tile(fmt::format("_gemm{}", pack.group), pack.group, Products::Exact);
+  const int gemm4 = avx2 ? -1 : tile("_gemm4", 4, Products::Exact);
   int gemv[4] = {-1, -1, -1, -1}, gemv_sign[4] = {-1, -1, -1, -1};
   for (int r = 1; r < 4; ++r) {
     gemv[r] = tile("_gemv" + std::to_string(r), r, Products::Exact);
@@ -303,9 +330,15 @@ void build_q4_0x8_rows16_avx512(Builder& e, kir::Module& m, const std::string& n
   }
   // AllGemv: the groups of 8 and 4 are gemv tokens too; a chunk with an activation of -128
   // runs through sign-move tiles of 8 and 4.
-  const bool all_gemv = split == Rows16Split::AllGemv;
   const int gemv8_sign = all_gemv ? tile("_gemv8_sign", 8, Products::SignMove) : -1;
   const int gemv4_sign = all_gemv ? tile("_gemv4_sign", 4, Products::SignMove) : -1;
+  auto has_min8 = [&](V amin, V bits) {
+    if (avx2) {
+      emit_has_min8_avx2(e, amin, bits);
+    } else {
+      emit_has_min8(e, amin, bits);
+    }
+  };
 
   const auto [x, w, y, K, N, T, n0, n1, nb] =
       linear_entry_prologue(e, qt.block_elems, kQ4_0Rows16MaxBlocks);
@@ -317,7 +350,7 @@ void build_q4_0x8_rows16_avx512(Builder& e, kir::Module& m, const std::string& n
     ra.gs = e.i64("group_bytes");
     ra.tmp = e.ptr("group_tmp");
     e.muli(ra.gs, nb, kQ4_0R16Block);
-    e.ptr_align(ra.tmp, e.stack(4 * kRows * kGroup + 64, "tmp_raw"), 64);
+    e.ptr_align(ra.tmp, e.stack(4 * kRows * pack.group + 64, "tmp_raw"), 64);
   } else {
     ra.rb = e.i64("row_bytes");
     e.muli(ra.rb, nb, qt.block_bytes);
@@ -327,22 +360,22 @@ void build_q4_0x8_rows16_avx512(Builder& e, kir::Module& m, const std::string& n
   V pk = e.ptr("pack");
   e.ptr_align(pk, e.stack(kPackBudget + 64, "pack_raw"), 64);
 
-  // The gemm's tokens, in chunks of G groups of 8 (the chunk's last group may be 4): the
-  // chunk's groups are packed first, then every row tile runs all of them (gbytes: one
-  // group's pack; G as many as kPackBudget holds, at least 3 since K <= 16384).
+  // The gemm's tokens, in chunks of G full groups (AVX-512: the chunk's last group may be
+  // 4): the chunk's groups are packed first, then every row tile runs all of them (gbytes:
+  // one group's pack; G as many as kPackBudget holds, at least 3 since K <= 16384).
   V full = e.i64("full"), t0 = e.i64("t0"), cnt = e.i64("cnt"), xt = e.ptr("xt"), yt = e.ptr("yt");
   V gbytes = e.i64("gbytes"), G = e.i64("G"), chunk = e.i64("chunk"), gi = e.i64("gi"),
     gc = e.i64("gcnt"), pkg = e.ptr("pkg"), xg = e.ptr("xg");
-  V eight = e.imm(kGroup, "eight");
-  e.muli(gbytes, nb, kPackBlock);
+  V group = e.imm(pack.group, "group");
+  e.muli(gbytes, nb, pack.block());
   e.movi(G, kPackBudget);
   e.div(G, G, gbytes);
-  e.muli(chunk, G, kGroup);
+  e.muli(chunk, G, pack.group);
   e.sari(full, T, 2);
   e.muli(full, full, 4);
-  Rows16Groups groups{gemm8,  gemm4,          kGroup, 4, pk, e.i64("n_full"), e.i64("has_tail"),
-                      gbytes, e.i64("y_step")};
-  e.muli(groups.y_step, ra.ys, kGroup);
+  Rows16Groups groups{gemm_full,         gemm4,  pack.group,     4, pk, e.i64("n_full"),
+                      e.i64("has_tail"), gbytes, e.i64("y_step")};
+  e.muli(groups.y_step, ra.ys, pack.group);
   e.for_(t0, e.imm(0, "zero"), full, chunk);
   {
     e.sub(cnt, full, t0);
@@ -355,19 +388,23 @@ void build_q4_0x8_rows16_avx512(Builder& e, kir::Module& m, const std::string& n
     e.mov(xg, xt);
     V cmin = all_gemv ? e.vec(256, Cls::I, "chunk_min") : V{};
     if (all_gemv) e.vsplat32(cmin, 0x7F7F7F7Fu);
-    e.for_(gi, e.imm(0, "zero_p"), cnt, eight);
+    e.for_(gi, e.imm(0, "zero_p"), cnt, group);
     e.sub(gc, cnt, gi);
-    e.min(gc, gc, eight);
-    emit_pack(e, xg, as, nb, gc, pkg, cmin);
+    e.min(gc, gc, group);
+    emit_pack(e, xg, as, nb, gc, pkg, cmin, pack, vnni);
     e.ptr_add(pkg, pkg, gbytes, 1);
-    e.muli(tmp, as, kGroup);
+    e.muli(tmp, as, pack.group);
     e.ptr_add(xg, xg, tmp, 1);
     e.end_for();
-    e.sari(groups.n_full, cnt, 3);
-    e.andi(groups.has_tail, cnt, 4);
+    if (avx2) {
+      e.sari(groups.n_full, cnt, 2);  // cnt is a multiple of 4
+    } else {
+      e.sari(groups.n_full, cnt, 3);
+      e.andi(groups.has_tail, cnt, 4);
+    }
     if (all_gemv) {
       V cbits = e.i64("chunk_min8");
-      emit_has_min8(e, cmin, cbits);
+      has_min8(cmin, cbits);
       e.if_(cbits, Cmp::NE, 0);
       Rows16Groups sign = groups;
       sign.full_tile = gemv8_sign;
@@ -393,8 +430,8 @@ void build_q4_0x8_rows16_avx512(Builder& e, kir::Module& m, const std::string& n
   e.ptr_add(yt, y, tmp, 1);
   V amin = e.vec(256, Cls::I, "amin");
   e.vsplat32(amin, 0x7F7F7F7Fu);
-  emit_pack(e, xt, as, nb, rem, pk, amin);
-  emit_has_min8(e, amin, bits);
+  emit_pack(e, xt, as, nb, rem, pk, amin, pack, vnni);
+  has_min8(amin, bits);
   V one = e.imm(1, "one_group");
   for (int r = 1; r < 4; ++r) {
     e.if_(rem, Cmp::EQ, r);

@@ -213,22 +213,38 @@ bool build_r16_gemv_avx2(
   return true;
 }
 
-void store_rows16_avx2(Builder& b, V y, V nrows, V lo, V hi, Mem scratch) {
-  b.if_(nrows, Cmp::EQ, kRows16);
-  b.vstore(Mem{y, {}, 1, 0}, lo);
-  b.vstore(Mem{y, {}, 1, 32}, hi);
+void store_rows8_avx2(Builder& b, V y, V count, V v, Mem scratch) {
+  b.if_(count, Cmp::GE, 8);
+  b.vstore(Mem{y, {}, 1, 0}, v);
   b.end_if();
-  b.if_(nrows, Cmp::LT, kRows16);
-  b.vstore(scratch, lo);
-  b.vstore(Mem{scratch.base, scratch.index, scratch.scale, scratch.disp + 32}, hi);
-  for (int r = 0; r < kRows16 - 1; ++r) {  // nrows < 16: row 15 is never kept
-    if (r > 0) b.if_(nrows, Cmp::GT, r);
+  b.if_(count, Cmp::LT, 8);
+  b.vstore(scratch, v);
+  for (int r = 0; r < 7; ++r) {  // count < 8: row 7 is never kept
+    b.if_(count, Cmp::GT, r);
     V x = b.vec(128, Cls::F, "y1");
     b.vload_ss(x, Mem{scratch.base, scratch.index, scratch.scale, scratch.disp + 4 * r});
     b.vstore_ss(Mem{y, {}, 1, 4 * r}, x);
-    if (r > 0) b.end_if();
+    b.end_if();
   }
   b.end_if();
+}
+
+void store_rows16_avx2(Builder& b, V y, V nrows, V lo, V hi, Mem scratch) {
+  store_rows8_avx2(b, y, nrows, lo, scratch);
+  V rest = b.i64("rows_hi"), yh = b.ptr("y_hi");
+  b.addi(rest, nrows, -8);
+  b.ptr_add(yh, y, b.imm(32, "half_bytes"), 1);
+  store_rows8_avx2(b, yh, rest, hi, scratch);
+}
+
+void emit_has_min8_avx2(Builder& e, V amin, V bits) {
+  V am = e.vec(256, Cls::I, "amin_abs"), t = e.vec(256, Cls::I, "amin_t");
+  e.vabs_i8(am, amin);   // |min| keeps its sign bit only for -128
+  e.vsll_i32(t, am, 8);  // each byte's sign bit onto its dword's
+  e.vor(am, am, t);
+  e.vsll_i32(t, am, 16);
+  e.vor(am, am, t);
+  e.vmovmsk_f(bits, e.view(am, 256, Cls::F));
 }
 
 }  // namespace cke::jit::gen

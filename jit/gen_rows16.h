@@ -74,12 +74,17 @@ bool build_r16_gemv_avx2(
     const GeneratorParams& p, kir::Module* m, std::string* err);
 
 // Stores the 16 rows of an AVX2 tile (lo: rows 0-7, hi: 8-15) at y: both vectors when nrows
-// is 16, else rows 0 .. nrows - 1 one by one through `scratch` (64 bytes, 32-aligned).
+// is 16, else rows 0 .. nrows - 1 one by one through `scratch` (32 bytes, 32-aligned).
 void store_rows16_avx2(kir::Builder& b, kir::V y, kir::V nrows, kir::V lo, kir::V hi,
                        kir::Mem scratch);
+// Stores rows 0 .. min(count, 8) - 1 of an 8-row vector v at y (count <= 0: none), the
+// vector itself when count >= 8, else row by row through `scratch` (32 bytes, 32-aligned).
+void store_rows8_avx2(kir::Builder& b, kir::V y, kir::V count, kir::V v, kir::Mem scratch);
 
 // bits != 0 iff a byte of `amin` (a 256-bit bytewise minimum of activation quants) is -128:
-// the activation a NaN or inf makes, where ggml's vpsignb products wrap.
+// the activation a NaN or inf makes, where ggml's vpsignb products wrap. emit_has_min8 uses
+// AVX-512BW masks, emit_has_min8_avx2 a vpmovmskps of each dword's ored sign bits.
 void emit_has_min8(kir::Builder& e, kir::V amin, kir::V bits);
+void emit_has_min8_avx2(kir::Builder& e, kir::V amin, kir::V bits);
 
 }  // namespace cke::jit::gen

@@ -132,7 +132,7 @@ const std::array<Generator, 137> kGenerators = {
                    "q4_0 linear, ggml's repacked 8x8 gemm/gemv (contract linear.q4_0x8.ggml)",
                    kAvx2, kLinear, &gen::build_linear_q4_0x8_avx2),
     make_generator("linear_q4_0_r16__avx2",
-                   "q4_0 decode linear on the q4_0_r16 weight copy, ggml's repacked 8x8 gemv "
+                   "q4_0 linear on the q4_0_r16 weight copy, ggml's repacked 8x8 gemv / gemm "
                    "(contract linear.q4_0x8.ggml), 8 rows a ymm",
                    kAvx2, kLinear, &gen::build_linear_q4_0_r16_avx2),
     make_generator("linear_q4_K_r16__avx2",
@@ -191,7 +191,7 @@ const std::array<Generator, 137> kGenerators = {
                    "AVX-VNNI",
                    kAvxVnni, kLinear, &gen::build_linear_q4_0x8_avxvnni),
     make_generator("linear_q4_0_r16__avxvnni",
-                   "q4_0 decode linear on the q4_0_r16 weight copy, ggml's repacked 8x8 gemv "
+                   "q4_0 linear on the q4_0_r16 weight copy, ggml's repacked 8x8 gemv / gemm "
                    "(contract linear.q4_0x8.ggml), AVX-VNNI vpdpbusd",
                    kAvxVnni, kLinear, &gen::build_linear_q4_0_r16_avxvnni),
     make_generator("linear_q4_K_r16__avxvnni",

@@ -51,7 +51,7 @@ TEST(JitEngine, LogitsBitIdenticalToReferenceProviders) {
   CKE_REQUIRE_SHARED(dir, "models/synthetic");
   const HostCaps host = HostCaps::probe();
   int compared = 0;
-  for (const char* level : {"avx2", "avx512_vnni"}) {
+  for (const char* level : {"avx2", "avx_vnni", "avx512_vnni"}) {
     if (!host.features.contains(*isa_level_features(level))) continue;
     for (const char* m :
          {"stories260K-Q4_0", "stories260K-Q8_0", "synth-llama-F32", "synth-qwen3-Q8_0"}) {

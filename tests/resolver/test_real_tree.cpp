@@ -183,10 +183,10 @@ TEST(RealTree, QuantizedWeightsPickTheirContracts) {
   for (const Step& s : r.steps) {
     const std::string label = g->nodes[s.node].label();
     if (label == "blk.1.wk") {
-      // N = 32, a multiple of 8: ggml's repacked arithmetic, generated, AVX2 tile 4x4 in
-      // prefill (the file's blocks) and the q4_0_r16 copy's gemv in decode.
+      // N = 32, a multiple of 8: ggml's repacked arithmetic, generated, on the q4_0_r16
+      // copy in both phases (the prefill gemm 16x4, the decode gemv).
       EXPECT_EQ(s.provider->id, s.phase == Phase::Decode ? "linear_q4_0r16_f32_16x1__avx2"
-                                                         : "linear_q4_0x8_f32_4x4__avx2");
+                                                         : "linear_q4_0r16_f32_16x4__avx2");
       EXPECT_EQ(s.contract->id, "linear.q4_0x8.ggml");
       EXPECT_EQ(s.contract->activation_quant, DType::Q8_0);
     }
