@@ -321,12 +321,14 @@ bool build(const char* gen, bool vnni, const GeneratorParams& p, kir::Module* m,
   int rows = 16, tokens = 1;
   if (!int_params(p, gen, {{"rows", &rows}, {"tokens", &tokens}}, err)) return false;
   if (tokens != 4)
-    return build_r16_gemv_avx2(
+    return build_r16_avx2(
         gen, vnni,
         "the repacked 8x8 gemv arithmetic of contract linear.q4_0x8.ggml\n(weights: the "
         "q4_0_r16 copy made at load; activations: q8_0 rows from the plan's "
         "act_quant step)",
-        {kQK4_0, int(sizeof(block_q4_0)), kABlock}, emit_tile, p, m, err);
+        {kQK4_0, int(sizeof(block_q4_0)), kABlock}, 1,
+        [](kir::Module& mod, const std::string& n, bool v, int) { return emit_tile(mod, n, v); }, p,
+        m, err);
   if (rows != 16) {
     *err = fmt::format(
         "generator '{}': tile {}x{} is not one it can emit (rows 16, tokens 1: decode, or 4)", gen,

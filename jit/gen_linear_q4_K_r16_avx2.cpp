@@ -214,12 +214,14 @@ int emit_tile(kir::Module& m, const std::string& name, bool vnni) {
 }
 
 bool build(const char* gen, bool vnni, const GeneratorParams& p, kir::Module* m, std::string* err) {
-  return build_r16_gemv_avx2(
+  return build_r16_avx2(
       gen, vnni,
       "ggml's repacked q4_K_8x8 gemv arithmetic of contract linear.q4_Kx8.ggml\non the "
       "q4_K_r16 weight copy, 8 rows a ymm (activations: Q8_K rows from the "
       "plan's act_quant step)",
-      {kQK_K, int(sizeof(block_q4_K)), kABlock}, emit_tile, p, m, err);
+      {kQK_K, int(sizeof(block_q4_K)), kABlock}, 1,
+      [](kir::Module& mod, const std::string& n, bool v, int) { return emit_tile(mod, n, v); }, p,
+      m, err);
 }
 
 }  // namespace

@@ -17,6 +17,8 @@
 // horizontal sum per super-block) ran 24-28 GMAC/s on one core (AMD EPYC Zen 5 capped to
 // AVX2), bound by its instructions.
 
+#include <stdexcept>
+
 #include "jit/gen_linear_q6_K.h"
 #include "jit/gen_rows16.h"
 #include "jit/gen_tile.h"
@@ -40,11 +42,22 @@ constexpr int kScales = 0, kQuants = 256, kLaneBytes = 384, kHalfBytes = 192, kD
 static_assert(kD + 32 == kQ6KR16Block && kQuants + kLanes * kLaneBytes == kD);
 constexpr int kPrefetchAhead = 2 * kQ6KR16Block;  // as the AVX-512 decode tile
 
-// Frame slots of 32 bytes: the 8 chunk scales S[c], the 16 lane accumulators (half h, lane
-// l at kAcc + 8h + l), the store scratch (2).
-constexpr int kS = 0, kAcc = 8, kOut = 24, kSlots = 26;
+// Frame slots of 32 bytes: the 8 chunk scales S[c], each token's fl(d_a * d_w) of the half,
+// the lane accumulators (half h, lane l, token t at acc(h, l, t)), the store scratch.
+constexpr int kMaxTokens = 4;
+constexpr int kS = 0, kD0 = 8, kAcc = kD0 + kMaxTokens;
+constexpr int acc_slot(int h, int l, int t) {
+  return kAcc + (8 * h + l) * kMaxTokens + t;
+}
+constexpr int kOut = acc_slot(1, 7, kMaxTokens - 1) + 1, kSlots = kOut + 1;
 
-int emit_tile(kir::Module& m, const std::string& name, bool vnni) {
+// A tile of 16 rows x `tokens` (1..4) tokens, token rows as they are (a + t * as). The
+// weights' unpacking (the 6-bit quants, the chunk scales, the bsum scales) is shared by the
+// tokens; each token's lane sums are its own, in the gemv's order, so every token gets the
+// bits it gets alone.
+int emit_tile(kir::Module& m, const std::string& name, bool vnni, int tokens) {
+  if (tokens < 1 || tokens > kMaxTokens)
+    throw std::logic_error("gen: the AVX2 q6_K_r16 tile takes 1..4 tokens");
   Builder b = open_tile(m, name);
   const TileArgs a = begin_tile(b);
   auto vi = [&](const char* n) { return b.vec(256, Cls::I, n); };
@@ -60,7 +73,9 @@ int emit_tile(kir::Module& m, const std::string& name, bool vnni) {
   {
     V z = vf("zero");
     b.vzero(z);
-    for (int s = kAcc; s < kAcc + 16; ++s) b.vstore(slot(s), z);
+    for (int h = 0; h < 2; ++h)
+      for (int l = 0; l < kLanes; ++l)
+        for (int t = 0; t < tokens; ++t) b.vstore(slot(acc_slot(h, l, t)), z);
   }
   const V nib = splat("nib", 0x0F0F0F0Fu), m30 = splat("m30", 0x30303030u);
   // The scale of lanes 4hh..: word hh of each (sc 2c, sc 2c+1) pair, in both words (AVX2)
@@ -75,15 +90,12 @@ int emit_tile(kir::Module& m, const std::string& name, bool vnni) {
     }
   }
 
-  V ap = b.ptr("ap"), wb = b.ptr("wb"), off = b.i64("off"), end = b.i64("end");
-  b.mov(ap, a.a);
+  TokenRows tr = token_rows(b, a.a, a.as, tokens);
+  V wb = b.ptr("wb"), off = b.i64("off"), end = b.i64("end");
   b.muli(end, a.n, kQ6KR16Block);
   b.for_(off, b.imm(0, "zero_i"), end, b.imm(kQ6KR16Block, "block_bytes"));
   b.ptr_add(wb, a.w, off, 1);
-  auto act = [&](int32_t disp) { return Mem{ap, {}, 1, disp}; };
   auto w = [&](int32_t disp) { return Mem{wb, {}, 1, disp}; };
-  V da = vf("da");
-  b.vbcast_f32(da, act(0));
   for (int h = 0; h < 2; ++h) {
     // Each line kPrefetchAhead on, next to the first load of its line (half 0).
     auto fetch = [&](int32_t disp) {
@@ -97,13 +109,17 @@ int emit_tile(kir::Module& m, const std::string& name, bool vnni) {
       b.vsx_bw(q, raw);
       return q;
     };
-    V d = vf("d");
     {
       V hw = b.vec(128, Cls::I, "dw16"), dw = vf("dw");
       fetch(kD);
       b.vload(hw, w(kD + 16 * h));
       b.vcvt_f16_f32(dw, hw);
-      b.vmul_f(d, dw, da);  // fl(d_a * d_w)
+      for (int t = 0; t < tokens; ++t) {
+        V da = vf("da"), d = vf("d");
+        b.vbcast_f32(da, tr.at(t, 0));
+        b.vmul_f(d, dw, da);  // fl(d_a * d_w)
+        b.vstore(slot(kD0 + t), d);
+      }
     }
     for (int hh = 0; hh < 2; ++hh) {
       for (int c = 0; c < 8; ++c) {
@@ -117,7 +133,8 @@ int emit_tile(kir::Module& m, const std::string& name, bool vnni) {
         b.vstore(slot(kS + c), s);
       }
       for (int l = 4 * hh; l < 4 * hh + 4; ++l) {
-        V isum = vi("isum");
+        V isum[kMaxTokens];
+        for (int t = 0; t < tokens; ++t) isum[t] = vi("isum");
         for (int hq = 0; hq < 2; ++hq) {
           const int base = kQuants + kLaneBytes * l + kHalfBytes * hq;
           V ql0 = vi("ql0"), ql1 = vi("ql1"), qh = vi("qh");
@@ -141,66 +158,78 @@ int emit_tile(kir::Module& m, const std::string& name, bool vnni) {
             b.vand(hi, hi, m30);
             b.vor(q, q, hi);  // low 4 bits | high 2 bits << 4: 0..63
             const int c = 4 * hq + s;
-            V ab = vi("a_dword"), sc = vi("S");
-            b.vbcast_f32(ab, act(kAQs + 32 * c + 4 * l));
-            b.vload(sc, slot(kS + c));
             const bool first = hq == 0 && s == 0;
-            if (vnni) {
-              V dot = vi("dot");
-              b.vzero(dot);
-              b.vdpbusd(dot, q, ab);
-              if (first)
-                b.vmadd_wd(isum, dot, sc);
-              else
-                b.vdpwssd(isum, dot, sc);
-            } else {
-              V p = vi("pairs");
-              b.vmaddubs_w(p, q, ab);
-              if (first) {
-                b.vmadd_wd(isum, p, sc);  // scale * dot, exact
+            V sc = vi("S");
+            b.vload(sc, slot(kS + c));
+            for (int t = 0; t < tokens; ++t) {
+              V ab = vi("a_dword");
+              b.vbcast_f32(ab, tr.at(t, kAQs + 32 * c + 4 * l));
+              if (vnni) {
+                V dot = vi("dot");
+                b.vzero(dot);
+                b.vdpbusd(dot, q, ab);
+                if (first)
+                  b.vmadd_wd(isum[t], dot, sc);
+                else
+                  b.vdpwssd(isum[t], dot, sc);
               } else {
-                b.vmadd_wd(p, p, sc);
-                b.vadd_i32(isum, isum, p);
+                V p = vi("pairs");
+                b.vmaddubs_w(p, q, ab);
+                if (first) {
+                  b.vmadd_wd(isum[t], p, sc);  // scale * dot, exact
+                } else {
+                  b.vmadd_wd(p, p, sc);
+                  b.vadd_i32(isum[t], isum[t], p);
+                }
               }
             }
           }
         }
         // isum -= 32 * (bsum[2l] sc[2l] + bsum[2l+1] sc[2l+1]).
-        V q32 = scale_pair(l), bs = vi("bsum_pair"), f = vf("fsum"), ac = vf("acc");
+        V q32 = scale_pair(l);
         b.vsll_i16(q32, q32, 5);
-        b.vbcast_f32(bs, act(kABsums + 4 * l));
-        b.vmadd_wd(q32, q32, bs);
-        b.vsub_i32(isum, isum, q32);
-        b.vcvt_i32_f32(f, isum);
-        b.vload(ac, slot(kAcc + 8 * h + l));
-        b.vfma(ac, d, f);  // acc = fma(fl(d_a * d_w), float(isum), acc)
-        b.vstore(slot(kAcc + 8 * h + l), ac);
+        for (int t = 0; t < tokens; ++t) {
+          V bs = vi("bsum_pair"), f = vf("fsum"), ac = vf("acc"), d = vf("d");
+          b.vbcast_f32(bs, tr.at(t, kABsums + 4 * l));
+          b.vmadd_wd(bs, q32, bs);
+          b.vsub_i32(isum[t], isum[t], bs);
+          b.vcvt_i32_f32(f, isum[t]);
+          b.vload(ac, slot(acc_slot(h, l, t)));
+          b.vload(d, slot(kD0 + t));
+          b.vfma(ac, d, f);  // acc = fma(fl(d_a * d_w), float(isum), acc)
+          b.vstore(slot(acc_slot(h, l, t)), ac);
+        }
       }
     }
   }
-  b.addi(ap, ap, kABlock);
+  b.addi(tr.base, tr.base, kABlock);
   b.end_for();
 
-  V out[2];
-  for (int h = 0; h < 2; ++h) {
-    V lanes[kLanes];
-    for (int l = 0; l < kLanes; ++l) {
-      lanes[l] = vf("acc");
-      b.vload(lanes[l], slot(kAcc + 8 * h + l));
+  V yt = b.ptr("yt");
+  b.mov(yt, a.y);
+  for (int t = 0; t < tokens; ++t) {
+    if (t > 0) b.ptr_add(yt, yt, a.ys, 1);
+    V out[2];
+    for (int h = 0; h < 2; ++h) {
+      V lanes[kLanes];
+      for (int l = 0; l < kLanes; ++l) {
+        lanes[l] = vf("acc");
+        b.vload(lanes[l], slot(acc_slot(h, l, t)));
+      }
+      out[h] = hsum8_rows(b, lanes);
     }
-    out[h] = hsum8_rows(b, lanes);
+    store_rows16_avx2(b, yt, a.nrows, out[0], out[1], slot(kOut));
   }
-  store_rows16_avx2(b, a.y, a.nrows, out[0], out[1], slot(kOut));
   return b.index();
 }
 
 bool build(const char* gen, bool vnni, const GeneratorParams& p, kir::Module* m, std::string* err) {
-  return build_r16_gemv_avx2(
+  return build_r16_avx2(
       gen, vnni,
       "ggml_vec_dot_q6_K_q8_K lanes of contract linear.q6_K.ggml on the\nq6_K_r16 weight "
       "copy, lane j of 8 rows per ymm (activations: Q8_K rows from the plan's "
       "act_quant step)",
-      {kQK_K, int(sizeof(block_q6_K)), kABlock}, emit_tile, p, m, err);
+      {kQK_K, int(sizeof(block_q6_K)), kABlock}, kMaxTokens, emit_tile, p, m, err);
 }
 
 }  // namespace

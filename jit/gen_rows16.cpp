@@ -187,28 +187,27 @@ std::vector<uint32_t> dword_shuffle(std::initializer_list<int> bytes, int blocks
   return c;
 }
 
-bool build_r16_gemv_avx2(
-    const char* gen, bool vnni, const std::string& what, const LinearLayout& l,
-    const std::function<int(kir::Module&, const std::string&, bool)>& emit_tile,
+bool build_r16_avx2(
+    const char* gen, bool vnni, const std::string& what, const LinearLayout& l, int max_tokens,
+    const std::function<int(kir::Module&, const std::string&, bool, int)>& emit_tile,
     const GeneratorParams& p, kir::Module* m, std::string* err) {
   int rows = 16, tokens = 1;
   if (!int_params(p, gen, {{"rows", &rows}, {"tokens", &tokens}}, err)) return false;
-  if (rows != 16 || tokens != 1) {
-    *err =
-        fmt::format("generator '{}': tile {}x{} is not one it can emit (rows 16, tokens 1: decode)",
-                    gen, rows, tokens);
+  if (rows != 16 || (tokens != 1 && tokens != max_tokens)) {
+    *err = fmt::format(
+        "generator '{}': tile {}x{} is not one it can emit (rows 16, tokens 1: decode{})", gen,
+        rows, tokens, max_tokens > 1 ? fmt::format(", or {}", max_tokens) : "");
     return false;
   }
   m->isa = isa_features(Isa::Avx2);
   if (vnni) m->isa.push_back("avxvnni");
-  m->comment = fmt::format("generator {}, rows 16, tokens 1: {}", gen, what);
+  m->comment = fmt::format("generator {}, rows 16, tokens {}: {}", gen, tokens, what);
   Builder e(*m, m->name,
             {kir::Kind::Ptr, kir::Kind::Ptr, kir::Kind::Ptr, kir::Kind::I64, kir::Kind::I64,
              kir::Kind::I64, kir::Kind::I64, kir::Kind::I64});
-  Grid g;
-  g.R = kRows16;
-  g.G = 1;
-  g.full_fn = emit_tile(*m, m->name + "_t1", vnni);
+  const Grid g = token_grid(m->name, kRows16, tokens, [&](const std::string& fn, int k) {
+    return emit_tile(*m, fn, vnni, k);
+  });
   emit_r16_entry(e, g, l);
   return true;
 }

@@ -64,13 +64,14 @@ void emit_r16_entry(kir::Builder& e, const Grid& g, const LinearLayout& l);
 // take byte bytes[i] of the same dword (-1: zero).
 std::vector<uint32_t> dword_shuffle(std::initializer_list<int> bytes, int blocks);
 
-// A one-token decode gemv over a 16-row copy at AVX2 (vnni: with AVX-VNNI): generator `gen`
-// checks its params (rows 16, tokens 1), sets the module's ISA and comment (`what`), and
-// writes the r16 entry (emit_r16_entry, layout l) over the tile `emit_tile(m, name, vnni)`
-// (gen_tile.h ABI), which a batch of decode tokens runs token by token.
-bool build_r16_gemv_avx2(
-    const char* gen, bool vnni, const std::string& what, const LinearLayout& l,
-    const std::function<int(kir::Module&, const std::string&, bool)>& emit_tile,
+// A linear over a 16-row copy at AVX2 (vnni: with AVX-VNNI) whose tiles take the activation
+// rows as they are: generator `gen` checks its params (rows 16; tokens 1, the decode gemv,
+// or max_tokens), sets the module's ISA and comment (`what`), and writes the r16 entry
+// (emit_r16_entry, layout l) over the tiles `emit_tile(m, name, vnni, k)` for k tokens
+// (gen_tile.h ABI): k = tokens for the full groups, 1 .. tokens - 1 for the rest.
+bool build_r16_avx2(
+    const char* gen, bool vnni, const std::string& what, const LinearLayout& l, int max_tokens,
+    const std::function<int(kir::Module&, const std::string&, bool, int)>& emit_tile,
     const GeneratorParams& p, kir::Module* m, std::string* err);
 
 // Stores the 16 rows of an AVX2 tile (lo: rows 0-7, hi: 8-15) at y: both vectors when nrows

@@ -140,7 +140,7 @@ const std::array<Generator, 137> kGenerators = {
                    "gemv (contract linear.q4_Kx8.ggml), 8 rows a ymm",
                    kAvx2, kLinear, &gen::build_linear_q4_K_r16_avx2),
     make_generator("linear_q6_K_r16__avx2",
-                   "q6_K decode linear on the q6_K_r16 weight copy, ggml_vec_dot_q6_K lanes "
+                   "q6_K linear on the q6_K_r16 weight copy, ggml_vec_dot_q6_K lanes (1..4 tokens) "
                    "(contract linear.q6_K.ggml), lane j of 8 rows a ymm",
                    kAvx2, kLinear, &gen::build_linear_q6_K_r16_avx2),
     make_generator("linear_q6_K__avx2",
@@ -199,7 +199,7 @@ const std::array<Generator, 137> kGenerators = {
                    "gemv (contract linear.q4_Kx8.ggml), AVX-VNNI vpdpbusd",
                    kAvxVnni, kLinear, &gen::build_linear_q4_K_r16_avxvnni),
     make_generator("linear_q6_K_r16__avxvnni",
-                   "q6_K decode linear on the q6_K_r16 weight copy, ggml_vec_dot_q6_K lanes "
+                   "q6_K linear on the q6_K_r16 weight copy, ggml_vec_dot_q6_K lanes (1..4 tokens) "
                    "(contract linear.q6_K.ggml), AVX-VNNI vpdpbusd + vpdpwssd",
                    kAvxVnni, kLinear, &gen::build_linear_q6_K_r16_avxvnni),
     make_generator("linear_q4_1__avxvnni",
