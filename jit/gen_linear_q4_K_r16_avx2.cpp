@@ -19,6 +19,7 @@
 // m_2i+1) words by the token's (bsum32_2i, bsum32_2i+1) words. The 6-bit scales as in the
 // AVX-512 tile, with and/or in place of vpternlogd.
 
+#include <stdexcept>
 #include <vector>
 
 #include "jit/gen_linear_q4_K.h"
@@ -213,15 +214,237 @@ int emit_tile(kir::Module& m, const std::string& name, bool vnni) {
   return b.index();
 }
 
+// The prefill tile (AVX-VNNI; at plain AVX2 the same tile with vpmaddubsw sums measured no
+// faster than the x8 8x8 tile on the file's blocks: the map's note): 16 rows x `tokens`
+// (1..4) tokens; gemm: the contract's gemm granule
+// (one FMA pair per pair of sub-blocks: acc = fma(float(isum_c), fl(d_w * d_a), acc) with
+// isum_c = sc_2c s_2c + sc_2c+1 s_2c+1, accmin likewise with imin_c = m_2c bsum32_2c +
+// m_2c+1 bsum32_2c+1, c = 0..3 in order), else the gemv's (one pair per super-block: the
+// tokens of T % 4). Per half and super-block the scales, mins and their word pairs are made
+// once for all tokens and kept in the frame with the tokens' accumulators; a token's live
+// registers are its two sub-block sums, so four tokens fit the 16 ymm.
+int emit_prefill_tile(kir::Module& m, const std::string& name, int tokens, bool gemm) {
+  if (tokens < 1 || tokens > 4) throw std::logic_error("gen: the AVX2 q4_K_r16 tile: 1..4 tokens");
+  Builder b = open_tile(m, name);
+  const TileArgs a = begin_tile(b);
+  auto vi = [&](const char* n) { return b.vec(256, Cls::I, n); };
+  auto vf = [&](const char* n) { return b.vec(256, Cls::F, n); };
+  auto splat = [&](const char* n, uint32_t v) {
+    V x = vi(n);
+    b.vsplat32(x, v);
+    return x;
+  };
+  // Frame slots of 32 bytes.
+  constexpr int kCtl = 0;        // sc_ctl[4], pair01, pair23, dlo, dhi, pack
+  constexpr int kBs = 9;         // token t's bsum32 as int16 words (vpackssdw order)
+  constexpr int kD = kBs + 4;    // fl(d_w * d_a) of token t (this half)
+  constexpr int kDm = kD + 4;    // fl(dmin_w * d_a)
+  constexpr int kScj = kDm + 4;  // sc_j of the half's rows, as s_j's multiplier
+  constexpr int kMp = kScj + 8;  // (m_2i, m_2i+1) words
+  constexpr int kAcc = kMp + 4;  // acc of half h, token t at kAcc + 4h + t
+  constexpr int kAccMin = kAcc + 8;
+  constexpr int kIsum = kAccMin + 8;  // the gemv's running isum of token t
+  constexpr int kOut = kIsum + 4, kSlots = kOut + 1;
+  V frame = b.ptr("frame");
+  b.ptr_align(frame, b.stack(32 * kSlots + 32, "frame_raw"), 32);
+  auto slot = [&](int s, int disp = 0) { return Mem{frame, {}, 1, 32 * s + disp}; };
+  auto keep_table = [&](int s, const std::vector<uint32_t>& lanes) {
+    V x = vi("table");
+    b.vconst32(x, lanes);
+    b.vstore(slot(s), x);
+  };
+  auto table = [&](int s) {
+    V x = vi("table");
+    b.vload(x, slot(s));
+    return x;
+  };
+  for (int k = 0; k < 4; ++k)
+    keep_table(kCtl + k, dword_shuffle({k, -1, -1, -1}, 2));  // sc_j as a dword
+  keep_table(kCtl + 4, dword_shuffle({0, -1, 1, -1}, 2));
+  keep_table(kCtl + 5, dword_shuffle({2, -1, 3, -1}, 2));
+  keep_table(kCtl + 6, words_of(0));
+  keep_table(kCtl + 7, words_of(2));
+  keep_table(kCtl + 8, {0, 1, 4, 5, 0, 1, 4, 5});
+  {
+    V z = vf("zero");
+    b.vzero(z);
+    for (int s = kAcc; s < kAccMin + 8; ++s) b.vstore(slot(s), z);
+  }
+  const int pair_at[4] = {0, 4, 16, 20};  // bsum32 pairs in a kBs slot
+
+  TokenRows tr = token_rows(b, a.a, a.as, tokens);
+  V wb = b.ptr("wb"), off = b.i64("off"), end = b.i64("end");
+  b.muli(end, a.n, kQ4KR16Block);
+  b.for_(off, b.imm(0, "zero_i"), end, b.imm(kQ4KR16Block, "block_bytes"));
+  b.ptr_add(wb, a.w, off, 1);
+  auto w = [&](int32_t disp) { return Mem{wb, {}, 1, disp}; };
+  for (int l = 0; l < kQ4KR16Block; l += 64) b.vprefetch(w(kStreamPrefetchAhead + l));
+  {
+    const V ones16 = splat("ones16", 0x00010001u);
+    for (int t = 0; t < tokens; ++t) {  // the tokens' bsum32 pairs as int16 words
+      V bs = vi("bsums"), bp = vi("bsum_pairs");
+      b.vload(bs, tr.at(t, kABsums));
+      b.vmadd_wd(bs, bs, ones16);  // bsum32_j = bsums[2j] + bsums[2j+1], exact
+      b.vpackss_dw(bp, bs, bs);    // |bsum32_j| <= 4096: exact
+      b.vstore(slot(kBs + t), bp);
+    }
+  }
+  for (int h = 0; h < 2; ++h) {
+    {
+      V hd[4];
+      for (int k = 0; k < 4; ++k) {
+        hd[k] = vi("head");  // lane r: dword k of row 8h + r's block head
+        b.vload(hd[k], w(64 * k + 32 * h));
+      }
+      // fl(d_w * d_a), fl(dmin_w * d_a) of each token.
+      for (int s = 0; s < 2; ++s) {
+        V t = vi("dwords"), f = vf("dw");
+        b.vshuf_b(t, hd[0], table(kCtl + 6 + s));
+        b.vperm_d(t, t, table(kCtl + 8));
+        b.vcvt_f16_f32(f, b.view(t, 128, Cls::I));
+        for (int k = 0; k < tokens; ++k) {
+          V da = vf("da"), d = vf("d");
+          b.vbcast_f32(da, tr.at(k, 0));
+          b.vmul_f(d, f, da);
+          b.vstore(slot((s ? kDm : kD) + k), d);
+        }
+      }
+      // Scales and mins, 6 bits a byte (see the gemv above), then sc_j and the min pairs.
+      const V nib = splat("nib", 0x0F0F0F0Fu);
+      V sc_lo = vi("sc_lo"), sc_hi = vi("sc_hi"), mn_lo = vi("mn_lo"), mn_hi = vi("mn_hi");
+      const V m63 = splat("m63", 0x3F3F3F3Fu), m30 = splat("m30", 0x30303030u);
+      V t = vi("t");
+      b.vand(sc_lo, hd[1], m63);
+      b.vand(mn_lo, hd[2], m63);
+      b.vsrl_i32(t, hd[1], 2);
+      b.vand(t, t, m30);
+      b.vand(sc_hi, hd[3], nib);
+      b.vor(sc_hi, sc_hi, t);
+      b.vsrl_i32(t, hd[2], 2);
+      b.vand(t, t, m30);
+      b.vsrl_i32(mn_hi, hd[3], 4);
+      b.vand(mn_hi, mn_hi, nib);
+      b.vor(mn_hi, mn_hi, t);
+      for (int j = 0; j < 8; ++j) {
+        V sc = vi("sc");
+        b.vshuf_b(sc, j < 4 ? sc_lo : sc_hi, table(kCtl + j % 4));
+        b.vstore(slot(kScj + j), sc);
+      }
+      for (int i = 0; i < 4; ++i) {
+        V mp = vi("mn_pair");
+        b.vshuf_b(mp, i < 2 ? mn_lo : mn_hi, table(kCtl + 4 + i % 2));
+        b.vstore(slot(kMp + i), mp);
+      }
+    }
+    // The min term: per pair (gemm) or summed over the super-block (gemv).
+    for (int k = 0; k < tokens; ++k) {
+      V imin = vi("imin");
+      for (int i = 0; i < 4; ++i) {
+        V mp = vi("mn_pair"), bb = vi("bsum_pair");
+        b.vload(mp, slot(kMp + i));
+        b.vbcast_f32(bb, slot(kBs + k, pair_at[i]));
+        if (gemm || i == 0) {
+          b.vmadd_wd(imin, mp, bb);
+        } else {
+          b.vmadd_wd(mp, mp, bb);
+          b.vadd_i32(imin, imin, mp);
+        }
+        if (gemm || i == 3) {
+          V f = vf("fimin"), am = vf("accmin"), dm = vf("dmin");
+          b.vcvt_i32_f32(f, imin);
+          b.vload(am, slot(kAccMin + 4 * h + k));
+          b.vload(dm, slot(kDm + k));
+          b.vfma(am, f, dm);  // accmin = fma(float(imin), fl(dmin_w * d_a), accmin)
+          b.vstore(slot(kAccMin + 4 * h + k), am);
+        }
+      }
+    }
+    const V nib = splat("nib", 0x0F0F0F0Fu);
+    const V hib = splat("hib", 0xF0F0F0F0u);
+    for (int c = 0; c < 4; ++c) {
+      V s[4][2];
+      for (int k = 0; k < tokens; ++k)
+        for (int u = 0; u < 2; ++u) {
+          s[k][u] = vi(u ? "s_hi" : "s_lo");  // sub-blocks 2c, 2c + 1
+          b.vzero(s[k][u]);
+        }
+      for (int q8 = 0; q8 < 8; ++q8) {
+        V q = vi("q"), n[2] = {vi("n_lo"), vi("n_hi")};
+        b.vload(q, w(kQuants + 512 * c + 64 * q8 + 32 * h));  // lane r: dword q8, row 8h + r
+        b.vand(n[0], q, nib);
+        b.vand(n[1], q, hib);  // 16 * the high nibble
+        for (int k = 0; k < tokens; ++k)
+          for (int u = 0; u < 2; ++u) {
+            V ab = vi("a_dword");
+            b.vbcast_f32(ab, tr.at(k, kAQs + 32 * (2 * c + u) + 4 * q8));
+            b.vdpbusd(s[k][u], n[u], ab);
+          }
+      }
+      for (int k = 0; k < tokens; ++k) {
+        b.vsra_i32(s[k][1], s[k][1], 4);  // exact: the sum of 16 * q products
+        V isum = vi("isum");
+        for (int u = 0; u < 2; ++u) {
+          V sc = vi("sc"), p = u == 0 ? isum : vi("prod");
+          b.vload(sc, slot(kScj + 2 * c + u));
+          b.vmullo_i32(p, s[k][u], sc);  // sc_j * s_j, exact
+          if (u > 0) b.vadd_i32(isum, isum, p);
+        }
+        if (!gemm) {  // the gemv's isum runs over the super-block
+          if (c > 0) {
+            V run = vi("isum_run");
+            b.vload(run, slot(kIsum + k));
+            b.vadd_i32(isum, isum, run);
+          }
+          if (c < 3) {
+            b.vstore(slot(kIsum + k), isum);
+            continue;
+          }
+        }
+        V f = vf("fisum"), ac = vf("acc"), d = vf("d");
+        b.vcvt_i32_f32(f, isum);
+        b.vload(ac, slot(kAcc + 4 * h + k));
+        b.vload(d, slot(kD + k));
+        b.vfma(ac, f, d);  // acc = fma(float(isum), fl(d_w * d_a), acc)
+        b.vstore(slot(kAcc + 4 * h + k), ac);
+      }
+    }
+  }
+  b.addi(tr.base, tr.base, kABlock);
+  b.end_for();
+
+  V yt = b.ptr("yt");
+  b.mov(yt, a.y);
+  for (int k = 0; k < tokens; ++k) {
+    if (k > 0) b.ptr_add(yt, yt, a.ys, 1);
+    V o[2];
+    for (int h = 0; h < 2; ++h) {
+      V ac = vf("acc"), am = vf("accmin");
+      o[h] = vf("y");
+      b.vload(ac, slot(kAcc + 4 * h + k));
+      b.vload(am, slot(kAccMin + 4 * h + k));
+      b.vsub_f(o[h], ac, am);
+    }
+    store_rows16_avx2(b, yt, a.nrows, o[0], o[1], slot(kOut));
+  }
+  return b.index();
+}
+
 bool build(const char* gen, bool vnni, const GeneratorParams& p, kir::Module* m, std::string* err) {
+  // tokens 1: the decode gemv tile; 4 (AVX-VNNI): the prefill tiles (the gemm for groups
+  // of 4, the gemv's granule for the T % 4 rest).
+  int rows = 16, tokens = 1;
+  if (!int_params(p, gen, {{"rows", &rows}, {"tokens", &tokens}}, err)) return false;
   return build_r16_avx2(
       gen, vnni,
-      "ggml's repacked q4_K_8x8 gemv arithmetic of contract linear.q4_Kx8.ggml\non the "
+      "ggml's repacked q4_K_8x8 gemv / gemm arithmetic of contract linear.q4_Kx8.ggml\non the "
       "q4_K_r16 weight copy, 8 rows a ymm (activations: Q8_K rows from the "
       "plan's act_quant step)",
-      {kQK_K, int(sizeof(block_q4_K)), kABlock}, 1,
-      [](kir::Module& mod, const std::string& n, bool v, int) { return emit_tile(mod, n, v); }, p,
-      m, err);
+      {kQK_K, int(sizeof(block_q4_K)), kABlock}, vnni ? 4 : 1,
+      [&](kir::Module& mod, const std::string& n, bool v, int k) {
+        if (tokens == 1) return emit_tile(mod, n, v);
+        return emit_prefill_tile(mod, n, k, k == 4);
+      },
+      p, m, err);
 }
 
 }  // namespace

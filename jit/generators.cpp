@@ -195,8 +195,8 @@ const std::array<Generator, 137> kGenerators = {
                    "(contract linear.q4_0x8.ggml), AVX-VNNI vpdpbusd",
                    kAvxVnni, kLinear, &gen::build_linear_q4_0_r16_avxvnni),
     make_generator("linear_q4_K_r16__avxvnni",
-                   "q4_K decode linear on the q4_K_r16 weight copy, ggml's repacked q4_K_8x8 "
-                   "gemv (contract linear.q4_Kx8.ggml), AVX-VNNI vpdpbusd",
+                   "q4_K linear on the q4_K_r16 weight copy, ggml's repacked q4_K_8x8 "
+                   "gemv / gemm (contract linear.q4_Kx8.ggml), AVX-VNNI vpdpbusd",
                    kAvxVnni, kLinear, &gen::build_linear_q4_K_r16_avxvnni),
     make_generator("linear_q6_K_r16__avxvnni",
                    "q6_K linear on the q6_K_r16 weight copy, ggml_vec_dot_q6_K lanes (1..4 tokens) "
