@@ -55,21 +55,15 @@ static_assert(kQ4_0R16Block == kScales + 32);
 int emit_tile(kir::Module& m, const std::string& name, bool vnni) {
   Builder b = open_tile(m, name);
   const TileArgs a = begin_tile(b);
-  auto vi = [&](const char* n) { return b.vec(256, Cls::I, n); };
-  auto vf = [&](const char* n) { return b.vec(256, Cls::F, n); };
-  auto splat = [&](const char* n, uint32_t v) {
-    V x = vi(n);
-    b.vsplat32(x, v);
-    return x;
-  };
-  const V nib = splat("nib", 0x0F0F0F0Fu), ones16 = splat("ones16", 0x00010001u);
+  const VecOf ymm{b, 256};
+  const V nib = ymm.splat("nib", 0x0F0F0F0Fu), ones16 = ymm.splat("ones16", 0x00010001u);
   V end = b.i64("end");
   b.muli(end, a.n, kABlock);
 
   // Does the token's row hold a -128? Its bytewise minimum.
   V sign_move = b.i64("sign_move");
   {
-    V amin = splat("amin", 0x7F7F7F7Fu), x = vi("a32"), off = b.i64("aoff");
+    V amin = ymm.splat("amin", 0x7F7F7F7Fu), x = ymm.i("a32"), off = b.i64("aoff");
     b.for_(off, b.imm(0, "zero_s"), end, b.imm(kABlock, "ablock_s"));
     b.vload(x, Mem{a.a, off, 1, kAQs});
     b.vmin_i8(amin, amin, x);
@@ -77,14 +71,14 @@ int emit_tile(kir::Module& m, const std::string& name, bool vnni) {
     emit_has_min8_avx2(b, amin, sign_move);
   }
 
-  V acc[2] = {vf("acc_lo"), vf("acc_hi")};  // rows 0-7, 8-15
+  V acc[2] = {ymm.f("acc_lo"), ymm.f("acc_hi")};  // rows 0-7, 8-15
   b.vzero(acc[0]);
   b.vzero(acc[1]);
   // One pass over the blocks; sign: the sign-move products (see the top).
   auto blocks = [&](bool sign) {
     V ap = b.ptr("ap"), wb = b.ptr("wb"), off = b.i64("off");
-    const V eight = sign ? splat("eight", 0x08080808u) : V{};
-    const V ones8 = sign ? V{} : splat("ones8", 0x01010101u);
+    const V eight = sign ? ymm.splat("eight", 0x08080808u) : V{};
+    const V ones8 = sign ? V{} : ymm.splat("ones8", 0x01010101u);
     b.mov(wb, a.w);
     b.for_(off, b.imm(0, "zero_i"), end, b.imm(kABlock, "ablock"));
     b.ptr_add(ap, a.a, off, 1);
@@ -94,21 +88,21 @@ int emit_tile(kir::Module& m, const std::string& name, bool vnni) {
     // fl(d_w * d_a) of each half's rows.
     V dd[2];
     {
-      V sh = b.vec(128, Cls::I, "da16"), da = vf("da");
+      V sh = b.vec(128, Cls::I, "da16"), da = ymm.f("da");
       b.vbcast_i16(sh, act(0));
       b.vcvt_f16_f32(da, sh);
       for (int h = 0; h < 2; ++h) {
-        V dh = b.vec(128, Cls::I, "dw16"), dw = vf("dw");
+        V dh = b.vec(128, Cls::I, "dw16"), dw = ymm.f("dw");
         b.vload(dh, w(kScales + 16 * h));
         b.vcvt_f16_f32(dw, dh);
-        dd[h] = vf("d");
+        dd[h] = ymm.f("d");
         b.vmul_f(dd[h], dw, da);
       }
     }
     // -8 * sum(a), in every lane (exact loops).
     V corr;
     if (!sign) {
-      V x = vi("a32"), s = vi("pairs"), t = vi("t");
+      V x = ymm.i("a32"), s = ymm.i("pairs"), t = ymm.i("t");
       b.vload(x, act(kAQs));
       b.vmaddubs_w(s, ones8, x);
       b.vmadd_wd(s, s, ones16);  // 8 sums of 4
@@ -116,7 +110,7 @@ int emit_tile(kir::Module& m, const std::string& name, bool vnni) {
       b.vhadd_i32(s, s, s);  // each 128-bit block: the sum of its 16
       b.vcombine128(t, s, s, 1);
       b.vadd_i32(s, s, t);  // sum(a), every lane
-      corr = vi("corr");
+      corr = ymm.i("corr");
       b.vzero(corr);
       b.vsll_i32(s, s, 3);
       b.vsub_i32(corr, corr, s);
@@ -124,19 +118,19 @@ int emit_tile(kir::Module& m, const std::string& name, bool vnni) {
     V isum[2];
     for (int e = 0; e < 8; ++e) {  // e < 4: low nibbles of dword e; else high of dword e - 4
       const int d = e % 4;
-      V ab = vi("a_dword");
+      V ab = ymm.i("a_dword");
       b.vbcast_f32(ab, act(kAQs + 4 * e));  // elements 4e..4e+3 of the block
       for (int h = 0; h < 2; ++h) {
-        V q = vi("q");
+        V q = ymm.i("q");
         b.vload(q, w(64 * d + 32 * h));  // lane r: dword d of row 8h + r
         if (e >= 4) b.vsrl_i16(q, q, 4);
         b.vand(q, q, nib);
         if (sign) {
-          V sa = vi("sa");
+          V sa = ymm.i("sa");
           b.vsub_i8(q, q, eight);  // q - 8: the weight (-8..7)
           b.vsign_i8(sa, ab, q);   // the weight's sign onto the activation
           b.vabs_i8(q, q);
-          V p = vi("p");
+          V p = ymm.i("p");
           b.vmaddubs_w(p, q, sa);
           if (e == 0) {
             isum[h] = p;
@@ -145,12 +139,12 @@ int emit_tile(kir::Module& m, const std::string& name, bool vnni) {
           }
         } else if (vnni) {
           if (e == 0) {
-            isum[h] = vi("isum");
+            isum[h] = ymm.i("isum");
             b.vcopy(isum[h], corr);
           }
           b.vdpbusd(isum[h], q, ab);
         } else {
-          V p = vi("p");
+          V p = ymm.i("p");
           b.vmaddubs_w(p, q, ab);
           if (e == 0) {
             isum[h] = p;
@@ -163,11 +157,11 @@ int emit_tile(kir::Module& m, const std::string& name, bool vnni) {
     for (int h = 0; h < 2; ++h) {
       V s = isum[h];
       if (sign || !vnni) {
-        s = vi("isum32");
+        s = ymm.i("isum32");
         b.vmadd_wd(s, isum[h], ones16);
         if (!sign) b.vadd_i32(s, s, corr);
       }
-      V f = vf("fsum");
+      V f = ymm.f("fsum");
       b.vcvt_i32_f32(f, s);
       b.vfma(acc[h], f, dd[h]);  // acc = fma(float(isum), fl(d_w * d_a), acc)
     }
@@ -206,23 +200,17 @@ int emit_q4_0_r16_gemm_tile_avx2(kir::Module& m, const std::string& name, int to
   const bool dp = vnni && !sign;  // vpdpbusd into int32 sums
   Builder b = open_tile(m, name);
   const TileArgs a = begin_tile(b);
-  auto vi = [&](const char* n) { return b.vec(256, Cls::I, n); };
-  auto vf = [&](const char* n) { return b.vec(256, Cls::F, n); };
-  auto splat = [&](const char* n, uint32_t v) {
-    V x = vi(n);
-    b.vsplat32(x, v);
-    return x;
-  };
-  const V nib = splat("nib", 0x0F0F0F0Fu);
-  const V ones16 = dp ? V{} : splat("ones16", 0x00010001u);
-  const V eight = sign ? splat("eight", 0x08080808u) : V{};
+  const VecOf ymm{b, 256};
+  const V nib = ymm.splat("nib", 0x0F0F0F0Fu);
+  const V ones16 = dp ? V{} : ymm.splat("ones16", 0x00010001u);
+  const V eight = sign ? ymm.splat("eight", 0x08080808u) : V{};
   V end = b.i64("end"), frame = b.ptr("frame");
   b.muli(end, a.n, kQ4_0R16Block);
   b.ptr_align(frame, b.stack(64, "frame_raw"), 32);
   for (int h = 0; h < 2; ++h) {  // rows 8h .. 8h + 7
     V acc[4];
     for (int t = 0; t < tokens; ++t) {
-      acc[t] = vf("acc");
+      acc[t] = ymm.f("acc");
       b.vzero(acc[t]);
     }
     V wb = b.ptr("wb"), pk = b.ptr("pk"), off = b.i64("off");
@@ -235,7 +223,7 @@ int emit_q4_0_r16_gemm_tile_avx2(kir::Module& m, const std::string& name, int to
       for (int l = 0; l < kQ4_0R16Block; l += 64) b.vprefetch(w(kStreamPrefetchAhead + l));
     V isum[4], isum_hi[4];
     for (int d = 0; d < 4; ++d) {
-      V q = vi("q"), lo = vi("lo"), hi = vi("hi");
+      V q = ymm.i("q"), lo = ymm.i("lo"), hi = ymm.i("hi");
       b.vload(q, w(64 * d + 32 * h));  // lane r: dword d of row 8h + r
       b.vand(lo, q, nib);              // elements 4d .. 4d + 3
       b.vsrl_i16(hi, q, 4);
@@ -247,12 +235,12 @@ int emit_q4_0_r16_gemm_tile_avx2(kir::Module& m, const std::string& name, int to
       for (int t = 0; t < tokens; ++t) {
         for (int half_k = 0; half_k < 2; ++half_k) {
           const V wq = half_k == 0 ? lo : hi;
-          V ab = vi("a_dword");
+          V ab = ymm.i("a_dword");
           b.vbcast_f32(ab, act(t, d + 4 * half_k));
           if (dp) {  // two chains a token (low, high nibbles): half the dependent vpdpbusd
             V& chain = half_k == 0 ? isum[t] : isum_hi[t];
             if (d == 0) {
-              chain = vi("isum");
+              chain = ymm.i("isum");
               if (half_k == 0) {
                 b.vbcast_f32(chain, Mem{pk, {}, 1, pack.corr() + 4 * t});  // -8 * sum(a)
               } else {
@@ -262,9 +250,9 @@ int emit_q4_0_r16_gemm_tile_avx2(kir::Module& m, const std::string& name, int to
             b.vdpbusd(chain, wq, ab);
             continue;
           }
-          V p = vi("p");
+          V p = ymm.i("p");
           if (sign) {
-            V aw = vi("aw");
+            V aw = ymm.i("aw");
             b.vsign_i8(ab, ab, wq);  // the weight's sign onto the activation
             b.vabs_i8(aw, wq);
             b.vmaddubs_w(p, aw, ab);
@@ -279,7 +267,7 @@ int emit_q4_0_r16_gemm_tile_avx2(kir::Module& m, const std::string& name, int to
         }
       }
     }
-    V dw = vf("dw");
+    V dw = ymm.f("dw");
     {
       V dh = b.vec(128, Cls::I, "dw16");
       b.vload(dh, w(kScales + 16 * h));
@@ -289,15 +277,15 @@ int emit_q4_0_r16_gemm_tile_avx2(kir::Module& m, const std::string& name, int to
       V s32 = isum[t];
       if (dp) b.vadd_i32(s32, s32, isum_hi[t]);
       if (!dp) {
-        s32 = vi("isum32");
+        s32 = ymm.i("isum32");
         b.vmadd_wd(s32, isum[t], ones16);
         if (!sign) {
-          V corr = vi("corr");
+          V corr = ymm.i("corr");
           b.vbcast_f32(corr, Mem{pk, {}, 1, pack.corr() + 4 * t});  // -8 * sum(a)
           b.vadd_i32(s32, s32, corr);
         }
       }
-      V da = vf("da");
+      V da = ymm.f("da");
       b.vbcast_f32(da, Mem{pk, {}, 1, pack.scale() + 4 * t});
       fma_block(b, acc[t], s32, dw, da);  // acc = fma(float(isum), fl(d_w * d_a), acc)
     }

@@ -1,4 +1,5 @@
-// The q4_K decode (gemv) linear on the weights' q4_K_r16 copy at AVX2 and AVX-VNNI,
+// The q4_K decode (gemv) linear on the weights' q4_K_r16 copy at AVX2 and AVX-VNNI (and,
+// with AVX-VNNI, its prefill tile: emit_prefill_tile below),
 // contract linear.q4_Kx8.ggml's gemv granule: per row and super-block isum = sum_j sc_j * s_j,
 // imin = sum_j m_j * bsum32_j, acc = fma(float(isum), fl(d_w * d_a), acc), accmin =
 // fma(float(imin), fl(dmin_w * d_a), accmin); output acc - accmin. The AVX-512 tile of the
@@ -55,22 +56,40 @@ std::vector<uint32_t> words_of(int k) {
   return c;
 }
 
+// The rows' 6-bit scales and mins from dwords 1-3 of their block heads (hd[1..3], lane r =
+// row r; see the AVX-512 tile): sc_lo / mn_lo bytes 0-3 = scales / mins 0-3, sc_hi / mn_hi
+// bytes 0-3 = 4-7.
+struct ScalesMins {
+  V sc_lo, sc_hi, mn_lo, mn_hi;
+};
+ScalesMins unpack_scales_mins(Builder& b, const VecOf& ymm, const V hd[4], V nib) {
+  ScalesMins o{ymm.i("sc_lo"), ymm.i("sc_hi"), ymm.i("mn_lo"), ymm.i("mn_hi")};
+  const V m63 = ymm.splat("m63", 0x3F3F3F3Fu), m30 = ymm.splat("m30", 0x30303030u);
+  V t = ymm.i("t");
+  b.vand(o.sc_lo, hd[1], m63);
+  b.vand(o.mn_lo, hd[2], m63);
+  b.vsrl_i32(t, hd[1], 2);
+  b.vand(t, t, m30);
+  b.vand(o.sc_hi, hd[3], nib);
+  b.vor(o.sc_hi, o.sc_hi, t);  // low nibble of bytes 8-11, bits 6-7 of bytes 0-3 at 4-5
+  b.vsrl_i32(t, hd[2], 2);
+  b.vand(t, t, m30);
+  b.vsrl_i32(o.mn_hi, hd[3], 4);
+  b.vand(o.mn_hi, o.mn_hi, nib);
+  b.vor(o.mn_hi, o.mn_hi, t);  // high nibble of bytes 8-11, bits 6-7 of bytes 4-7 at 4-5
+  return o;
+}
+
 int emit_tile(kir::Module& m, const std::string& name, bool vnni) {
   Builder b = open_tile(m, name);
   const TileArgs a = begin_tile(b);
-  auto vi = [&](const char* n) { return b.vec(256, Cls::I, n); };
-  auto vf = [&](const char* n) { return b.vec(256, Cls::F, n); };
-  auto splat = [&](const char* n, uint32_t v) {
-    V x = vi(n);
-    b.vsplat32(x, v);
-    return x;
-  };
+  const VecOf ymm{b, 256};
   auto table = [&](const char* n, const std::vector<uint32_t>& lanes) {
-    V x = vi(n);
+    V x = ymm.i(n);
     b.vconst32(x, lanes);
     return x;
   };
-  const V nib = splat("nib", 0x0F0F0F0Fu), ones16 = splat("ones16", 0x00010001u);
+  const V nib = ymm.splat("nib", 0x0F0F0F0Fu), ones16 = ymm.splat("ones16", 0x00010001u);
   // Scale byte k as what multiplies s_j: both words (AVX2) or the dword (AVX-VNNI).
   V sc_ctl[4];
   for (int k = 0; k < 4; ++k)
@@ -84,7 +103,8 @@ int emit_tile(kir::Module& m, const std::string& name, bool vnni) {
   b.ptr_align(frame, b.stack(192, "frame_raw"), 32);
   const int pair_at[4] = {0, 4, 16, 20};  // bsum32 pairs in the frame (vpackssdw order)
 
-  V acc[2] = {vf("acc_lo"), vf("acc_hi")}, accmin[2] = {vf("accmin_lo"), vf("accmin_hi")};
+  V acc[2] = {ymm.f("acc_lo"), ymm.f("acc_hi")},
+    accmin[2] = {ymm.f("accmin_lo"), ymm.f("accmin_hi")};
   for (int h = 0; h < 2; ++h) {
     b.vzero(acc[h]);
     b.vzero(accmin[h]);
@@ -97,10 +117,10 @@ int emit_tile(kir::Module& m, const std::string& name, bool vnni) {
   auto act = [&](int32_t disp) { return Mem{ap, {}, 1, disp}; };
   auto w = [&](int32_t disp) { return Mem{wb, {}, 1, disp}; };
   for (int l = 0; l < kQ4KR16Block; l += 64) b.vprefetch(w(kStreamPrefetchAhead + l));
-  V da = vf("da");
+  V da = ymm.f("da");
   b.vbcast_f32(da, act(0));
   {  // the token's bsum32 pairs as int16 words
-    V bs = vi("bsums"), bp = vi("bsum_pairs");
+    V bs = ymm.i("bsums"), bp = ymm.i("bsum_pairs");
     b.vload(bs, act(kABsums));
     b.vmadd_wd(bs, bs, ones16);  // bsum32_j = bsums[2j] + bsums[2j+1], exact
     b.vpackss_dw(bp, bs, bs);    // |bsum32_j| <= 4096: exact
@@ -109,39 +129,24 @@ int emit_tile(kir::Module& m, const std::string& name, bool vnni) {
   for (int h = 0; h < 2; ++h) {
     V hd[4];
     for (int k = 0; k < 4; ++k) {
-      hd[k] = vi("head");  // lane r: dword k of row 8h + r's block head
+      hd[k] = ymm.i("head");  // lane r: dword k of row 8h + r's block head
       b.vload(hd[k], w(64 * k + 32 * h));
     }
     // fl(d_w * d_a), fl(dmin_w * d_a).
-    V d = vf("d"), dmin = vf("dmin");
+    V d = ymm.f("d"), dmin = ymm.f("dmin");
     for (int s = 0; s < 2; ++s) {
-      V t = vi("dwords"), f = vf("dw");
+      V t = ymm.i("dwords"), f = ymm.f("dw");
       b.vshuf_b(t, hd[0], s ? dhi : dlo);
       b.vperm_d(t, t, pack);
       b.vcvt_f16_f32(f, b.view(t, 128, Cls::I));
       b.vmul_f(s ? dmin : d, f, da);
     }
-    // Scales and mins, 6 bits a byte (see the AVX-512 tile).
-    V sc_lo = vi("sc_lo"), sc_hi = vi("sc_hi"), mn_lo = vi("mn_lo"), mn_hi = vi("mn_hi");
-    {
-      const V m63 = splat("m63", 0x3F3F3F3Fu), m30 = splat("m30", 0x30303030u);
-      V t = vi("t");
-      b.vand(sc_lo, hd[1], m63);
-      b.vand(mn_lo, hd[2], m63);
-      b.vsrl_i32(t, hd[1], 2);
-      b.vand(t, t, m30);
-      b.vand(sc_hi, hd[3], nib);
-      b.vor(sc_hi, sc_hi, t);  // low nibble of bytes 8-11, bits 6-7 of bytes 0-3 at 4-5
-      b.vsrl_i32(t, hd[2], 2);
-      b.vand(t, t, m30);
-      b.vsrl_i32(mn_hi, hd[3], 4);
-      b.vand(mn_hi, mn_hi, nib);
-      b.vor(mn_hi, mn_hi, t);  // high nibble of bytes 8-11, bits 6-7 of bytes 4-7 at 4-5
-    }
+    const ScalesMins sm = unpack_scales_mins(b, ymm, hd, nib);
+    const V sc_lo = sm.sc_lo, sc_hi = sm.sc_hi, mn_lo = sm.mn_lo, mn_hi = sm.mn_hi;
     {  // imin, accmin
-      V imin = vi("imin");
+      V imin = ymm.i("imin");
       for (int i = 0; i < 4; ++i) {
-        V mp = vi("mn_pair"), bb = vi("bsum_pair");
+        V mp = ymm.i("mn_pair"), bb = ymm.i("bsum_pair");
         b.vshuf_b(mp, i < 2 ? mn_lo : mn_hi, i % 2 ? pair23 : pair01);
         b.vbcast_f32(bb, Mem{frame, {}, 1, pair_at[i]});
         if (i == 0) {
@@ -151,23 +156,23 @@ int emit_tile(kir::Module& m, const std::string& name, bool vnni) {
           b.vadd_i32(imin, imin, mp);
         }
       }
-      V f = vf("fimin");
+      V f = ymm.f("fimin");
       b.vcvt_i32_f32(f, imin);
       b.vfma(accmin[h], f, dmin);  // accmin = fma(float(imin), fl(dmin_w * d_a), accmin)
     }
-    V isum = vi("isum");
-    const V hib = vnni ? splat("hib", 0xF0F0F0F0u) : V{};
+    V isum = ymm.i("isum");
+    const V hib = vnni ? ymm.splat("hib", 0xF0F0F0F0u) : V{};
     for (int c = 0; c < 4; ++c) {
-      V s[2] = {vi("s_lo"), vi("s_hi")};  // sub-blocks 2c, 2c + 1
+      V s[2] = {ymm.i("s_lo"), ymm.i("s_hi")};  // sub-blocks 2c, 2c + 1
       if (vnni) {
         b.vzero(s[0]);
         b.vzero(s[1]);
       }
       for (int k = 0; k < 8; ++k) {
-        V q = vi("q");
+        V q = ymm.i("q");
         b.vload(q, w(kQuants + 512 * c + 64 * k + 32 * h));  // lane r: dword k, row 8h + r
         for (int u = 0; u < 2; ++u) {
-          V n = vi("nibbles"), ab = vi("a_dword");
+          V n = ymm.i("nibbles"), ab = ymm.i("a_dword");
           if (u == 0) {
             b.vand(n, q, nib);
           } else if (vnni) {
@@ -182,7 +187,7 @@ int emit_tile(kir::Module& m, const std::string& name, bool vnni) {
           } else if (k == 0) {
             b.vmaddubs_w(s[u], n, ab);
           } else {
-            V p = vi("pairs");
+            V p = ymm.i("pairs");
             b.vmaddubs_w(p, n, ab);
             b.vadd_i16(s[u], s[u], p);
           }
@@ -191,9 +196,9 @@ int emit_tile(kir::Module& m, const std::string& name, bool vnni) {
       if (vnni) b.vsra_i32(s[1], s[1], 4);
       for (int u = 0; u < 2; ++u) {
         const int j = 2 * c + u;
-        V sc = vi("sc");
+        V sc = ymm.i("sc");
         b.vshuf_b(sc, j < 4 ? sc_lo : sc_hi, sc_ctl[j % 4]);
-        V p = j == 0 ? isum : vi("prod");
+        V p = j == 0 ? isum : ymm.i("prod");
         if (vnni)
           b.vmullo_i32(p, s[u], sc);
         else
@@ -201,14 +206,14 @@ int emit_tile(kir::Module& m, const std::string& name, bool vnni) {
         if (j > 0) b.vadd_i32(isum, isum, p);
       }
     }
-    V f = vf("fisum");
+    V f = ymm.f("fisum");
     b.vcvt_i32_f32(f, isum);
     b.vfma(acc[h], f, d);  // acc = fma(float(isum), fl(d_w * d_a), acc)
   }
   b.addi(ap, ap, kABlock);
   b.end_for();
 
-  V o[2] = {vf("y_lo"), vf("y_hi")};
+  V o[2] = {ymm.f("y_lo"), ymm.f("y_hi")};
   for (int h = 0; h < 2; ++h) b.vsub_f(o[h], acc[h], accmin[h]);
   store_rows16_avx2(b, a.y, a.nrows, o[0], o[1], Mem{frame, {}, 1, 64});
   return b.index();
@@ -227,13 +232,7 @@ int emit_prefill_tile(kir::Module& m, const std::string& name, int tokens, bool 
   if (tokens < 1 || tokens > 4) throw std::logic_error("gen: the AVX2 q4_K_r16 tile: 1..4 tokens");
   Builder b = open_tile(m, name);
   const TileArgs a = begin_tile(b);
-  auto vi = [&](const char* n) { return b.vec(256, Cls::I, n); };
-  auto vf = [&](const char* n) { return b.vec(256, Cls::F, n); };
-  auto splat = [&](const char* n, uint32_t v) {
-    V x = vi(n);
-    b.vsplat32(x, v);
-    return x;
-  };
+  const VecOf ymm{b, 256};
   // Frame slots of 32 bytes.
   constexpr int kCtl = 0;        // sc_ctl[4], pair01, pair23, dlo, dhi, pack
   constexpr int kBs = 9;         // token t's bsum32 as int16 words (vpackssdw order)
@@ -249,12 +248,12 @@ int emit_prefill_tile(kir::Module& m, const std::string& name, int tokens, bool 
   b.ptr_align(frame, b.stack(32 * kSlots + 32, "frame_raw"), 32);
   auto slot = [&](int s, int disp = 0) { return Mem{frame, {}, 1, 32 * s + disp}; };
   auto keep_table = [&](int s, const std::vector<uint32_t>& lanes) {
-    V x = vi("table");
+    V x = ymm.i("table");
     b.vconst32(x, lanes);
     b.vstore(slot(s), x);
   };
   auto table = [&](int s) {
-    V x = vi("table");
+    V x = ymm.i("table");
     b.vload(x, slot(s));
     return x;
   };
@@ -266,7 +265,7 @@ int emit_prefill_tile(kir::Module& m, const std::string& name, int tokens, bool 
   keep_table(kCtl + 7, words_of(2));
   keep_table(kCtl + 8, {0, 1, 4, 5, 0, 1, 4, 5});
   {
-    V z = vf("zero");
+    V z = ymm.f("zero");
     b.vzero(z);
     for (int s = kAcc; s < kAccMin + 8; ++s) b.vstore(slot(s), z);
   }
@@ -280,9 +279,9 @@ int emit_prefill_tile(kir::Module& m, const std::string& name, int tokens, bool 
   auto w = [&](int32_t disp) { return Mem{wb, {}, 1, disp}; };
   for (int l = 0; l < kQ4KR16Block; l += 64) b.vprefetch(w(kStreamPrefetchAhead + l));
   {
-    const V ones16 = splat("ones16", 0x00010001u);
+    const V ones16 = ymm.splat("ones16", 0x00010001u);
     for (int t = 0; t < tokens; ++t) {  // the tokens' bsum32 pairs as int16 words
-      V bs = vi("bsums"), bp = vi("bsum_pairs");
+      V bs = ymm.i("bsums"), bp = ymm.i("bsum_pairs");
       b.vload(bs, tr.at(t, kABsums));
       b.vmadd_wd(bs, bs, ones16);  // bsum32_j = bsums[2j] + bsums[2j+1], exact
       b.vpackss_dw(bp, bs, bs);    // |bsum32_j| <= 4096: exact
@@ -293,54 +292,42 @@ int emit_prefill_tile(kir::Module& m, const std::string& name, int tokens, bool 
     {
       V hd[4];
       for (int k = 0; k < 4; ++k) {
-        hd[k] = vi("head");  // lane r: dword k of row 8h + r's block head
+        hd[k] = ymm.i("head");  // lane r: dword k of row 8h + r's block head
         b.vload(hd[k], w(64 * k + 32 * h));
       }
       // fl(d_w * d_a), fl(dmin_w * d_a) of each token.
       for (int s = 0; s < 2; ++s) {
-        V t = vi("dwords"), f = vf("dw");
+        V t = ymm.i("dwords"), f = ymm.f("dw");
         b.vshuf_b(t, hd[0], table(kCtl + 6 + s));
         b.vperm_d(t, t, table(kCtl + 8));
         b.vcvt_f16_f32(f, b.view(t, 128, Cls::I));
         for (int k = 0; k < tokens; ++k) {
-          V da = vf("da"), d = vf("d");
+          V da = ymm.f("da"), d = ymm.f("d");
           b.vbcast_f32(da, tr.at(k, 0));
           b.vmul_f(d, f, da);
           b.vstore(slot((s ? kDm : kD) + k), d);
         }
       }
-      // Scales and mins, 6 bits a byte (see the gemv above), then sc_j and the min pairs.
-      const V nib = splat("nib", 0x0F0F0F0Fu);
-      V sc_lo = vi("sc_lo"), sc_hi = vi("sc_hi"), mn_lo = vi("mn_lo"), mn_hi = vi("mn_hi");
-      const V m63 = splat("m63", 0x3F3F3F3Fu), m30 = splat("m30", 0x30303030u);
-      V t = vi("t");
-      b.vand(sc_lo, hd[1], m63);
-      b.vand(mn_lo, hd[2], m63);
-      b.vsrl_i32(t, hd[1], 2);
-      b.vand(t, t, m30);
-      b.vand(sc_hi, hd[3], nib);
-      b.vor(sc_hi, sc_hi, t);
-      b.vsrl_i32(t, hd[2], 2);
-      b.vand(t, t, m30);
-      b.vsrl_i32(mn_hi, hd[3], 4);
-      b.vand(mn_hi, mn_hi, nib);
-      b.vor(mn_hi, mn_hi, t);
+      // Scales and mins, then sc_j and the min pairs.
+      const V nib = ymm.splat("nib", 0x0F0F0F0Fu);
+      const ScalesMins sm = unpack_scales_mins(b, ymm, hd, nib);
+      const V sc_lo = sm.sc_lo, sc_hi = sm.sc_hi, mn_lo = sm.mn_lo, mn_hi = sm.mn_hi;
       for (int j = 0; j < 8; ++j) {
-        V sc = vi("sc");
+        V sc = ymm.i("sc");
         b.vshuf_b(sc, j < 4 ? sc_lo : sc_hi, table(kCtl + j % 4));
         b.vstore(slot(kScj + j), sc);
       }
       for (int i = 0; i < 4; ++i) {
-        V mp = vi("mn_pair");
+        V mp = ymm.i("mn_pair");
         b.vshuf_b(mp, i < 2 ? mn_lo : mn_hi, table(kCtl + 4 + i % 2));
         b.vstore(slot(kMp + i), mp);
       }
     }
     // The min term: per pair (gemm) or summed over the super-block (gemv).
     for (int k = 0; k < tokens; ++k) {
-      V imin = vi("imin");
+      V imin = ymm.i("imin");
       for (int i = 0; i < 4; ++i) {
-        V mp = vi("mn_pair"), bb = vi("bsum_pair");
+        V mp = ymm.i("mn_pair"), bb = ymm.i("bsum_pair");
         b.vload(mp, slot(kMp + i));
         b.vbcast_f32(bb, slot(kBs + k, pair_at[i]));
         if (gemm || i == 0) {
@@ -350,7 +337,7 @@ int emit_prefill_tile(kir::Module& m, const std::string& name, int tokens, bool 
           b.vadd_i32(imin, imin, mp);
         }
         if (gemm || i == 3) {
-          V f = vf("fimin"), am = vf("accmin"), dm = vf("dmin");
+          V f = ymm.f("fimin"), am = ymm.f("accmin"), dm = ymm.f("dmin");
           b.vcvt_i32_f32(f, imin);
           b.vload(am, slot(kAccMin + 4 * h + k));
           b.vload(dm, slot(kDm + k));
@@ -359,39 +346,39 @@ int emit_prefill_tile(kir::Module& m, const std::string& name, int tokens, bool 
         }
       }
     }
-    const V nib = splat("nib", 0x0F0F0F0Fu);
-    const V hib = splat("hib", 0xF0F0F0F0u);
+    const V nib = ymm.splat("nib", 0x0F0F0F0Fu);
+    const V hib = ymm.splat("hib", 0xF0F0F0F0u);
     for (int c = 0; c < 4; ++c) {
       V s[4][2];
       for (int k = 0; k < tokens; ++k)
         for (int u = 0; u < 2; ++u) {
-          s[k][u] = vi(u ? "s_hi" : "s_lo");  // sub-blocks 2c, 2c + 1
+          s[k][u] = ymm.i(u ? "s_hi" : "s_lo");  // sub-blocks 2c, 2c + 1
           b.vzero(s[k][u]);
         }
       for (int q8 = 0; q8 < 8; ++q8) {
-        V q = vi("q"), n[2] = {vi("n_lo"), vi("n_hi")};
+        V q = ymm.i("q"), n[2] = {ymm.i("n_lo"), ymm.i("n_hi")};
         b.vload(q, w(kQuants + 512 * c + 64 * q8 + 32 * h));  // lane r: dword q8, row 8h + r
         b.vand(n[0], q, nib);
         b.vand(n[1], q, hib);  // 16 * the high nibble
         for (int k = 0; k < tokens; ++k)
           for (int u = 0; u < 2; ++u) {
-            V ab = vi("a_dword");
+            V ab = ymm.i("a_dword");
             b.vbcast_f32(ab, tr.at(k, kAQs + 32 * (2 * c + u) + 4 * q8));
             b.vdpbusd(s[k][u], n[u], ab);
           }
       }
       for (int k = 0; k < tokens; ++k) {
         b.vsra_i32(s[k][1], s[k][1], 4);  // exact: the sum of 16 * q products
-        V isum = vi("isum");
+        V isum = ymm.i("isum");
         for (int u = 0; u < 2; ++u) {
-          V sc = vi("sc"), p = u == 0 ? isum : vi("prod");
+          V sc = ymm.i("sc"), p = u == 0 ? isum : ymm.i("prod");
           b.vload(sc, slot(kScj + 2 * c + u));
           b.vmullo_i32(p, s[k][u], sc);  // sc_j * s_j, exact
           if (u > 0) b.vadd_i32(isum, isum, p);
         }
         if (!gemm) {  // the gemv's isum runs over the super-block
           if (c > 0) {
-            V run = vi("isum_run");
+            V run = ymm.i("isum_run");
             b.vload(run, slot(kIsum + k));
             b.vadd_i32(isum, isum, run);
           }
@@ -400,7 +387,7 @@ int emit_prefill_tile(kir::Module& m, const std::string& name, int tokens, bool 
             continue;
           }
         }
-        V f = vf("fisum"), ac = vf("acc"), d = vf("d");
+        V f = ymm.f("fisum"), ac = ymm.f("acc"), d = ymm.f("d");
         b.vcvt_i32_f32(f, isum);
         b.vload(ac, slot(kAcc + 4 * h + k));
         b.vload(d, slot(kD + k));
@@ -418,8 +405,8 @@ int emit_prefill_tile(kir::Module& m, const std::string& name, int tokens, bool 
     if (k > 0) b.ptr_add(yt, yt, a.ys, 1);
     V o[2];
     for (int h = 0; h < 2; ++h) {
-      V ac = vf("acc"), am = vf("accmin");
-      o[h] = vf("y");
+      V ac = ymm.f("acc"), am = ymm.f("accmin");
+      o[h] = ymm.f("y");
       b.vload(ac, slot(kAcc + 4 * h + k));
       b.vload(am, slot(kAccMin + 4 * h + k));
       b.vsub_f(o[h], ac, am);

@@ -58,20 +58,14 @@ constexpr int kQuants = 256;
 int emit_q4_K_r16_gemv1(kir::Module& m, const std::string& name) {
   Builder b = open_tile(m, name);
   const TileArgs a = begin_tile(b);
-  auto vi = [&](const char* n) { return b.vec(512, Cls::I, n); };
-  auto vf = [&](const char* n) { return b.vec(512, Cls::F, n); };
-  auto splat = [&](const char* n, uint32_t v) {
-    V x = vi(n);
-    b.vsplat32(x, v);
-    return x;
-  };
+  const VecOf zmm{b, 512};
   auto table = [&](const char* n, const std::vector<uint32_t>& lanes) {
-    V x = vi(n);
+    V x = zmm.i(n);
     b.vconst32(x, lanes);
     return x;
   };
-  const V nib = splat("nib", 0x0F0F0F0Fu), hib = splat("hib", 0xF0F0F0F0u),
-          m63 = splat("m63", 0x3F3F3F3Fu), low8 = splat("low8", 0xFFu);
+  const V nib = zmm.splat("nib", 0x0F0F0F0Fu), hib = zmm.splat("hib", 0xF0F0F0F0u),
+          m63 = zmm.splat("m63", 0x3F3F3F3Fu), low8 = zmm.splat("low8", 0xFFu);
   const V byte1 = table("byte1", dword_shuffle({1, -1, -1, -1}, 4)),
           byte2 = table("byte2", dword_shuffle({2, -1, -1, -1}, 4)),
           pair01 = table("pair01", dword_shuffle({0, -1, 1, -1}, 4)),
@@ -90,7 +84,7 @@ int emit_q4_K_r16_gemv1(kir::Module& m, const std::string& name) {
   b.ptr_align(frame, b.stack(128, "frame_raw"), 64);
   const int pair_at[4] = {0, 4, 16, 20};
 
-  V acc = vf("acc"), accmin = vf("accmin");
+  V acc = zmm.f("acc"), accmin = zmm.f("accmin");
   b.vzero(acc);
   b.vzero(accmin);
   V ap = b.ptr("ap"), wb = b.ptr("wb"), off = b.i64("off"), end = b.i64("end");
@@ -108,15 +102,15 @@ int emit_q4_K_r16_gemv1(kir::Module& m, const std::string& name) {
   // Heads: lane r of h[k] = dword k of row r's block head (0: d | dmin << 16).
   V h[4];
   for (int k = 0; k < 4; ++k) {
-    h[k] = vi("head");
+    h[k] = zmm.i("head");
     load_w(h[k], 64 * k);
   }
   // fl(d_w * d_a), fl(dmin_w * d_a): the fp16 pairs of each half of the rows as f32 [d,
   // dmin, ...], split by vpermd into [d | dmin] per half, the halves joined.
   V d, dmin;
   {
-    V hh = b.vec(256, Cls::I, "head0_hi"), f0 = vf("f0"), f1 = vf("f1"), p0 = vf("p0"),
-      p1 = vf("p1"), dw = vf("dw"), dminw = vf("dminw"), da = vf("da");
+    V hh = b.vec(256, Cls::I, "head0_hi"), f0 = zmm.f("f0"), f1 = zmm.f("f1"), p0 = zmm.f("p0"),
+      p1 = zmm.f("p1"), dw = zmm.f("dw"), dminw = zmm.f("dminw"), da = zmm.f("da");
     b.vextract(hh, h[0], 1);
     b.vcvt_f16_f32(f0, b.view(h[0], 256, Cls::I));
     b.vcvt_f16_f32(f1, hh);
@@ -125,15 +119,15 @@ int emit_q4_K_r16_gemv1(kir::Module& m, const std::string& name) {
     b.vshuf128(dw, p0, p1, 0x44);
     b.vshuf128(dminw, p0, p1, 0xEE);
     b.vbcast_f32(da, act(0));
-    d = vf("d");
-    dmin = vf("dmin");
+    d = zmm.f("d");
+    dmin = zmm.f("dmin");
     b.vmul_f(d, dw, da);
     b.vmul_f(dmin, dminw, da);
   }
   // Scales and mins, 6 bits in each byte: sc[k] = byte k of sc_lo (k < 4) or of sc_hi.
-  V sc_lo = vi("sc_lo"), sc_hi = vi("sc_hi"), mn_lo = vi("mn_lo"), mn_hi = vi("mn_hi");
+  V sc_lo = zmm.i("sc_lo"), sc_hi = zmm.i("sc_hi"), mn_lo = zmm.i("mn_lo"), mn_hi = zmm.i("mn_hi");
   {
-    V t = vi("t"), u = vi("u");
+    V t = zmm.i("t"), u = zmm.i("u");
     b.vsrl_i32(t, h[1], 2);
     b.vternlog(sc_hi, h[3], t, nib, 0xE4);  // nib ? bytes 8-11 : bytes 0-3 >> 2
     b.vsrl_i32(t, h[3], 4);
@@ -152,26 +146,26 @@ int emit_q4_K_r16_gemv1(kir::Module& m, const std::string& name) {
     b.vmadd_wd(b32, bs, ones16);  // bsum32_j = bsums[2j] + bsums[2j+1]
     b.vpackss_dw(bp, b32, b32);   // exact: |bsum32_j| <= 4096
     b.vstore(Mem{frame, {}, 1, 0}, bp);
-    V imin = vi("imin");
+    V imin = zmm.i("imin");
     b.vzero(imin);
     for (int i = 0; i < 4; ++i) {
-      V mp = vi("mn_pair"), bb = vi("bsum_pair");
+      V mp = zmm.i("mn_pair"), bb = zmm.i("bsum_pair");
       b.vshuf_b(mp, i < 2 ? mn_lo : mn_hi, i % 2 ? pair23 : pair01);
       b.vbcast_f32(bb, Mem{frame, {}, 1, pair_at[i]});
       b.vdpwssd(imin, mp, bb);
     }
-    V f = vf("fimin");
+    V f = zmm.f("fimin");
     b.vcvt_i32_f32(f, imin);
     b.vfma(accmin, f, dmin);  // accmin = fma(float(imin), fl(dmin_w * d_a), accmin)
   }
   // isum over the 4 chunks (sub-blocks 2c: low nibbles, 2c + 1: high nibbles), and acc's FMA.
-  V isum = vi("isum");
+  V isum = zmm.i("isum");
   for (int c = 0; c < 4; ++c) {
-    V slo = vi("s_lo"), shi = vi("s_hi16");
+    V slo = zmm.i("s_lo"), shi = zmm.i("s_hi16");
     b.vzero(slo);
     b.vzero(shi);
     for (int k = 0; k < 8; ++k) {
-      V q = vi("q"), lo = vi("lo"), hi = vi("hi");
+      V q = zmm.i("q"), lo = zmm.i("lo"), hi = zmm.i("hi");
       load_w(q, kQuants + 512 * c + 64 * k);  // lane r: dword k of row r's chunk c
       b.vand(lo, q, nib);
       b.vand(hi, q, hib);
@@ -182,7 +176,7 @@ int emit_q4_K_r16_gemv1(kir::Module& m, const std::string& name) {
     const V scales = c < 2 ? sc_lo : sc_hi;
     for (int h2 = 0; h2 < 2; ++h2) {
       const int k = (2 * c + h2) % 4;  // byte of sc_j, j = 2c + h2
-      V sc = vi("sc"), p = vi("prod");
+      V sc = zmm.i("sc"), p = zmm.i("prod");
       if (k == 0) b.vand(sc, scales, low8);
       if (k == 1) b.vshuf_b(sc, scales, byte1);
       if (k == 2) b.vshuf_b(sc, scales, byte2);
@@ -192,14 +186,14 @@ int emit_q4_K_r16_gemv1(kir::Module& m, const std::string& name) {
     }
   }
   {
-    V f = vf("fisum");
+    V f = zmm.f("fisum");
     b.vcvt_i32_f32(f, isum);
     b.vfma(acc, f, d);  // acc = fma(float(isum), fl(d_w * d_a), acc)
   }
   b.addi(ap, ap, kABlock);
   b.end_for();
 
-  V store = b.mask("store"), o = vf("y");
+  V store = b.mask("store"), o = zmm.f("y");
   b.kfirst_n(store, a.nrows);
   b.vsub_f(o, acc, accmin);
   b.vstore_mk(Mem{a.y, {}, 1, 0}, o, store);

@@ -1,4 +1,5 @@
-// The q6_K decode (gemv) linear on the weights' q6_K_r16 copy at AVX2 and AVX-VNNI, contract
+// The q6_K linear on the weights' q6_K_r16 copy at AVX2 and AVX-VNNI (decode: one token a
+// tile; prefill: up to 4, each computed as alone: see emit_tile), contract
 // linear.q6_K.ggml: ggml_vec_dot_q6_K_q8_K's 8 int32 lanes per output (lane l = sum over the
 // 8 chunks c of sc[2c + (l >= 4)] * dot(elements 32c + 4l .. +3) - 32 * (bsum[2l] sc[2l] +
 // bsum[2l+1] sc[2l+1])), one FMA per lane and super-block by fl(d_a * d_w), hsum8 at the end.
@@ -60,32 +61,26 @@ int emit_tile(kir::Module& m, const std::string& name, bool vnni, int tokens) {
     throw std::logic_error("gen: the AVX2 q6_K_r16 tile takes 1..4 tokens");
   Builder b = open_tile(m, name);
   const TileArgs a = begin_tile(b);
-  auto vi = [&](const char* n) { return b.vec(256, Cls::I, n); };
-  auto vf = [&](const char* n) { return b.vec(256, Cls::F, n); };
-  auto splat = [&](const char* n, uint32_t v) {
-    V x = vi(n);
-    b.vsplat32(x, v);
-    return x;
-  };
+  const VecOf ymm{b, 256};
   V frame = b.ptr("frame");
   b.ptr_align(frame, b.stack(32 * kSlots + 32, "frame_raw"), 32);
   auto slot = [&](int s) { return Mem{frame, {}, 1, 32 * s}; };
   {
-    V z = vf("zero");
+    V z = ymm.f("zero");
     b.vzero(z);
     for (int h = 0; h < 2; ++h)
       for (int l = 0; l < kLanes; ++l)
         for (int t = 0; t < tokens; ++t) b.vstore(slot(acc_slot(h, l, t)), z);
   }
-  const V nib = splat("nib", 0x0F0F0F0Fu), m30 = splat("m30", 0x30303030u);
+  const V nib = ymm.splat("nib", 0x0F0F0F0Fu), m30 = ymm.splat("m30", 0x30303030u);
   // The scale of lanes 4hh..: word hh of each (sc 2c, sc 2c+1) pair, in both words (AVX2)
   // or in the low word with 0 above (AVX-VNNI).
   V pick[2];
   if (vnni) {
-    pick[0] = splat("low_word", 0x0000FFFFu);
+    pick[0] = ymm.splat("low_word", 0x0000FFFFu);
   } else {
     for (int hh = 0; hh < 2; ++hh) {  // vpshufb: bytes 2hh, 2hh + 1 into both words
-      pick[hh] = vi("dup_word");
+      pick[hh] = ymm.i("dup_word");
       b.vconst32(pick[hh], dword_shuffle({2 * hh, 2 * hh + 1, 2 * hh, 2 * hh + 1}, 2));
     }
   }
@@ -103,19 +98,19 @@ int emit_tile(kir::Module& m, const std::string& name, bool vnni, int tokens) {
     };
     // The rows' scale pair p (scales 2p, 2p + 1, sign-extended) as the words of each dword.
     auto scale_pair = [&](int p, bool first = false) {
-      V raw = b.vec(128, Cls::I, "sc_pair8"), q = vi("sc_pair");
+      V raw = b.vec(128, Cls::I, "sc_pair8"), q = ymm.i("sc_pair");
       if (first && p % 2 == 0) fetch(kScales + 32 * p);
       b.vload(raw, w(kScales + 32 * p + 16 * h));
       b.vsx_bw(q, raw);
       return q;
     };
     {
-      V hw = b.vec(128, Cls::I, "dw16"), dw = vf("dw");
+      V hw = b.vec(128, Cls::I, "dw16"), dw = ymm.f("dw");
       fetch(kD);
       b.vload(hw, w(kD + 16 * h));
       b.vcvt_f16_f32(dw, hw);
       for (int t = 0; t < tokens; ++t) {
-        V da = vf("da"), d = vf("d");
+        V da = ymm.f("da"), d = ymm.f("d");
         b.vbcast_f32(da, tr.at(t, 0));
         b.vmul_f(d, dw, da);  // fl(d_a * d_w)
         b.vstore(slot(kD0 + t), d);
@@ -123,7 +118,7 @@ int emit_tile(kir::Module& m, const std::string& name, bool vnni, int tokens) {
     }
     for (int hh = 0; hh < 2; ++hh) {
       for (int c = 0; c < 8; ++c) {
-        V s = vi("S");
+        V s = ymm.i("S");
         if (!vnni)
           b.vshuf_b(s, scale_pair(c, hh == 0), pick[hh]);
         else if (hh == 0)
@@ -134,16 +129,16 @@ int emit_tile(kir::Module& m, const std::string& name, bool vnni, int tokens) {
       }
       for (int l = 4 * hh; l < 4 * hh + 4; ++l) {
         V isum[kMaxTokens];
-        for (int t = 0; t < tokens; ++t) isum[t] = vi("isum");
+        for (int t = 0; t < tokens; ++t) isum[t] = ymm.i("isum");
         for (int hq = 0; hq < 2; ++hq) {
           const int base = kQuants + kLaneBytes * l + kHalfBytes * hq;
-          V ql0 = vi("ql0"), ql1 = vi("ql1"), qh = vi("qh");
+          V ql0 = ymm.i("ql0"), ql1 = ymm.i("ql1"), qh = ymm.i("qh");
           for (int k = 0; k < 3; ++k) fetch(base + 64 * k);
           b.vload(ql0, w(base + 32 * h));       // chunks 4hq (low), 4hq+2 (high)
           b.vload(ql1, w(base + 64 + 32 * h));  // chunks 4hq+1, 4hq+3
           b.vload(qh, w(base + 128 + 32 * h));  // 2 bits of chunk 4hq+s at bit 2s
           for (int s = 0; s < 4; ++s) {
-            V q = vi("q"), hi = vi("hi");
+            V q = ymm.i("q"), hi = ymm.i("hi");
             const V ql = s % 2 ? ql1 : ql0;
             if (s >= 2) {
               b.vsrl_i16(q, ql, 4);
@@ -159,13 +154,13 @@ int emit_tile(kir::Module& m, const std::string& name, bool vnni, int tokens) {
             b.vor(q, q, hi);  // low 4 bits | high 2 bits << 4: 0..63
             const int c = 4 * hq + s;
             const bool first = hq == 0 && s == 0;
-            V sc = vi("S");
+            V sc = ymm.i("S");
             b.vload(sc, slot(kS + c));
             for (int t = 0; t < tokens; ++t) {
-              V ab = vi("a_dword");
+              V ab = ymm.i("a_dword");
               b.vbcast_f32(ab, tr.at(t, kAQs + 32 * c + 4 * l));
               if (vnni) {
-                V dot = vi("dot");
+                V dot = ymm.i("dot");
                 b.vzero(dot);
                 b.vdpbusd(dot, q, ab);
                 if (first)
@@ -173,7 +168,7 @@ int emit_tile(kir::Module& m, const std::string& name, bool vnni, int tokens) {
                 else
                   b.vdpwssd(isum[t], dot, sc);
               } else {
-                V p = vi("pairs");
+                V p = ymm.i("pairs");
                 b.vmaddubs_w(p, q, ab);
                 if (first) {
                   b.vmadd_wd(isum[t], p, sc);  // scale * dot, exact
@@ -189,7 +184,7 @@ int emit_tile(kir::Module& m, const std::string& name, bool vnni, int tokens) {
         V q32 = scale_pair(l);
         b.vsll_i16(q32, q32, 5);
         for (int t = 0; t < tokens; ++t) {
-          V bs = vi("bsum_pair"), f = vf("fsum"), ac = vf("acc"), d = vf("d");
+          V bs = ymm.i("bsum_pair"), f = ymm.f("fsum"), ac = ymm.f("acc"), d = ymm.f("d");
           b.vbcast_f32(bs, tr.at(t, kABsums + 4 * l));
           b.vmadd_wd(bs, q32, bs);
           b.vsub_i32(isum[t], isum[t], bs);
@@ -213,7 +208,7 @@ int emit_tile(kir::Module& m, const std::string& name, bool vnni, int tokens) {
     for (int h = 0; h < 2; ++h) {
       V lanes[kLanes];
       for (int l = 0; l < kLanes; ++l) {
-        lanes[l] = vf("acc");
+        lanes[l] = ymm.f("acc");
         b.vload(lanes[l], slot(acc_slot(h, l, t)));
       }
       out[h] = hsum8_rows(b, lanes);

@@ -29,6 +29,20 @@ enum class Isa : uint8_t { Avx2, Avx512, Avx512Vnni, Avx512Bf16 };
 std::vector<std::string> isa_features(Isa isa);
 const char* isa_suffix(Isa isa);  // "avx2", "avx512", "avx512vnni", "avx512bf16"
 
+// Fresh vectors of one width for a tile's body: integer, float, and an integer splat of a
+// dword.
+struct VecOf {
+  kir::Builder& b;
+  int bits;
+  kir::V i(const char* n) const { return b.vec(bits, kir::Cls::I, n); }
+  kir::V f(const char* n) const { return b.vec(bits, kir::Cls::F, n); }
+  kir::V splat(const char* n, uint32_t v) const {
+    kir::V x = i(n);
+    b.vsplat32(x, v);
+    return x;
+  }
+};
+
 struct TileArgs {
   kir::V w, rb, nrows, a, as, y, ys, n;
 };
