@@ -270,6 +270,15 @@ int emit_prefill_tile(kir::Module& m, const std::string& name, int tokens, bool 
     for (int s = kAcc; s < kAccMin + 8; ++s) b.vstore(slot(s), z);
   }
   const int pair_at[4] = {0, 4, 16, 20};  // bsum32 pairs in a kBs slot
+  // frame[acc] = fma(float(sum), frame[scale], frame[acc]): the accumulators live in the frame.
+  auto fma_into = [&](int acc, V sum, int scale) {
+    V f = ymm.f("fsum"), ac = ymm.f("acc"), d = ymm.f("d");
+    b.vcvt_i32_f32(f, sum);
+    b.vload(ac, slot(acc));
+    b.vload(d, slot(scale));
+    b.vfma(ac, f, d);
+    b.vstore(slot(acc), ac);
+  };
 
   TokenRows tr = token_rows(b, a.a, a.as, tokens);
   V wb = b.ptr("wb"), off = b.i64("off"), end = b.i64("end");
@@ -336,14 +345,8 @@ int emit_prefill_tile(kir::Module& m, const std::string& name, int tokens, bool 
           b.vmadd_wd(mp, mp, bb);
           b.vadd_i32(imin, imin, mp);
         }
-        if (gemm || i == 3) {
-          V f = ymm.f("fimin"), am = ymm.f("accmin"), dm = ymm.f("dmin");
-          b.vcvt_i32_f32(f, imin);
-          b.vload(am, slot(kAccMin + 4 * h + k));
-          b.vload(dm, slot(kDm + k));
-          b.vfma(am, f, dm);  // accmin = fma(float(imin), fl(dmin_w * d_a), accmin)
-          b.vstore(slot(kAccMin + 4 * h + k), am);
-        }
+        // accmin = fma(float(imin), fl(dmin_w * d_a), accmin)
+        if (gemm || i == 3) fma_into(kAccMin + 4 * h + k, imin, kDm + k);
       }
     }
     const V nib = ymm.splat("nib", 0x0F0F0F0Fu);
@@ -387,12 +390,7 @@ int emit_prefill_tile(kir::Module& m, const std::string& name, int tokens, bool 
             continue;
           }
         }
-        V f = ymm.f("fisum"), ac = ymm.f("acc"), d = ymm.f("d");
-        b.vcvt_i32_f32(f, isum);
-        b.vload(ac, slot(kAcc + 4 * h + k));
-        b.vload(d, slot(kD + k));
-        b.vfma(ac, f, d);  // acc = fma(float(isum), fl(d_w * d_a), acc)
-        b.vstore(slot(kAcc + 4 * h + k), ac);
+        fma_into(kAcc + 4 * h + k, isum, kD + k);  // acc = fma(float(isum), fl(d_w * d_a), acc)
       }
     }
   }
