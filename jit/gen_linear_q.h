@@ -96,9 +96,10 @@ constexpr int kOffPackScale = 32 * kOffGroup;
 constexpr int kOffPackCorr = kOffPackScale + 4 * kOffGroup;
 constexpr int kOffPack = kOffPackCorr + 32 * kOffGroup;
 // Packs `count` (1..kOffGroup) token rows of block_q8_0 (x, as bytes apart; nb blocks) into
-// pk; amin (a 256-bit vector) keeps the bytewise minimum of their quants.
+// pk; amin (a 256-bit vector) keeps the bytewise minimum of their quants. vnni: the lane
+// sums by vpdpbusd, else by vpmaddubsw + vpmaddwd (pair sums of at most 2 * 128 * 128: exact).
 void emit_offset_pack(kir::Builder& e, QFormat f, kir::V x, kir::V as, kir::V nb, kir::V count,
-                      kir::V pk, kir::V amin);
+                      kir::V pk, kir::V amin, bool vnni);
 void build_q_offset_packed_avx512(kir::Builder& e, kir::Module& m, const std::string& name,
                                   QFormat f);
 
@@ -142,8 +143,16 @@ bool build_linear_q4_0_r16_avx512vnni(const GeneratorParams& p, kir::Module* m, 
 bool build_linear_q4_0_r16_avx2(const GeneratorParams& p, kir::Module* m, std::string* err);
 bool build_linear_q4_0_r16_avxvnni(const GeneratorParams& p, kir::Module* m, std::string* err);
 // q8_0 (linear.q8_0.ggml) on the q8_0_r16 copy of the weights (gen_linear_q8_0_r16.cpp;
-// params rows 16, tokens 1..3).
+// params rows 16, tokens 1..3; AVX2 / AVX-VNNI: 1..4).
 bool build_linear_q8_0_r16_avx512vnni(const GeneratorParams& p, kir::Module* m, std::string* err);
+bool build_linear_q8_0_r16_avx2(const GeneratorParams& p, kir::Module* m, std::string* err);
+bool build_linear_q8_0_r16_avxvnni(const GeneratorParams& p, kir::Module* m, std::string* err);
+// Their tile at AVX2 / AVX-VNNI (gen_linear_q8_0_r16_avx2.cpp): one 16-row group of the
+// copy x `tokens` (1..4) tokens of an offset pack (gen_tile.h ABI, a = the pack), with the
+// exact products (AVX-VNNI only) or ggml's sign-move ones.
+enum class Q8_0Products : uint8_t { Exact, SignMove };
+int emit_q8_0_r16_tile_avx2(kir::Module& m, const std::string& name, int tokens,
+                            Q8_0Products products, bool vnni);
 bool build_linear_q8_0_avx2(const GeneratorParams& p, kir::Module* m, std::string* err);
 bool build_linear_q4_0_avx2(const GeneratorParams& p, kir::Module* m, std::string* err);
 bool build_linear_q4_0x8_avx2(const GeneratorParams& p, kir::Module* m, std::string* err);

@@ -42,8 +42,10 @@ using kir::Cmp;
 using kir::Mem;
 using kir::V;
 
-constexpr int kLanes = 8;  // ggml's float lanes per output
-constexpr int kMaxGroup = 3;
+constexpr int kLanes = 8;      // ggml's float lanes per output
+constexpr int kMaxGroup = 3;   // AVX-512 tiles
+constexpr int kMaxTokens = 4;  // AVX2 tiles (kOffGroup)
+static_assert(kMaxTokens <= kOffGroup);
 // Frame bytes for the packs of one chunk of token groups (kOffPack bytes per block and
 // group): with a tile's weights (16 * 34 bytes a block) within a 1 MiB L2.
 constexpr int kPackBudget = 512 * 1024;
@@ -136,12 +138,21 @@ int emit_tile(kir::Module& m, const std::string& name, int tokens, Products prod
   return b.index();
 }
 
-void build_entry(Builder& e, kir::Module& m, const std::string& name, int group) {
+// isa: the tiles' (Avx2 / AvxVnni: gen_linear_q8_0_r16_avx2.cpp; plain AVX2 has only the
+// sign-move tiles, ggml's bits for every input, so it runs them without the -128 check).
+void build_entry(Builder& e, kir::Module& m, const std::string& name, int group, Rows16Isa isa) {
+  const bool avx512 = isa == Rows16Isa::Avx512Vnni, vnni = isa != Rows16Isa::Avx2;
   // Tiles: G tokens and the 1 .. G-1 of a last group, exact and sign-move.
-  int exact[kMaxGroup + 1], sign[kMaxGroup + 1];
+  int exact[kMaxTokens + 1], sign[kMaxTokens + 1];
   for (int k = 1; k <= group; ++k) {
-    exact[k] = emit_tile(m, fmt::format("{}_t{}", name, k), k, Products::Exact);
-    sign[k] = emit_tile(m, fmt::format("{}_t{}_sign", name, k), k, Products::SignMove);
+    const std::string t = fmt::format("{}_t{}", name, k);
+    if (avx512) {
+      exact[k] = emit_tile(m, t, k, Products::Exact);
+      sign[k] = emit_tile(m, t + "_sign", k, Products::SignMove);
+    } else {
+      sign[k] = emit_q8_0_r16_tile_avx2(m, t + "_sign", k, Q8_0Products::SignMove, vnni);
+      exact[k] = vnni ? emit_q8_0_r16_tile_avx2(m, t, k, Q8_0Products::Exact, true) : sign[k];
+    }
   }
   const auto [x, w, y, K, N, T, n0, n1, nb] = linear_entry_prologue(e, kQK8_0, kMaxBlocks);
   Rows16Args ra{Rows16Weights::R16, w, {}, e.i64("group_bytes"), n0, n1, e.i64("y_stride"), nb,
@@ -190,12 +201,18 @@ void build_entry(Builder& e, kir::Module& m, const std::string& name, int group)
     e.for_(gi, e.imm(0, "zero_p"), cnt, G);
     e.sub(gc, cnt, gi);
     e.min(gc, gc, G);
-    emit_offset_pack(e, QFormat::Q8_0, xg, as, nb, gc, pkg, cmin);
+    emit_offset_pack(e, QFormat::Q8_0, xg, as, nb, gc, pkg, cmin, vnni);
     e.ptr_add(pkg, pkg, gbytes, 1);
     e.muli(tmp, as, group);
     e.ptr_add(xg, xg, tmp, 1);
     e.end_for();
-    emit_has_min8(e, cmin, bits);
+    if (avx512) {
+      emit_has_min8(e, cmin, bits);
+    } else if (vnni) {
+      emit_has_min8_avx2(e, cmin, bits);
+    } else {
+      e.movi(bits, 0);  // the sign-move tiles either way
+    }
     e.movi(groups.n_full, group);
     e.div(groups.n_full, cnt, groups.n_full);
     if (group > 1) {
@@ -204,7 +221,7 @@ void build_entry(Builder& e, kir::Module& m, const std::string& name, int group)
       e.movi(groups.has_tail, 1);
     }
     // One row loop per (products, size of the last group): the tail tile is fixed per loop.
-    for (int s = 0; s < 2; ++s) {
+    for (int s = 0; s < (vnni ? 2 : 1); ++s) {
       e.if_(bits, s ? Cmp::NE : Cmp::EQ, 0);
       const int* tiles = s ? sign : exact;
       for (int r = 0; r < group; ++r) {
@@ -224,28 +241,43 @@ void build_entry(Builder& e, kir::Module& m, const std::string& name, int group)
 
 }  // namespace
 
-bool build_linear_q8_0_r16_avx512vnni(const GeneratorParams& p, kir::Module* m, std::string* err) {
-  int rows = 16, tokens = kMaxGroup;
-  if (!int_params(p, "linear_q8_0_r16__avx512vnni", {{"rows", &rows}, {"tokens", &tokens}}, err))
-    return false;
-  if (rows != 16 || tokens < 1 || tokens > kMaxGroup) {
-    *err = fmt::format(
-        "generator 'linear_q8_0_r16__avx512vnni': tile {}x{} is not one it can emit (rows 16, "
-        "tokens 1..{})",
-        rows, tokens, kMaxGroup);
+namespace {
+
+bool build(const char* gen, Rows16Isa isa, const GeneratorParams& p, kir::Module* m,
+           std::string* err) {
+  const bool avx512 = isa == Rows16Isa::Avx512Vnni;
+  const int most = avx512 ? kMaxGroup : kMaxTokens;
+  int rows = 16, tokens = most;
+  if (!int_params(p, gen, {{"rows", &rows}, {"tokens", &tokens}}, err)) return false;
+  if (rows != 16 || tokens < 1 || tokens > most) {
+    *err = fmt::format("generator '{}': tile {}x{} is not one it can emit (rows 16, tokens 1..{})",
+                       gen, rows, tokens, most);
     return false;
   }
-  m->isa = isa_features(Isa::Avx512Vnni);
+  m->isa = isa_features(avx512 ? Isa::Avx512Vnni : Isa::Avx2);
+  if (isa == Rows16Isa::AvxVnni) m->isa.push_back("avxvnni");
   m->comment = fmt::format(
-      "generator linear_q8_0_r16__avx512vnni, rows 16, tokens {}: ggml_vec_dot lanes of "
-      "contract linear.q8_0.ggml\n(weights: the q8_0_r16 copy made at load; activations: "
-      "q8_0 rows from the plan's act_quant step)",
-      tokens);
+      "generator {}, rows 16, tokens {}: ggml_vec_dot lanes of contract linear.q8_0.ggml\n"
+      "(weights: the q8_0_r16 copy made at load; activations: q8_0 rows from the plan's "
+      "act_quant step)",
+      gen, tokens);
   Builder e(*m, m->name,
             {kir::Kind::Ptr, kir::Kind::Ptr, kir::Kind::Ptr, kir::Kind::I64, kir::Kind::I64,
              kir::Kind::I64, kir::Kind::I64, kir::Kind::I64});
-  build_entry(e, *m, m->name, tokens);
+  build_entry(e, *m, m->name, tokens, isa);
   return true;
+}
+
+}  // namespace
+
+bool build_linear_q8_0_r16_avx512vnni(const GeneratorParams& p, kir::Module* m, std::string* err) {
+  return build("linear_q8_0_r16__avx512vnni", Rows16Isa::Avx512Vnni, p, m, err);
+}
+bool build_linear_q8_0_r16_avx2(const GeneratorParams& p, kir::Module* m, std::string* err) {
+  return build("linear_q8_0_r16__avx2", Rows16Isa::Avx2, p, m, err);
+}
+bool build_linear_q8_0_r16_avxvnni(const GeneratorParams& p, kir::Module* m, std::string* err) {
+  return build("linear_q8_0_r16__avxvnni", Rows16Isa::AvxVnni, p, m, err);
 }
 
 }  // namespace cke::jit::gen

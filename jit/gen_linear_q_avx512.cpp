@@ -498,7 +498,7 @@ int emit_gemv_offset(kir::Module& m, const std::string& name, QFormat f) {
 
 }  // namespace
 
-void emit_offset_pack(Builder& e, QFormat f, V x, V as, V nb, V count, V pk, V amin) {
+void emit_offset_pack(Builder& e, QFormat f, V x, V as, V nb, V count, V pk, V amin, bool vnni) {
   const int qo = q_traits(f).act_quants_offset;
   V t = e.i64("pk_t"), blk = e.i64("pk_b"), tmp = e.i64("pk_tmp");
   V src = e.ptr("pk_src"), dq = e.ptr("pk_dq"), ds = e.ptr("pk_ds"), dc = e.ptr("pk_dc");
@@ -506,6 +506,11 @@ void emit_offset_pack(Builder& e, QFormat f, V x, V as, V nb, V count, V pk, V a
   e.vsplat32(bias,
              0x01010101u * uint32_t(q_traits(f).unpack == QUnpack::Bytes ? 128 : q_traits(f).bias));
   e.vzero(zero);
+  V ones16;
+  if (!vnni) {
+    ones16 = e.vec(256, Cls::I, "pk_ones16");
+    e.vsplat32(ones16, 0x00010001u);
+  }
   e.for_(t, e.imm(0, "pk_zero_i"), count, e.imm(1, "pk_one"));
   {
     e.mul(tmp, t, as);
@@ -521,8 +526,13 @@ void emit_offset_pack(Builder& e, QFormat f, V x, V as, V nb, V count, V pk, V a
       e.vload(q, Mem{src, {}, 1, qo});
       e.vstore(Mem{dq, {}, 1, 0}, q);
       e.vmin_i8(amin, amin, q);
-      e.vzero(s);
-      e.vdpbusd(s, bias, q);  // bias * (sum of each lane's 4 quants)
+      if (vnni) {
+        e.vzero(s);
+        e.vdpbusd(s, bias, q);  // bias * (sum of each lane's 4 quants)
+      } else {
+        e.vmaddubs_w(s, bias, q);
+        e.vmadd_wd(s, s, ones16);
+      }
       e.vsub_i32(s, zero, s);
       e.vstore(Mem{dc, {}, 1, kOffPackCorr}, s);
       V h = e.vec(128, Cls::I, "pk_h"), d = e.vec(128, Cls::F, "pk_d");
@@ -583,7 +593,7 @@ void build_q_offset_packed_avx512(Builder& e, kir::Module& m, const std::string&
     e.mul(tmp, t0, ys);
     e.ptr_add(yt, y, tmp, 1);
     e.vsplat32(amin, 0x7F7F7F7Fu);
-    emit_offset_pack(e, f, xt, as, nb, cnt, pk, amin);
+    emit_offset_pack(e, f, xt, as, nb, cnt, pk, amin, true);
     emit_has_min8(e, amin, bits);
     for (int g = 1; g <= kOffGroup; ++g) {
       e.if_(cnt, Cmp::EQ, g);

@@ -86,7 +86,7 @@ constexpr gen::MoeCombineFn kMoeCombine = nullptr;
 constexpr gen::MoeRouteFn kMoeRoute = nullptr;
 constexpr gen::MoeGroupFn kMoeGroup = nullptr;
 
-const std::array<Generator, 137> kGenerators = {
+const std::array<Generator, 139> kGenerators = {
     make_generator("linear_q8_0__avx512vnni",
                    "q8_0 linear, ggml vec_dot lanes, 2 rows per zmm, vpdpbusd", kAvx512Vnni,
                    kLinear, &gen::build_linear_q8_0_avx512vnni),
@@ -135,6 +135,10 @@ const std::array<Generator, 137> kGenerators = {
                    "q4_0 linear on the q4_0_r16 weight copy, ggml's repacked 8x8 gemv / gemm "
                    "(contract linear.q4_0x8.ggml), 8 rows a ymm",
                    kAvx2, kLinear, &gen::build_linear_q4_0_r16_avx2),
+    make_generator("linear_q8_0_r16__avx2",
+                   "q8_0 linear on the q8_0_r16 weight copy, ggml vec_dot lanes (sign-move "
+                   "products), lane j of 8 rows a ymm",
+                   kAvx2, kLinear, &gen::build_linear_q8_0_r16_avx2),
     make_generator("linear_q4_K_r16__avx2",
                    "q4_K decode linear on the q4_K_r16 weight copy, ggml's repacked q4_K_8x8 "
                    "gemv (contract linear.q4_Kx8.ggml), 8 rows a ymm",
@@ -194,6 +198,10 @@ const std::array<Generator, 137> kGenerators = {
                    "q4_0 linear on the q4_0_r16 weight copy, ggml's repacked 8x8 gemv / gemm "
                    "(contract linear.q4_0x8.ggml), AVX-VNNI vpdpbusd",
                    kAvxVnni, kLinear, &gen::build_linear_q4_0_r16_avxvnni),
+    make_generator("linear_q8_0_r16__avxvnni",
+                   "q8_0 linear on the q8_0_r16 weight copy, ggml vec_dot lanes, lane j of 8 "
+                   "rows a ymm, AVX-VNNI vpdpbusd",
+                   kAvxVnni, kLinear, &gen::build_linear_q8_0_r16_avxvnni),
     make_generator("linear_q4_K_r16__avxvnni",
                    "q4_K linear on the q4_K_r16 weight copy, ggml's repacked q4_K_8x8 "
                    "gemv / gemm (contract linear.q4_Kx8.ggml), AVX-VNNI vpdpbusd",
