@@ -17,6 +17,9 @@ using kir::Mem;
 using kir::V;
 
 constexpr uint32_t kNegInf = 0xFF800000u;
+// Query heads of one KV group computed together at AVX-512 (each K row and V^T load serves
+// them all): up to 4, the register file's limit (4 heads x 4 score accumulators).
+constexpr int kMaxHeads = 4;
 
 struct Masks {
   Lanes16& L;
@@ -133,11 +136,12 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
   b.muli(vrow_bytes, nctx, 4);
   b.mul(vhead_bytes, vrow_bytes, hd);
   // V^T row offsets of a 16-row block: 1, 3, 5, 7, 8 and 16 rows.
-  V rb, rb3, rb5, rb7, rb8, rb16;
+  V rb, rb3, rb5, rb7, rb4, rb8, rb16;
   if (L.parts == 1) {
     rb = b.i64("rb"), rb3 = b.i64("rb3"), rb5 = b.i64("rb5"), rb7 = b.i64("rb7");
-    rb8 = b.i64("rb8"), rb16 = b.i64("rb16");
+    rb4 = b.i64("rb4"), rb8 = b.i64("rb8"), rb16 = b.i64("rb16");
     b.mov(rb, vrow_bytes);
+    b.muli(rb4, vrow_bytes, 4);
     b.muli(rb3, vrow_bytes, 3);
     b.muli(rb5, vrow_bytes, 5);
     b.muli(rb7, vrow_bytes, 7);
@@ -147,12 +151,14 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
   V np = b.i64("np"), np_bytes = b.i64("np_bytes");
   b.andi(np, hd, ~int64_t(63));
   b.muli(np_bytes, np, 4);
-  // Heads pair (pair_of_heads, below) with the 16-row tinyBLAS KQV and no score tail; the
-  // second head's probabilities live in e2.
-  V pair_ok, e2;
+  // Heads go together (heads_together, below) with the 16-row tinyBLAS KQV and no score
+  // tail; the other heads' probabilities live in e2, e3, e4.
+  V pair_ok, e2, e3, e4;
   if (L.parts == 1) {
     pair_ok = b.imm(0, "pair_ok");
     e2 = b.stack(int64_t(cells) * 4, "probs2");
+    e3 = b.stack(int64_t(cells) * 4, "probs3");
+    e4 = b.stack(int64_t(cells) * 4, "probs4");
     b.if_(tiny16, Cmp::EQ, 1);
     b.if_(np, Cmp::EQ, hd);
     b.movi(pair_ok, 1);
@@ -170,8 +176,8 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
   const V16 scalev = L.parts == 1 ? L.bcast(scale, "scalev") : V16{};
   V qt = b.ptr("qt"), ot = b.ptr("ot"), qh = b.ptr("qh"), oh = b.ptr("oh"), kh = b.ptr("kh"),
     kj = b.ptr("kj"), vh = b.ptr("vh"), vrow = b.ptr("vrow"), eg = b.ptr("eg");
-  V hstep = b.i64("hstep"), pair = b.i64("pair"), hn = b.i64("hn"), qh2 = b.ptr("qh2"),
-    oh2 = b.ptr("oh2"), c8 = L.parts == 1 ? b.imm(8, "c8") : V{};
+  V hstep = b.i64("hstep"), together = b.i64("together"), hn = b.i64("hn"), hg = b.i64("hg"),
+    c8 = L.parts == 1 ? b.imm(8, "c8") : V{}, c4 = L.parts == 1 ? b.imm(4, "c4") : V{};
 
   b.for_(t, zero, T, one);
   b.add(p, pos0, t);
@@ -212,7 +218,7 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
         return Mem{base, rb7, 1, 0};
     }
   };
-  // The pieces of one head (query row qx, probabilities ex, output ox), and of a pair.
+  // The pieces of one head (query row qx, probabilities ex, output ox), and of H together.
   auto scores_one_by_one = [&](V qx, V ex) {
     b.for_(j, jb, len, one);  // one cell at a time: the rest, or all of them
     {
@@ -239,17 +245,20 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
     b.ptr_add(kj, kj, kv_bytes, 1);
     b.end_for();
   };
-  // H heads' rows of probabilities (one head, or a pair of one KV group sharing every K row
+  // H heads' rows of probabilities (one head, or 2 or 4 of one KV group sharing every K row
   // and V^T load): ex[i] for head i, lanes of one 16-lane result split among them.
   auto store_lanes = [&](V16 v, const V* base, V index, int H) {
     if (H == 1) {
       L.store(Mem{base[0], index, 4, 0}, v);
       return;
     }
-    b.vstore(Mem{base[0], index, 4, 0}, b.view(v.part[0], 256, Cls::F));
-    V h8 = b.vec(256, Cls::F, "hi8");
-    b.vextract(h8, v.part[0], 1);
-    b.vstore(Mem{base[1], index, 4, 0}, h8);
+    const int bits = 512 / H;
+    b.vstore(Mem{base[0], index, 4, 0}, b.view(v.part[0], bits, Cls::F));
+    for (int i = 1; i < H; ++i) {
+      V x = b.vec(bits, Cls::F, "lanes_i");
+      b.vextract(x, v.part[0], i);
+      b.vstore(Mem{base[i], index, 4, 0}, x);
+    }
   };
   auto scores = [&](const V* qx, const V* ex, int H) {
     // Scores of cells [first, len); -inf for [0, first) and the padding [len, len16).
@@ -270,11 +279,11 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
       b.sub(nb, len, first);
       b.andi(nb, nb, -int64_t(keys));
       b.add(jb, first, nb);
-      b.for_(j, first, jb, H == 1 ? c16 : c8);
+      b.for_(j, first, jb, H == 1 ? c16 : H == 2 ? c8 : c4);
       {
         V16 r[16];
         for (int key = 0; key < keys; ++key) {
-          V16 acc[2][4];
+          V16 acc[kMaxHeads][4];
           for (int i = 0; i < H; ++i)
             for (int a = 0; a < 4; ++a) acc[i][a] = L.zero("acc");
           b.for_(c, zero, np_bytes, c256b);
@@ -328,9 +337,9 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
     b.muli(full_bytes, full, 4);
     b.mov(vrow, vh);
     b.sub(r, len, full);
-    b.for_(d, zero, hd, H == 1 ? c16 : c8);
+    b.for_(d, zero, hd, H == 1 ? c16 : H == 2 ? c8 : c4);
     {
-      V16 acc[16], px[2];
+      V16 acc[16], px[kMaxHeads];
       for (int k = 0; k < 16; ++k) acc[k] = L.zero("acc");
       for (int i = 0; i < H; ++i) px[i] = L.vec("px");
       auto block = [&](bool tail) {
@@ -360,7 +369,7 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
       block(true);
       b.end_if();
       store_lanes(L.reduce_add16(acc), ox, d, H);
-      b.ptr_add(vrow, vrow, H == 1 ? rb16 : rb8, 1);
+      b.ptr_add(vrow, vrow, H == 1 ? rb16 : H == 2 ? rb8 : rb4, 1);
     }
     b.end_for();
   };
@@ -435,16 +444,21 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
     b.end_for();
     b.end_if();
   };
-  // Two heads of one KV group (AVX-512, tinyBLAS KQV, head_dim % 64 == 0): every K row and
-  // every V^T load serves both; each cell's arithmetic is the single head's.
-  auto pair_of_heads = [&] {
-    b.ptr_add(qh2, qh, hd_bytes, 1);
-    b.ptr_add(oh2, oh, hd_bytes, 1);
-    const V qx[2] = {qh, qh2}, ex[2] = {e, e2}, ox[2] = {oh, oh2};
-    scores(qx, ex, 2);
-    softmax(e);
-    softmax(e2);
-    kqv16(ex, ox, 2);
+  // H (2 or 4) heads of one KV group (AVX-512, tinyBLAS KQV, head_dim % 64 == 0): every K
+  // row and every V^T load serves them all; each cell's arithmetic is the single head's.
+  auto heads_together = [&](int H) {
+    V qx[kMaxHeads] = {qh}, ox[kMaxHeads] = {oh};
+    const V ex[kMaxHeads] = {e, e2, e3, e4};
+    for (int i = 1; i < H; ++i) {
+      qx[i] = b.ptr("qhi");
+      ox[i] = b.ptr("ohi");
+      b.muli(off, hd_bytes, i);
+      b.ptr_add(qx[i], qh, off, 1);
+      b.ptr_add(ox[i], oh, off, 1);
+    }
+    scores(qx, ex, H);
+    for (int i = 0; i < H; ++i) softmax(ex[i]);
+    kqv16(ex, ox, H);
   };
   b.movi(hstep, 1);
   b.for_(h, h0, h1, hstep);
@@ -457,32 +471,35 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
   b.mul(off, hk, vhead_bytes);
   b.ptr_add(vh, vc, off, 1);
 
-  // Heads h and h + 1 pair when both are in [h0, h1) and in one KV group.
-  b.movi(pair, 0);
+  // Heads h .. h + H - 1 go together (H = 4, else 2) when all are in [h0, h1) and in
+  // h's KV group: `together` is H, or 1.
+  b.movi(together, 1);
   if (L.parts == 1) {
     b.if_(pair_ok, Cmp::EQ, 1);
-    b.addi(hn, h, 1);
-    b.if_(hn, Cmp::LT, h1);
-    b.div(tmp, hn, group);
-    b.mul(tmp, tmp, group);
-    b.sub(tmp, hn, tmp);
-    b.if_(tmp, Cmp::NE, 0);
-    b.movi(pair, 1);
-    b.end_if();
-    b.end_if();
+    b.div(tmp, h, group);
+    for (int H : {2, kMaxHeads}) {
+      b.addi(hn, h, H - 1);
+      b.div(hg, hn, group);
+      b.if_(hn, Cmp::LT, h1);
+      b.if_(hg, Cmp::EQ, tmp);
+      b.movi(together, H);
+      b.end_if();
+      b.end_if();
+    }
     b.end_if();
   }
-  b.addi(hstep, pair, 1);
-  b.if_(pair, Cmp::EQ, 0);
+  b.mov(hstep, together);
+  b.if_(together, Cmp::EQ, 1);
   scores(&qh, &e, 1);
   softmax(e);
   kqv(e, oh);
   b.end_if();
-  if (L.parts == 1) {
-    b.if_(pair, Cmp::EQ, 1);
-    pair_of_heads();
-    b.end_if();
-  }
+  if (L.parts == 1)
+    for (int H : {2, kMaxHeads}) {
+      b.if_(together, Cmp::EQ, H);
+      heads_together(H);
+      b.end_if();
+    }
   b.end_for();  // h
   b.end_for();  // t
   return true;

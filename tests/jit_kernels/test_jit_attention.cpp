@@ -110,7 +110,8 @@ std::string compare(const Loaded& l, const Shape& s, const float* k, const float
 }
 
 const Shape kShapes[] = {
-    {64, 32, 4, 160},  // TinyLlama: head_dim 64, GQA 8
+    {64, 32, 4, 160},  // TinyLlama: head_dim 64, GQA 8 (AVX-512: heads in fours)
+    {64, 12, 2, 70},   // GQA 6: four heads of a group together, then a pair
     {8, 8, 4, 40},     // stories260K-like: tail only (no 64-chunk), n_ctx % 16 != 0
     {128, 4, 4, 70},   // two chunks, no GQA
     {128, 6, 2, 70},   // two chunks, GQA 3: heads pair within a group, the third alone
