@@ -186,9 +186,7 @@ bool build(const char* generator, Isa isa, int accs, const GeneratorParams& para
                 "K % 32 == 0)",
                 generator, rows, tokens,
                 isa == Isa::Avx512Bf16 ? "" : " (emulated: FMAs under MXCSR DAZ|FTZ)");
-  Builder e(
-      *m, m->name,
-      {Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::I64, Kind::I64, Kind::I64, Kind::I64, Kind::I64});
+  Builder e = open_linear_entry(*m, m->name);
   const Grid g = token_grid(m->name, rows, tokens, [&](const std::string& fn, int t) {
     return emit_tile(*m, fn, isa, accs, rows, t);
   });

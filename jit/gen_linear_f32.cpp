@@ -158,9 +158,7 @@ bool build_float(const char* generator, Isa isa, Elem el, const GeneratorParams&
                          "accumulators, reduce tree, K % 64 tail added in double)",
                          generator, rows, tokens);
   const std::string& name = m->name;
-  Builder e(
-      *m, name,
-      {Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::I64, Kind::I64, Kind::I64, Kind::I64, Kind::I64});
+  Builder e = open_linear_entry(*m, name);
   const Grid g = token_grid(name, rows, tokens, [&](const std::string& fn, int t) {
     return emit_tile(*m, fn, isa, el, rows, t);
   });

@@ -526,9 +526,7 @@ bool build_kquant(const KFormat& f, Isa isa, const GeneratorParams& params, kir:
       "generator {}, rows {}, tokens {}: ggml_vec_dot_{}_q8_K lanes of contract {}\n"
       "(activations: Q8_K rows from the plan's act_quant step)",
       gen, rows, tokens, f.gen, f.contract);
-  Builder e(
-      *m, m->name,
-      {Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::I64, Kind::I64, Kind::I64, Kind::I64, Kind::I64});
+  Builder e = open_linear_entry(*m, m->name);
   const Grid g = token_grid(m->name, 1, tokens, [&](const std::string& fn, int t) {
     return KTile(*m, fn, f, !avx2, t).build();
   });

@@ -59,9 +59,7 @@ bool build_q(const QSpec& s, const GeneratorParams& params, kir::Module* m, std:
       s.repacked ? q_traits(s.format).contract_x8 : q_traits(s.format).contract,
       dtype_info(q_traits(s.format).act).name);
 
-  Builder e(
-      *m, name,
-      {Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::I64, Kind::I64, Kind::I64, Kind::I64, Kind::I64});
+  Builder e = open_linear_entry(*m, name);
   auto tile = avx512 ? &build_q_tile_avx512 : &build_q_tile_avx2;
   if (rows16) {
     build_q4_0x8_rows16(e, *m, name, Rows16Weights::RowMajor, Rows16Split::Contract,
@@ -208,9 +206,7 @@ bool build_linear_q4_0_r16_avx512vnni(const GeneratorParams& p, kir::Module* m, 
       "arithmetic of contract linear.q4_0x8.ggml\n(weights: the q4_0_r16 copy made at load; "
       "activations: q8_0 rows from the plan's act_quant step)",
       tokens);
-  Builder e(
-      *m, m->name,
-      {Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::I64, Kind::I64, Kind::I64, Kind::I64, Kind::I64});
+  Builder e = open_linear_entry(*m, m->name);
   // The decode provider (tokens 1) may run a batch of decode tokens (decode_batch): each
   // as the gemv.
   build_q4_0x8_rows16(e, *m, m->name, Rows16Weights::R16,

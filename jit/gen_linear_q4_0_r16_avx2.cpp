@@ -330,9 +330,7 @@ bool build(const char* gen, bool vnni, const GeneratorParams& p, kir::Module* m,
       "linear.q4_0x8.ggml\n(weights: the q4_0_r16 copy made at load; activations: q8_0 rows "
       "from the plan's act_quant step)",
       gen);
-  Builder e(*m, m->name,
-            {kir::Kind::Ptr, kir::Kind::Ptr, kir::Kind::Ptr, kir::Kind::I64, kir::Kind::I64,
-             kir::Kind::I64, kir::Kind::I64, kir::Kind::I64});
+  Builder e = open_linear_entry(*m, m->name);
   build_q4_0x8_rows16(e, *m, m->name, Rows16Weights::R16, Rows16Split::Contract,
                       vnni ? Rows16Isa::AvxVnni : Rows16Isa::Avx2);
   return true;

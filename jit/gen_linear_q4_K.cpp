@@ -741,9 +741,7 @@ bool build_x8(const X8Format& f, Isa isa, const GeneratorParams& params, kir::Mo
       "act_quant step)",
       gen, rows, tokens, gemv ? ", gemv 1" : "", f.name, gemv ? "gemv (every token)" : "gemm/gemv",
       f.name);
-  Builder e(
-      *m, m->name,
-      {Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::I64, Kind::I64, Kind::I64, Kind::I64, Kind::I64});
+  Builder e = open_linear_entry(*m, m->name);
   auto tile = [&](const std::string& name, int n_gemm, int n_gemv) {
     return Tile(*m, name, f, avx512, n_gemm, n_gemv).build();
   };
@@ -793,9 +791,7 @@ bool build_q4_K_r16(const GeneratorParams& params, kir::Module* m, std::string* 
       "contract linear.q4_Kx8.ggml on the\nq4_K_r16 weight copy, one lane per row "
       "(activations: Q8_K rows from the plan's act_quant step)",
       gen, rows, tokens);
-  Builder e(
-      *m, m->name,
-      {Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::I64, Kind::I64, Kind::I64, Kind::I64, Kind::I64});
+  Builder e = open_linear_entry(*m, m->name);
   auto tile = [&](const std::string& name, int n_gemm, int n_gemv) {
     if (n_gemm == 0 && n_gemv == 1) return emit_q4_K_r16_gemv1(*m, name);
     return Tile(*m, name, kQ4Kx8, true, n_gemm, n_gemv, true).build();

@@ -324,9 +324,7 @@ bool build_q6_K(const char* gen, Isa isa, const GeneratorParams& params, kir::Mo
       "generator {}, rows {}, tokens {}: ggml_vec_dot_q6_K_q8_K lanes of contract "
       "linear.q6_K.ggml\n(activations: Q8_K rows from the plan's act_quant step)",
       gen, rows, tokens);
-  Builder e(
-      *m, m->name,
-      {Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::I64, Kind::I64, Kind::I64, Kind::I64, Kind::I64});
+  Builder e = open_linear_entry(*m, m->name);
   const Grid g = token_grid(m->name, 1, tokens, [&](const std::string& fn, int t) {
     return avx2 ? emit_tile_avx2(*m, fn) : emit_tile(*m, fn, t);
   });

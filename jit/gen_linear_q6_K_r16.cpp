@@ -295,9 +295,7 @@ bool build_linear_q6_K_r16_avx512vnni(const GeneratorParams& params, kir::Module
       "linear.q6_K.ggml on the\nq6_K_r16 weight copy, lane j of 16 rows per zmm (activations: "
       "Q8_K rows from the plan's act_quant step)",
       gen, rows, tokens);
-  Builder e(*m, m->name,
-            {kir::Kind::Ptr, kir::Kind::Ptr, kir::Kind::Ptr, kir::Kind::I64, kir::Kind::I64,
-             kir::Kind::I64, kir::Kind::I64, kir::Kind::I64});
+  Builder e = open_linear_entry(*m, m->name);
   // tokens 1 (decode): a batch of decode tokens runs in groups of up to decode_group (8;
   // 1 where the plan never batches: generators.h plan_params), each token's bits as alone,
   // the weights read once a group; the decode tiles prefetch.

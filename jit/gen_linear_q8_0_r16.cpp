@@ -261,9 +261,7 @@ bool build(const char* gen, Rows16Isa isa, const GeneratorParams& p, kir::Module
       "(weights: the q8_0_r16 copy made at load; activations: q8_0 rows from the plan's "
       "act_quant step)",
       gen, tokens);
-  Builder e(*m, m->name,
-            {kir::Kind::Ptr, kir::Kind::Ptr, kir::Kind::Ptr, kir::Kind::I64, kir::Kind::I64,
-             kir::Kind::I64, kir::Kind::I64, kir::Kind::I64});
+  Builder e = open_linear_entry(*m, m->name);
   build_entry(e, *m, m->name, tokens, isa);
   return true;
 }

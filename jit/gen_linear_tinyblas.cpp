@@ -107,9 +107,7 @@ bool build(const char* generator, Isa isa, Elem el, const GeneratorParams& param
       "tree, K % 16 == 0)",
       generator, rows, tokens, el == Elem::F32 ? "f32" : "f16",
       el == Elem::F16 ? " over vcvtph2ps-widened f16" : "");
-  Builder e(
-      *m, m->name,
-      {Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::I64, Kind::I64, Kind::I64, Kind::I64, Kind::I64});
+  Builder e = open_linear_entry(*m, m->name);
   const Grid g = token_grid(m->name, rows, tokens, [&](const std::string& fn, int t) {
     return emit_tile(*m, fn, isa, el, rows, t);
   });

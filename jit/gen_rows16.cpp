@@ -202,9 +202,7 @@ bool build_r16_avx2(
   m->isa = isa_features(Isa::Avx2);
   if (vnni) m->isa.push_back("avxvnni");
   m->comment = fmt::format("generator {}, rows 16, tokens {}: {}", gen, tokens, what);
-  Builder e(*m, m->name,
-            {kir::Kind::Ptr, kir::Kind::Ptr, kir::Kind::Ptr, kir::Kind::I64, kir::Kind::I64,
-             kir::Kind::I64, kir::Kind::I64, kir::Kind::I64});
+  Builder e = open_linear_entry(*m, m->name);
   const Grid g = token_grid(m->name, kRows16, tokens, [&](const std::string& fn, int k) {
     return emit_tile(*m, fn, vnni, k);
   });

@@ -45,6 +45,12 @@ Builder open_tile(kir::Module& m, const std::string& name) {
       {Kind::Ptr, Kind::I64, Kind::I64, Kind::Ptr, Kind::I64, Kind::Ptr, Kind::I64, Kind::I64});
 }
 
+Builder open_linear_entry(kir::Module& m, const std::string& name) {
+  return Builder(
+      m, name,
+      {Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::I64, Kind::I64, Kind::I64, Kind::I64, Kind::I64});
+}
+
 V hsum8(Builder& b, V acc) {
   using kir::Cls;
   V hi = b.vec(128, Cls::F, "hi"), s = b.vec(128, Cls::F, "s"), t = b.vec(128, Cls::F, "t");

@@ -48,6 +48,10 @@ struct TileArgs {
 };
 // A new tile function `name` in m (the ABI above); begin_tile names its arguments.
 kir::Builder open_tile(kir::Module& m, const std::string& name);
+// A new function `name` in m with the linear entry's ABI, every linear map's call_abi:
+//   void linear(const void* x, const void* w, float* y, int64 K, int64 N, int64 T,
+//               int64 begin, int64 end)
+kir::Builder open_linear_entry(kir::Module& m, const std::string& name);
 TileArgs begin_tile(kir::Builder& b);
 
 // hsum8 of an 8-lane (256-bit) float accumulator into lane 0 of the result, in ggml's
