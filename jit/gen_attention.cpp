@@ -20,6 +20,8 @@ constexpr uint32_t kNegInf = 0xFF800000u;
 // Query heads of one KV group computed together at AVX-512 (each K row and V^T load serves
 // them all): up to 4, the register file's limit (4 heads x 4 score accumulators).
 constexpr int kMaxHeads = 4;
+// Rows of V^T the one-accumulator tinyBLAS KQV (AVX2, or head_dim % 16 != 0) sums together.
+constexpr int kRowsTogether = 4;
 
 struct Masks {
   Lanes16& L;
@@ -172,12 +174,12 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
     i = b.i64("i");
   V p = b.i64("p"), len = b.i64("len"), len16 = b.i64("len16"), first = b.i64("first"),
     f = b.i64("f"), hk = b.i64("hk"), off = b.i64("off"), r = b.i64("r"), lim = b.i64("lim");
-  V jb = b.i64("jb"), nb = L.parts == 1 ? b.i64("nb") : V{};
-  const V16 scalev = L.parts == 1 ? L.bcast(scale, "scalev") : V16{};
+  V jb = b.i64("jb"), nb = b.i64("nb");
+  const V16 scalev = L.bcast(scale, "scalev");
   V qt = b.ptr("qt"), ot = b.ptr("ot"), qh = b.ptr("qh"), oh = b.ptr("oh"), kh = b.ptr("kh"),
     kj = b.ptr("kj"), vh = b.ptr("vh"), vrow = b.ptr("vrow"), eg = b.ptr("eg");
   V hstep = b.i64("hstep"), together = b.i64("together"), hn = b.i64("hn"), hg = b.i64("hg"),
-    c8 = L.parts == 1 ? b.imm(8, "c8") : V{}, c4 = L.parts == 1 ? b.imm(4, "c4") : V{};
+    c8 = b.imm(8, "c8"), c4 = L.parts == 1 ? b.imm(4, "c4") : V{};
 
   b.for_(t, zero, T, one);
   b.add(p, pos0, t);
@@ -302,6 +304,35 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
       }
       b.end_for();
       b.end_if();
+    } else if (H == 1) {
+      // AVX2: 8 cells at a time, their folded vectors reduced as one (reduce_add8): the
+      // per-cell horizontal sum was most of a score's instructions.
+      b.if_(np, Cmp::EQ, hd);
+      b.sub(nb, len, first);
+      b.andi(nb, nb, -int64_t(8));
+      b.add(jb, first, nb);
+      b.for_(j, first, jb, c8);
+      {
+        V s8[8];
+        for (int key = 0; key < 8; ++key) {
+          V16 acc[4];
+          for (int a = 0; a < 4; ++a) acc[a] = L.zero("acc");
+          b.for_(c, zero, np_bytes, c256b);
+          for (int a = 0; a < 4; ++a) {
+            V16 kx = L.vec("kx");
+            L.load(kx, Mem{kj, c, 1, 64 * a});
+            L.fma_m(acc[a], kx, Mem{qx[0], c, 1, 64 * a});
+          }
+          b.end_for();
+          s8[key] = L.half_sum(L.fold4(acc));
+          b.ptr_add(kj, kj, kv_bytes, 1);
+        }
+        V sc = L.reduce_add8(s8);
+        b.vmul_f(sc, sc, scalev.part[0]);
+        b.vstore(Mem{ex[0], j, 4, 0}, sc);
+      }
+      b.end_for();
+      b.end_if();
     }
     for (int i = 0; i < H; ++i) {
       b.mul(off, jb, kv_bytes);
@@ -385,8 +416,48 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
     b.if_(tiny1, Cmp::EQ, 1);
     b.andi(full, len, ~int64_t(15));
     b.muli(full_bytes, full, 4);
+    b.sub(r, len, full);
     b.mov(vrow, vh);
-    b.for_(d, zero, hd, one);
+    // kRowsTogether rows of V^T at a time: each row's sum is one accumulator (the contract's
+    // order), a chain of dependent FMAs; side by side they overlap their latency and share
+    // each load of the probabilities. The last hd % kRowsTogether rows one by one.
+    V hd_r = b.i64("hd_r");
+    b.andi(hd_r, hd, ~int64_t(kRowsTogether - 1));
+    b.for_(d, zero, hd_r, b.imm(kRowsTogether, "rows_together"));
+    {
+      V16 acc[kRowsTogether];
+      V vr[kRowsTogether];
+      for (int k = 0; k < kRowsTogether; ++k) {
+        acc[k] = L.zero("acc");
+        vr[k] = b.ptr("vr");
+        b.muli(off, vrow_bytes, k);
+        b.ptr_add(vr[k], vrow, off, 1);
+      }
+      b.for_(c, zero, full_bytes, c64b);
+      {
+        V16 px = L.vec("px");
+        L.load(px, Mem{ex, c, 1, 0});
+        for (int k = 0; k < kRowsTogether; ++k) L.fma_m(acc[k], px, Mem{vr[k], c, 1, 0});
+      }
+      b.end_for();
+      b.if_(r, Cmp::GT, 0);
+      {
+        V16 px = L.vec("px");
+        masks.load_first(px, Mem{ex, full, 4, 0}, r);
+        for (int k = 0; k < kRowsTogether; ++k) {
+          V16 vx = L.vec("vx");
+          masks.load_first(vx, Mem{vr[k], full, 4, 0}, r);
+          L.fma(acc[k], vx, px);
+        }
+      }
+      b.end_if();
+      for (int k = 0; k < kRowsTogether; ++k)
+        b.vstore_ss(Mem{ox, d, 4, 4 * k}, L.reduce_add(acc[k]));
+      b.muli(off, vrow_bytes, kRowsTogether);
+      b.ptr_add(vrow, vrow, off, 1);
+    }
+    b.end_for();
+    b.for_(d, hd_r, hd, one);
     {
       V16 acc = L.zero("acc");
       b.for_(c, zero, full_bytes, c64b);
@@ -394,7 +465,6 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
       L.load(vx, Mem{vrow, c, 1, 0});
       L.fma_m(acc, vx, Mem{ex, c, 1, 0});
       b.end_for();
-      b.sub(r, len, full);
       b.if_(r, Cmp::GT, 0);
       V16 vx2 = L.vec("vx"), px = L.vec("px");
       masks.load_first(vx2, Mem{vrow, full, 4, 0}, r);

@@ -86,15 +86,7 @@ void Lanes16::copy(V16 d, V16 a) {
 }
 
 V Lanes16::reduce_add(V16 v) {
-  V s8 = b.vec(256, Cls::F, "s8");  // v[i+8] + v[i]
-  if (parts == 1) {
-    V hi = b.vec(256, Cls::F, "hi8");
-    b.vextract(hi, v.part[0], 1);
-    b.vadd_f(s8, hi, b.view(v.part[0], 256, Cls::F));
-  } else {
-    b.vadd_f(s8, v.part[1], v.part[0]);
-  }
-  return hsum8(b, s8);  // t[i+4] + t[i], then (u0 + u2) + (u1 + u3)
+  return hsum8(b, half_sum(v));  // t[i+4] + t[i], then (u0 + u2) + (u1 + u3)
 }
 
 V16 Lanes16::fold4(const V16 acc[4]) {
@@ -154,6 +146,57 @@ V16 Lanes16::reduce_add16(const V16 v[16]) {
   b.vunpack_hi64(hi, iv(e0), iv(e1));
   V16 r = vec("r16");
   b.vadd_f(r.part[0], fv(lo), fv(hi));
+  return r;
+}
+
+// As reduce_add16 on 256-bit vectors: the first stage (i + 8) is each vector's two parts;
+// then lane 4b + m of the result comes out of slot 2m + b, so vector j goes into slot
+// 2(j % 4) + j / 4.
+V Lanes16::half_sum(V16 v) {
+  V s8 = b.vec(256, Cls::F, "s8");  // v[i+8] + v[i]
+  if (parts == 1) {
+    V hi = b.vec(256, Cls::F, "hi8");
+    b.vextract(hi, v.part[0], 1);
+    b.vadd_f(s8, hi, b.view(v.part[0], 256, Cls::F));
+  } else {
+    b.vadd_f(s8, v.part[1], v.part[0]);
+  }
+  return s8;
+}
+
+V Lanes16::reduce_add8(const V s8[8]) {
+  if (parts != 2) throw std::logic_error("kir: reduce_add8 takes two ymm per 16 lanes");
+  auto fv = [&](V x) { return b.view(x, 256, Cls::F); };
+  auto iv = [&](V x) { return b.view(x, 256, Cls::I); };
+  V s[8];
+  for (int j = 0; j < 8; ++j) s[2 * (j % 4) + j / 4] = s8[j];
+  // i + 4: [lo128 of a | lo128 of b] + [hi128 of a | hi128 of b], lo first as hsum8.
+  V w[4];
+  for (int k = 0; k < 4; ++k) {
+    V lo = b.vec(256, Cls::I, "lo4"), hi = b.vec(256, Cls::I, "hi4");
+    b.vcombine128(lo, iv(s[2 * k]), iv(s[2 * k + 1]), 0);
+    b.vcombine128(hi, iv(s[2 * k]), iv(s[2 * k + 1]), 3);
+    w[k] = b.vec(256, Cls::F, "w4");
+    b.vadd_f(w[k], fv(lo), fv(hi));
+  }
+  // Per block: lanes (0, 1) + (2, 3) of two vectors side by side.
+  V z[2];
+  for (int k = 0; k < 2; ++k) {
+    V lo = b.vec(256, Cls::I, "lo2"), hi = b.vec(256, Cls::I, "hi2");
+    b.vunpack_lo64(lo, iv(w[2 * k]), iv(w[2 * k + 1]));
+    b.vunpack_hi64(hi, iv(w[2 * k]), iv(w[2 * k + 1]));
+    z[k] = b.vec(256, Cls::F, "w2");
+    b.vadd_f(z[k], fv(lo), fv(hi));
+  }
+  // Per block: lane 0 + lane 1 (even first), four vectors' pairs side by side.
+  V e0 = b.vec(256, Cls::F, "e0"), e1 = b.vec(256, Cls::F, "e1");
+  b.vpermil_f(e0, z[0], 0xD8);  // (0, 2, 1, 3)
+  b.vpermil_f(e1, z[1], 0xD8);
+  V lo = b.vec(256, Cls::I, "lo1"), hi = b.vec(256, Cls::I, "hi1");
+  b.vunpack_lo64(lo, iv(e0), iv(e1));
+  b.vunpack_hi64(hi, iv(e0), iv(e1));
+  V r = b.vec(256, Cls::F, "r8");
+  b.vadd_f(r, fv(lo), fv(hi));
   return r;
 }
 
