@@ -22,6 +22,7 @@ constexpr uint32_t kNegInf = 0xFF800000u;
 constexpr int kMaxHeads = 4;
 // Rows of V^T the one-accumulator tinyBLAS KQV (AVX2, or head_dim % 16 != 0) sums together.
 constexpr int kRowsTogether = 4;
+static_assert(4 % kRowsTogether == 0);
 
 struct Masks {
   Lanes16& L;
@@ -418,12 +419,10 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
     b.muli(full_bytes, full, 4);
     b.sub(r, len, full);
     b.mov(vrow, vh);
-    // kRowsTogether rows of V^T at a time: each row's sum is one accumulator (the contract's
-    // order), a chain of dependent FMAs; side by side they overlap their latency and share
-    // each load of the probabilities. The last hd % kRowsTogether rows one by one.
-    V hd_r = b.i64("hd_r");
-    b.andi(hd_r, hd, ~int64_t(kRowsTogether - 1));
-    b.for_(d, zero, hd_r, b.imm(kRowsTogether, "rows_together"));
+    // kRowsTogether rows of V^T at a time (tinyBLAS means head_dim % 4 == 0): each row's sum
+    // is one accumulator (the contract's order), a chain of dependent FMAs; side by side they
+    // overlap their latency and share each load of the probabilities.
+    b.for_(d, zero, hd, b.imm(kRowsTogether, "rows_together"));
     {
       V16 acc[kRowsTogether];
       V vr[kRowsTogether];
@@ -456,24 +455,6 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
       b.muli(off, vrow_bytes, kRowsTogether);
       b.ptr_add(vrow, vrow, off, 1);
     }
-    b.end_for();
-    b.for_(d, hd_r, hd, one);
-    {
-      V16 acc = L.zero("acc");
-      b.for_(c, zero, full_bytes, c64b);
-      V16 vx = L.vec("vx");
-      L.load(vx, Mem{vrow, c, 1, 0});
-      L.fma_m(acc, vx, Mem{ex, c, 1, 0});
-      b.end_for();
-      b.if_(r, Cmp::GT, 0);
-      V16 vx2 = L.vec("vx"), px = L.vec("px");
-      masks.load_first(vx2, Mem{vrow, full, 4, 0}, r);
-      masks.load_first(px, Mem{ex, full, 4, 0}, r);
-      L.fma(acc, vx2, px);
-      b.end_if();
-      b.vstore_ss(Mem{ox, d, 4, 0}, L.reduce_add(acc));
-    }
-    b.ptr_add(vrow, vrow, vrow_bytes, 1);
     b.end_for();
     b.end_if();
 
