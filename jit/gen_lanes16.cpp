@@ -149,9 +149,6 @@ V16 Lanes16::reduce_add16(const V16 v[16]) {
   return r;
 }
 
-// As reduce_add16 on 256-bit vectors: the first stage (i + 8) is each vector's two parts;
-// then lane 4b + m of the result comes out of slot 2m + b, so vector j goes into slot
-// 2(j % 4) + j / 4.
 V Lanes16::half_sum(V16 v) {
   V s8 = b.vec(256, Cls::F, "s8");  // v[i+8] + v[i]
   if (parts == 1) {
@@ -164,6 +161,9 @@ V Lanes16::half_sum(V16 v) {
   return s8;
 }
 
+// As reduce_add16 on 256-bit vectors: the first stage (i + 8) is each vector's two parts
+// (half_sum); then lane 4b + m of the result comes out of slot 2m + b, so vector j goes
+// into slot 2(j % 4) + j / 4.
 V Lanes16::reduce_add8(const V s8[8]) {
   if (parts != 2) throw std::logic_error("kir: reduce_add8 takes two ymm per 16 lanes");
   auto fv = [&](V x) { return b.view(x, 256, Cls::F); };
