@@ -222,18 +222,23 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
     }
   };
   // The pieces of one head (query row qx, probabilities ex, output ox), and of H together.
+  // vec_dot_f32's four accumulators of rows x . y over their first `bytes` (64-element
+  // chunks): acc[a] += x[c + 16a ..] * y[c + 16a ..].
+  auto dot_chunks = [&](V16 acc[4], V x, V y, V bytes) {
+    for (int a = 0; a < 4; ++a) acc[a] = L.zero("acc");
+    b.for_(c, zero, bytes, c256b);
+    for (int a = 0; a < 4; ++a) {
+      V16 xa = L.vec("xa");
+      L.load(xa, Mem{x, c, 1, 64 * a});
+      L.fma_m(acc[a], xa, Mem{y, c, 1, 64 * a});
+    }
+    b.end_for();
+  };
   auto scores_one_by_one = [&](V qx, V ex) {
     b.for_(j, jb, len, one);  // one cell at a time: the rest, or all of them
     {
       V16 acc[4];
-      for (int a = 0; a < 4; ++a) acc[a] = L.zero("acc");
-      b.for_(c, zero, np_bytes, c256b);
-      for (int a = 0; a < 4; ++a) {
-        V16 kx = L.vec("kx");
-        L.load(kx, Mem{kj, c, 1, 64 * a});
-        L.fma_m(acc[a], kx, Mem{qx, c, 1, 64 * a});
-      }
-      b.end_for();
+      dot_chunks(acc, kj, qx, np_bytes);
       V s = L.fold4_reduce_add(acc);
       V x1 = b.vec(128, Cls::F, "x1"), y1 = b.vec(128, Cls::F, "y1");
       b.for_(i, np, hd, one);  // sum = sum + fl(x * y)
@@ -317,14 +322,7 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
         V s8[8];
         for (int key = 0; key < 8; ++key) {
           V16 acc[4];
-          for (int a = 0; a < 4; ++a) acc[a] = L.zero("acc");
-          b.for_(c, zero, np_bytes, c256b);
-          for (int a = 0; a < 4; ++a) {
-            V16 kx = L.vec("kx");
-            L.load(kx, Mem{kj, c, 1, 64 * a});
-            L.fma_m(acc[a], kx, Mem{qx[0], c, 1, 64 * a});
-          }
-          b.end_for();
+          dot_chunks(acc, kj, qx[0], np_bytes);
           s8[key] = L.half_sum(L.fold4(acc));
           b.ptr_add(kj, kj, kv_bytes, 1);
         }
@@ -465,14 +463,7 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
     b.for_(d, zero, hd, one);
     {
       V16 acc[4];
-      for (int a = 0; a < 4; ++a) acc[a] = L.zero("acc");
-      b.for_(c, zero, full_bytes, c256b);
-      for (int a = 0; a < 4; ++a) {
-        V16 vx = L.vec("vx");
-        L.load(vx, Mem{vrow, c, 1, 64 * a});
-        L.fma_m(acc[a], vx, Mem{ex, c, 1, 64 * a});
-      }
-      b.end_for();
+      dot_chunks(acc, vrow, ex, full_bytes);
       b.if_(len, Cmp::GT, full);  // the last chunk: groups of cells full + 16a, r valid each
       for (int a = 0; a < 4; ++a) {
         b.sub(r, len, full);

@@ -101,6 +101,35 @@ V Lanes16::fold4_reduce_add(const V16 acc[4]) {
   return reduce_add(fold4(acc));
 }
 
+namespace {
+
+// The last two stages of the transposed reductions below, on vectors of `bits`: per 128-bit
+// block, lanes (0, 1) + (2, 3) of w[0], w[1] and of w[2], w[3] side by side, then lane 0 +
+// lane 1 (even first) of those two, side by side.
+V last_two_stages(Builder& b, int bits, const V w[4]) {
+  auto fv = [&](V x) { return b.view(x, bits, Cls::F); };
+  auto iv = [&](V x) { return b.view(x, bits, Cls::I); };
+  V z[2];
+  for (int k = 0; k < 2; ++k) {
+    V lo = b.vec(bits, Cls::I, "lo2"), hi = b.vec(bits, Cls::I, "hi2");
+    b.vunpack_lo64(lo, iv(w[2 * k]), iv(w[2 * k + 1]));
+    b.vunpack_hi64(hi, iv(w[2 * k]), iv(w[2 * k + 1]));
+    z[k] = b.vec(bits, Cls::F, "w2");
+    b.vadd_f(z[k], fv(lo), fv(hi));
+  }
+  V e0 = b.vec(bits, Cls::F, "e0"), e1 = b.vec(bits, Cls::F, "e1");
+  b.vpermil_f(e0, z[0], 0xD8);  // (0, 2, 1, 3)
+  b.vpermil_f(e1, z[1], 0xD8);
+  V lo = b.vec(bits, Cls::I, "lo1"), hi = b.vec(bits, Cls::I, "hi1");
+  b.vunpack_lo64(lo, iv(e0), iv(e1));
+  b.vunpack_hi64(hi, iv(e0), iv(e1));
+  V r = b.vec(bits, Cls::F, "r");
+  b.vadd_f(r, fv(lo), fv(hi));
+  return r;
+}
+
+}  // namespace
+
 // The four stages of reduce_add, each on all vectors at once (a transpose that adds as it
 // goes). Lane 4c + l of the result comes out of input slot 4l + c, so vector j goes into
 // slot 4(j % 4) + j / 4 and the result is in order without a final permute.
@@ -128,24 +157,8 @@ V16 Lanes16::reduce_add16(const V16 v[16]) {
     u[k] = b.vec(512, Cls::F, "w4");
     b.vadd_f(u[k], fv(lo), fv(hi));
   }
-  // Per block: lanes (0, 1) + (2, 3) of two vectors side by side.
-  V z[2];
-  for (int k = 0; k < 2; ++k) {
-    V lo = b.vec(512, Cls::I, "lo2"), hi = b.vec(512, Cls::I, "hi2");
-    b.vunpack_lo64(lo, iv(u[2 * k]), iv(u[2 * k + 1]));
-    b.vunpack_hi64(hi, iv(u[2 * k]), iv(u[2 * k + 1]));
-    z[k] = b.vec(512, Cls::F, "w2");
-    b.vadd_f(z[k], fv(lo), fv(hi));
-  }
-  // Per block: lane 0 + lane 1 (even first), four vectors' pairs side by side.
-  V e0 = b.vec(512, Cls::F, "e0"), e1 = b.vec(512, Cls::F, "e1");
-  b.vpermil_f(e0, z[0], 0xD8);  // (0, 2, 1, 3)
-  b.vpermil_f(e1, z[1], 0xD8);
-  V lo = b.vec(512, Cls::I, "lo1"), hi = b.vec(512, Cls::I, "hi1");
-  b.vunpack_lo64(lo, iv(e0), iv(e1));
-  b.vunpack_hi64(hi, iv(e0), iv(e1));
-  V16 r = vec("r16");
-  b.vadd_f(r.part[0], fv(lo), fv(hi));
+  V16 r;
+  r.part[0] = last_two_stages(b, 512, u);
   return r;
 }
 
@@ -179,25 +192,7 @@ V Lanes16::reduce_add8(const V s8[8]) {
     w[k] = b.vec(256, Cls::F, "w4");
     b.vadd_f(w[k], fv(lo), fv(hi));
   }
-  // Per block: lanes (0, 1) + (2, 3) of two vectors side by side.
-  V z[2];
-  for (int k = 0; k < 2; ++k) {
-    V lo = b.vec(256, Cls::I, "lo2"), hi = b.vec(256, Cls::I, "hi2");
-    b.vunpack_lo64(lo, iv(w[2 * k]), iv(w[2 * k + 1]));
-    b.vunpack_hi64(hi, iv(w[2 * k]), iv(w[2 * k + 1]));
-    z[k] = b.vec(256, Cls::F, "w2");
-    b.vadd_f(z[k], fv(lo), fv(hi));
-  }
-  // Per block: lane 0 + lane 1 (even first), four vectors' pairs side by side.
-  V e0 = b.vec(256, Cls::F, "e0"), e1 = b.vec(256, Cls::F, "e1");
-  b.vpermil_f(e0, z[0], 0xD8);  // (0, 2, 1, 3)
-  b.vpermil_f(e1, z[1], 0xD8);
-  V lo = b.vec(256, Cls::I, "lo1"), hi = b.vec(256, Cls::I, "hi1");
-  b.vunpack_lo64(lo, iv(e0), iv(e1));
-  b.vunpack_hi64(hi, iv(e0), iv(e1));
-  V r = b.vec(256, Cls::F, "r8");
-  b.vadd_f(r, fv(lo), fv(hi));
-  return r;
+  return last_two_stages(b, 256, w);
 }
 
 V Lanes16::reduce_max(V16 v) {
