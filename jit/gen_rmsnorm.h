@@ -12,6 +12,7 @@
 
 #include <string>
 
+#include "jit/gen_tile.h"
 #include "jit/generators.h"
 #include "jit/kir/kir.h"
 
@@ -20,6 +21,20 @@ namespace cke::jit::gen {
 // The rmsnorm.rows.v2 ABI of rmsnorm_f32__ref (rows [begin, end) of rows).
 using RmsNormFn = void (*)(const float* x, const float* w, float* y, int64_t n, int64_t rows,
                            float eps, int64_t begin, int64_t end);
+
+// The arithmetic above as a piece of another generator (rmsnorm_act_quant): built once per
+// function (its constants), then emit() writes rows [r, r + R) of y from x and w, R <= 4,
+// rows of n floats (n a multiple of 16).
+class RmsNormRows {
+ public:
+  RmsNormRows(kir::Builder& b, Isa isa, kir::V n, kir::V eps);
+  void emit(kir::V x, kir::V w, kir::V y, kir::V r, int R);
+
+ private:
+  kir::Builder& b_;
+  Isa isa_;
+  kir::V n_, eps_, nd_, one_, row_bytes_, i_, off_;
+};
 
 // impl.params: none.
 bool build_rmsnorm_f32_avx512(const GeneratorParams& p, kir::Module* m, std::string* err);
