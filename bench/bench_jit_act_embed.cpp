@@ -1,6 +1,7 @@
 // Generated act_quant and embed providers (every one in kernel_maps/, machine code) against
 // the reference kernel of their contract, one thread:
-//   act_quant: K = 4096 rows of random normal activations, T = 32 (a prefill chunk) and T = 1;
+//   act_quant: K = 4096 rows of random normal activations, T = 32 (a prefill chunk), 1 and
+//              512 (the rmsnorm_act_quant fusion's comparison: bench_jit_ops.cpp);
 //   embed: E = 4096, T = 32 token ids into a 512-row table (random normal rows quantized by
 //          the reference quantizers, or converted for the float types).
 // Each reference runs first; each JIT benchmark then reports `x_ref`, the reference's time /
@@ -132,7 +133,7 @@ const bool registered = [] {
     void* fn = mod->entry();
     modules.push_back(std::move(mod));
     if (m.op == "act_quant") {
-      for (int64_t T : {kTok, int64_t(1)}) {
+      for (int64_t T : {kTok, int64_t(1), int64_t(512)}) {
         const std::string key =
             c->reference + "/K=" + std::to_string(kK) + "/T=" + std::to_string(T);
         if (!ref_done[key]) {

@@ -32,15 +32,13 @@ void RmsNormRows::emit(kir::V x, kir::V w, kir::V y, kir::V r, int R) {
   Builder& b = b_;
   Lanes16 L(b, isa_);
   const V i = i_, off = off_, n = n_;
-  V xr[4], yr[4], sum[4];
+  V xr[4], sum[4];
   for (int k = 0; k < R; ++k) {
     xr[k] = b.ptr("xr");
-    yr[k] = b.ptr("yr");
     sum[k] = b.vec(128, Cls::F, "sum");
     b.addi(off, r, k);
     b.mul(off, off, row_bytes_);
     b.ptr_add(xr[k], x, off, 1);
-    b.ptr_add(yr[k], y, off, 1);
     b.vzero(sum[k]);
   }
   b.for_(i, b.imm(0, "zero_k"), n, b.imm(1, "one_k"));
@@ -60,6 +58,12 @@ void RmsNormRows::emit(kir::V x, kir::V w, kir::V y, kir::V r, int R) {
     b.vsqrt_ss(scale, scale);
     b.vdiv_f(scale, one_, scale);  // lane 0: fl(1 / sqrt)
     const V16 s16 = L.bcast(scale, "scale16");
+    // Row k's output pointer made here, not with the sums: R of them live through the sum
+    // loop would spill in this one.
+    V yr = b.ptr("yr");
+    b.addi(off, r, k);
+    b.mul(off, off, row_bytes_);
+    b.ptr_add(yr, y, off, 1);
     b.for_(i, b.imm(0, "zero_v"), row_bytes_, b.imm(64, "group_bytes"));
     {
       V16 v = L.vec("v"), wv = L.vec("w");
@@ -67,7 +71,7 @@ void RmsNormRows::emit(kir::V x, kir::V w, kir::V y, kir::V r, int R) {
       L.load(wv, Mem{w, i, 1, 0});
       L.mul(v, v, s16);
       L.mul(v, v, wv);
-      L.store(Mem{yr[k], i, 1, 0}, v);
+      L.store(Mem{yr, i, 1, 0}, v);
     }
     b.end_for();
   }

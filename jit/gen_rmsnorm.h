@@ -40,4 +40,13 @@ class RmsNormRows {
 bool build_rmsnorm_f32_avx512(const GeneratorParams& p, kir::Module* m, std::string* err);
 bool build_rmsnorm_f32_avx2(const GeneratorParams& p, kir::Module* m, std::string* err);
 
+// Contract rmsnorm_act_quant.q8_0.ggml (rmsnorm_act_quant_q8_0__ref): the rmsnorm above,
+// then act_quant.q8_0.ggml's quantizer (gen_act_quant.h), row by row: xn = rmsnorm(x) * w
+// and y = q8_0(xn), both written, bit for bit the two steps. Rows of a multiple of 32.
+using RmsNormActQuantFn = void (*)(const float* x, const float* w, float* xn, void* y, int64_t n,
+                                   int64_t rows, float eps, int64_t begin, int64_t end);
+bool build_rmsnorm_act_quant_q8_0_avx512(const GeneratorParams& p, kir::Module* m,
+                                         std::string* err);
+bool build_rmsnorm_act_quant_q8_0_avx2(const GeneratorParams& p, kir::Module* m, std::string* err);
+
 }  // namespace cke::jit::gen

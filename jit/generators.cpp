@@ -69,6 +69,7 @@ constexpr gen::AttentionFn kAttention = nullptr;
 constexpr gen::AttentionF16Fn kAttentionF16 = nullptr;
 constexpr gen::GluFn kGlu = nullptr;
 constexpr gen::RmsNormFn kRmsNorm = nullptr;
+constexpr gen::RmsNormActQuantFn kRmsNormActQuant = nullptr;
 constexpr gen::AddFn kAdd = nullptr;
 constexpr gen::KvStoreFn kKvStore = nullptr;
 constexpr gen::KvStoreF16Fn kKvStoreF16 = nullptr;
@@ -86,7 +87,7 @@ constexpr gen::MoeCombineFn kMoeCombine = nullptr;
 constexpr gen::MoeRouteFn kMoeRoute = nullptr;
 constexpr gen::MoeGroupFn kMoeGroup = nullptr;
 
-const std::array<Generator, 139> kGenerators = {
+const std::array<Generator, 141> kGenerators = {
     make_generator("linear_q8_0__avx512vnni",
                    "q8_0 linear, ggml vec_dot lanes, 2 rows per zmm, vpdpbusd", kAvx512Vnni,
                    kLinear, &gen::build_linear_q8_0_avx512vnni),
@@ -340,6 +341,12 @@ const std::array<Generator, 139> kGenerators = {
     make_generator("rmsnorm_f32__avx2",
                    "RMSNorm x weight, ggml's double sum of squares, 16 lanes as ymm pairs", kAvx2,
                    kRmsNorm, &gen::build_rmsnorm_f32_avx2),
+    make_generator("rmsnorm_act_quant_q8_0__avx512",
+                   "RMSNorm x weight then q8_0 quantization of each row, 4 rows at a time", kAvx512,
+                   kRmsNormActQuant, &gen::build_rmsnorm_act_quant_q8_0_avx512),
+    make_generator("rmsnorm_act_quant_q8_0__avx2",
+                   "RMSNorm x weight then q8_0 quantization of each row, 4 rows at a time", kAvx2,
+                   kRmsNormActQuant, &gen::build_rmsnorm_act_quant_q8_0_avx2),
     make_generator("rope_normal_f32__avx512",
                    "RoPE normal, ggml's cos/sin cache (C helper), pairs rotated 16 lanes per zmm",
                    kAvx512, kRope, &gen::build_rope_normal_f32_avx512),

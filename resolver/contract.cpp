@@ -183,6 +183,39 @@ std::optional<Contract> parse_contract(std::string_view yaml, const std::string&
     }
     cf.finish();
   }
+  if (YAML::Node cs = f.get("composes", false); cs.IsDefined()) {
+    if (!cs.IsSequence() || cs.size() < 2) {
+      sink.error("composes", "expected a list of at least two stages", cs);
+    } else {
+      for (size_t i = 0; i < cs.size(); ++i) {
+        const std::string at = fmt::format("composes[{}]", i);
+        Fields sf(cs[i], at, &sink);
+        if (!sf.ok()) continue;
+        ContractStage st;
+        if (auto id = sf.str("contract", true)) {
+          if (!is_data_id(*id))
+            sink.error(sf.sub("contract"), fmt::format("'{}' is not a contract id", *id));
+          st.contract = *id;
+        }
+        if (YAML::Node ps = sf.get("ports", true); ps.IsDefined()) {
+          Fields pf(ps, sf.sub("ports"), &sink);
+          for (const std::string& k : pf.keys()) {
+            if (!detail::is_identifier(k)) sink.error(pf.sub(k), "port name is not an identifier");
+            if (auto to = pf.str(k, true)) {
+              if (!c.port(*to))
+                sink.error(pf.sub(k), fmt::format("'{}' is not a port of the fused contract", *to));
+              st.ports.emplace_back(k, *to);
+            }
+          }
+          pf.finish();
+        }
+        sf.finish();
+        c.composes.push_back(std::move(st));
+      }
+    }
+    if (!c.converts.empty())
+      sink.error("composes", "a fused contract converts nothing itself: its stages' nodes do");
+  }
   if (YAML::Node w = f.get("when", false); w.IsDefined()) {
     if (std::optional<Expr> e = detail::to_expr(w, "when", &sink)) {
       // Names are <port>_ne<i>: dimension i (ggml order) of a port of the contract.

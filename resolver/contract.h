@@ -45,6 +45,15 @@ struct ContractConvert {
   bool operator==(const ContractConvert&) const = default;
 };
 
+// One stage of a fused contract (`composes`): a contract of the circuit-level pattern, each
+// of its ports bound by name to a port of the fused contract. A port name two stages share
+// is the buffer between them (rmsnorm's y is act_quant's x).
+struct ContractStage {
+  std::string contract;
+  std::vector<std::pair<std::string, std::string>> ports;  // stage port -> fused port
+  bool operator==(const ContractStage&) const = default;
+};
+
 struct ContractParam {
   std::string name;
   ParamType type;
@@ -77,6 +86,11 @@ struct Contract {
   // says which one a query gets: "w_ne1 % 8 == 0".
   std::optional<Expr> when;
   std::vector<ContractConvert> converts;
+  // A fused contract: the arithmetic of these contracts run one after another on
+  // consecutive graph nodes, bit for bit (the resolver's fusion pass, resolve.h). Its ports
+  // are every buffer the pattern touches: a fused provider writes all that the stages
+  // write, so the memory after it is the unfused plan's.
+  std::vector<ContractStage> composes;
   std::string notes;
 
   const ContractPort* port(std::string_view name) const;

@@ -175,6 +175,63 @@ std::optional<Registry> Registry::build(std::vector<KernelMap> maps,
                         fmt::format("contract '{}' does not convert {} to {} (ports x -> y)", k.via,
                                     dtype_name(k.from), dtype_name(*c.port(k.port)->dtype))});
     }
+  // A fused contract's stages are loaded contracts that are not fused themselves; each
+  // stage binds every one of its ports to a fused port of the same dtype, every fused port
+  // is some stage's, and the fused params are the stages' params (one type per name).
+  for (const Contract& c : r.contracts_) {
+    if (c.composes.empty()) continue;
+    std::vector<std::string> used;
+    std::map<std::string, ParamType> params;
+    for (size_t i = 0; i < c.composes.size(); ++i) {
+      const ContractStage& st = c.composes[i];
+      const std::string at = fmt::format("composes[{}]", i);
+      const Contract* s = r.find_contract(st.contract);
+      if (!s) {
+        out->push_back(
+            {c.file, at + ".contract", fmt::format("unknown contract '{}'", st.contract)});
+        continue;
+      }
+      if (!s->composes.empty())
+        out->push_back(
+            {c.file, at + ".contract",
+             fmt::format("'{}' is fused itself: a stage is one node's contract", s->id)});
+      for (const ContractPort& sp : s->ports) {
+        auto b = std::find_if(st.ports.begin(), st.ports.end(),
+                              [&](const auto& x) { return x.first == sp.name; });
+        if (b == st.ports.end()) {
+          out->push_back(
+              {c.file, at + ".ports", fmt::format("port '{}' of {} is not bound", sp.name, s->id)});
+          continue;
+        }
+        const ContractPort* fp = c.port(b->second);
+        if (fp && fp->dtype != sp.dtype)
+          out->push_back({c.file, at + ".ports." + sp.name,
+                          fmt::format("{} takes {} but fused port '{}' is {}", s->id,
+                                      sp.dtype ? dtype_name(*sp.dtype) : "any", b->second,
+                                      fp->dtype ? dtype_name(*fp->dtype) : "any")});
+      }
+      for (const auto& [from, to] : st.ports) {
+        if (!s->port(from))
+          out->push_back(
+              {c.file, at + ".ports." + from, fmt::format("{} has no port '{}'", s->id, from)});
+        used.push_back(to);
+      }
+      for (const ContractParam& p : s->params) {
+        auto [it, fresh] = params.emplace(p.name, p.type);
+        if (!fresh && it->second != p.type)
+          out->push_back(
+              {c.file, at, fmt::format("param '{}' has two types in the stages", p.name)});
+      }
+    }
+    for (const ContractPort& p : c.ports)
+      if (std::find(used.begin(), used.end(), p.name) == used.end())
+        out->push_back({c.file, "ports." + p.name, "no stage binds this port"});
+    std::map<std::string, ParamType> own;
+    for (const ContractParam& p : c.params) own.emplace(p.name, p.type);
+    if (own != params)
+      out->push_back(
+          {c.file, "params", "a fused contract's params are exactly its stages' params"});
+  }
   if (out->size() != before) return std::nullopt;
   return r;
 }

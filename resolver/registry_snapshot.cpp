@@ -21,7 +21,7 @@ namespace {
 using nlohmann::json;
 
 // Bump when the encoding or the parsed structs change shape.
-constexpr const char* kFormat = "cke-registry-snapshot/2";
+constexpr const char* kFormat = "cke-registry-snapshot/3";
 
 std::string hex(const std::array<uint8_t, 32>& d) {
   std::string s;
@@ -191,11 +191,32 @@ json enc(const Contract& c) {
   for (const ContractParam& p : c.params) params.push_back(json::array({p.name, e(p.type)}));
   for (const ContractConvert& k : c.converts)
     converts.push_back(json::array({k.port, e(k.from), k.via}));
-  return json::array({c.file, c.sha256, c.id, c.op, c.variant, c.profile, ports, params,
-                      c.accumulator, opt_dtype(c.activation_quant), c.reduction_order, c.rounding,
-                      c.thread_count_changes_arithmetic, c.token_count_changes_arithmetic,
-                      c.reference, json::array({e(c.comparison.kind), c.comparison.bound}),
-                      c.when ? ex(*c.when) : json(nullptr), converts, c.notes});
+  json composes = json::array();
+  for (const ContractStage& st : c.composes) {
+    json ps = json::array();
+    for (const auto& [from, to] : st.ports) ps.push_back(json::array({from, to}));
+    composes.push_back(json::array({st.contract, ps}));
+  }
+  return json::array({c.file,
+                      c.sha256,
+                      c.id,
+                      c.op,
+                      c.variant,
+                      c.profile,
+                      ports,
+                      params,
+                      c.accumulator,
+                      opt_dtype(c.activation_quant),
+                      c.reduction_order,
+                      c.rounding,
+                      c.thread_count_changes_arithmetic,
+                      c.token_count_changes_arithmetic,
+                      c.reference,
+                      json::array({e(c.comparison.kind), c.comparison.bound}),
+                      c.when ? ex(*c.when) : json(nullptr),
+                      converts,
+                      c.notes,
+                      composes});
 }
 
 Contract dec_contract(const json& j) {
@@ -221,6 +242,11 @@ Contract dec_contract(const json& j) {
   for (const json& k : j.at(17))
     c.converts.push_back({str(k.at(0)), to_enum<DType>(k.at(1)), str(k.at(2))});
   c.notes = str(j.at(18));
+  for (const json& st : j.at(19)) {
+    ContractStage s{str(st.at(0)), {}};
+    for (const json& p : st.at(1)) s.ports.emplace_back(str(p.at(0)), str(p.at(1)));
+    c.composes.push_back(std::move(s));
+  }
   return c;
 }
 

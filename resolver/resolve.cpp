@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "kernels/formats/layouts.h"
+#include "resolver/fusion.h"
 
 namespace cke {
 
@@ -28,6 +29,7 @@ std::vector<const Step*> Resolution::steps_for(Phase p) const {
 std::string Resolution::fault_report() const {
   std::string s;
   for (size_t i : faults) s += (s.empty() ? "" : "\n") + decisions[i].message;
+  for (size_t i : fusion_faults) s += (s.empty() ? "" : "\n") + fusions[i].decision.message;
   return s;
 }
 
@@ -380,7 +382,7 @@ void explain_fault(const Graph& g, const Registry& reg, const HostCaps& caps, De
 // tokens_at_run_time: a decode step's args for a batch of tokens (Step::batch_args).
 Step bind_step(const KernelMap& m, const Contract& c, const Query& q, const Env& env,
                const Env& params, bool tokens_at_run_time = false) {
-  Step st{q.node, q.phase, &m, &c, {}, {}, {}};
+  Step st{q.node, 1, q.phase, &m, &c, {}, {}, {}};
   for (const AbiArg& a : m.call_abi) {
     BoundArg b;
     b.source = a.text;
@@ -515,14 +517,11 @@ std::string contract_misfit(const Contract& c, const Query& q) {
   return "";
 }
 
-namespace {
-
-// One decision: the winner's bound step in *step, or a fault in the decision.
-Decision decide(const Graph& graph, const Registry& registry, const HostCaps& caps,
-                const ResolveOptions& options, Phase phase, size_t node,
-                std::optional<Step>* step) {
+Decision decide_query(const Graph& graph, const Registry& registry, const HostCaps& caps,
+                      const ResolveOptions& options, const QueryAt& query_at, Phase phase,
+                      std::optional<Step>* step) {
   Decision d;
-  d.query = make_query(graph, node, phase);
+  d.query = query_at(phase);
   const Query& q = d.query;
   // 1. gather
   std::vector<const KernelMap*> gathered = registry.maps_for_op(q.op);
@@ -588,7 +587,7 @@ Decision decide(const Graph& graph, const Registry& registry, const HostCaps& ca
       if (q.phase == Phase::Decode && w->selection.decode_batch) {
         // The same provider over T tokens: the node's shapes with T free (over the
         // prefill's token range), still the decode phase.
-        Query qb = make_query(graph, q.node, Phase::Prefill);
+        Query qb = query_at(Phase::Prefill);
         qb.phase = Phase::Decode;
         Verdict vb = filter(*w, qb, params, caps, options);
         if (vb.reason.empty()) {
@@ -604,8 +603,6 @@ Decision decide(const Graph& graph, const Registry& registry, const HostCaps& ca
   return d;
 }
 
-}  // namespace
-
 Resolution resolve(const Graph& graph, const Registry& registry, const HostCaps& caps,
                    const ResolveOptions& options) {
   // Decisions are independent (each reads the graph, the registry and the caps): made in
@@ -614,13 +611,22 @@ Resolution resolve(const Graph& graph, const Registry& registry, const HostCaps&
   std::vector<Decision> decisions(total);
   std::vector<std::optional<Step>> steps(total);
   tbb::parallel_for(size_t(0), total, [&](size_t i) {
-    decisions[i] = decide(graph, registry, caps, options, options.phases[i / n], i % n, &steps[i]);
+    const size_t node = i % n;
+    decisions[i] = decide_query(
+        graph, registry, caps, options, [&](Phase p) { return make_query(graph, node, p); },
+        options.phases[i / n], &steps[i]);
   });
   Resolution res;
   for (size_t i = 0; i < total; ++i) {
-    if (steps[i]) res.steps.push_back(std::move(*steps[i]));
     if (!decisions[i].fault.empty()) res.faults.push_back(res.decisions.size());
     res.decisions.push_back(std::move(decisions[i]));
+  }
+  for (size_t p = 0; p < options.phases.size(); ++p) {
+    std::vector<std::optional<Step>> phase_steps(steps.begin() + p * n,
+                                                 steps.begin() + (p + 1) * n);
+    fuse(graph, registry, caps, options, &res.decisions[p * n], &phase_steps, &res);
+    for (std::optional<Step>& s : phase_steps)
+      if (s) res.steps.push_back(std::move(*s));
   }
   return res;
 }

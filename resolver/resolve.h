@@ -22,11 +22,21 @@
 //      priority; a tie at the top is a fault; no survivor is a fault naming every
 //      rejection and the closest provider;
 //   5. bind the winner's call_abi to buffers, constants and runtime values → a Step.
+// Then, per phase, the fusion pass (fused contracts, contract.h `composes`): where
+// consecutive nodes have exactly a fused contract's stage contracts in order, and the ports
+// its stages share name the same buffers, the fused contract's providers go through the
+// same stages 1-4 for a query of the pattern's buffers. The fused winner replaces the
+// nodes' steps when it ranks above every winner it replaces (lifecycle, then priority: the
+// fused contract is those contracts' arithmetic, one equivalence group); level with one of
+// them is a tie fault; below, or no eligible fused provider, keeps the nodes' steps, traced
+// with the reason. Matches are taken in graph order; a node is in at most one fused step.
 // No fallbacks, no model names, no special cases by op. Decode has T = 1 (constants);
 // prefill leaves T to the run time (runtime:n_tokens, at most Graph::max_tokens).
 #pragma once
 
+#include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -114,7 +124,8 @@ struct ParallelSplit {
 };
 
 struct Step {
-  size_t node;
+  size_t node;      // the first node it computes
+  size_t span = 1;  // the nodes [node, node + span) it computes (> 1: a fused step)
   Phase phase;
   const KernelMap* provider;  // points into the Registry (keep it alive)
   const Contract* contract;
@@ -127,12 +138,23 @@ struct Step {
   std::vector<BoundArg> batch_args;
 };
 
-struct Resolution {
-  std::vector<Decision> decisions;  // per phase (options order), nodes in graph order
-  std::vector<Step> steps;          // the winners, in the same order
-  std::vector<size_t> faults;       // indices into decisions
+// One match of a fused contract's pattern in one phase and what the resolver made of it.
+struct Fusion {
+  size_t node = 0, span = 0;  // the nodes [node, node + span) the pattern covers
+  Decision decision;          // the fused query (node = the first) and its candidates
+  // fused | outranked (a replaced winner ranks above the fused one) | no_provider | tie
+  std::string outcome;
+  std::string detail;  // in words: the ranks compared, or the decision's fault
+};
 
-  bool ok() const { return faults.empty(); }
+struct Resolution {
+  std::vector<Decision> decisions;    // per phase (options order), nodes in graph order
+  std::vector<Step> steps;            // the winners, in the same order (fused steps in place)
+  std::vector<size_t> faults;         // indices into decisions
+  std::vector<Fusion> fusions;        // per phase, in graph order
+  std::vector<size_t> fusion_faults;  // indices into fusions (outcome tie)
+
+  bool ok() const { return faults.empty() && fusion_faults.empty(); }
   std::vector<const Step*> steps_for(Phase p) const;
   // Every fault's message, separated by blank lines.
   std::string fault_report() const;
@@ -143,6 +165,12 @@ Resolution resolve(const Graph& graph, const Registry& registry, const HostCaps&
 
 // The query of one node in one phase (decode: T = 1 in every shape).
 Query make_query(const Graph& g, size_t node, Phase phase);
+// Stages 1-5 for one query, query_at(phase): the decision, and the winner's bound step in
+// *step. query_at(Prefill) is also asked for a decode winner's batch_args (T free).
+using QueryAt = std::function<Query(Phase)>;
+Decision decide_query(const Graph& graph, const Registry& registry, const HostCaps& caps,
+                      const ResolveOptions& options, const QueryAt& query_at, Phase phase,
+                      std::optional<Step>* step);
 // Why contract `c` does not fit the query (op, variant, profile, port dtypes, `when`); empty
 // if it does.
 std::string contract_misfit(const Contract& c, const Query& q);

@@ -80,6 +80,15 @@ json xray_trace(const Resolution& res, const Graph& graph, const Registry& regis
   for (Phase p : options.phases) phases.push_back(phase_name(p));
   json decisions = json::array();
   for (const Decision& d : res.decisions) decisions.push_back(xray_decision(d, graph, caps));
+  json fusions = json::array();
+  for (const Fusion& f : res.fusions) {
+    json nodes = json::array();
+    for (size_t k = f.node; k < f.node + f.span; ++k) nodes.push_back(graph.nodes[k].label());
+    fusions.push_back({{"nodes", nodes},
+                       {"outcome", f.outcome},
+                       {"detail", f.detail},
+                       {"decision", xray_decision(f.decision, graph, caps)}});
+  }
   return {{"schema", kXraySchema},
           {"architecture", graph.architecture},
           {"model",
@@ -91,8 +100,9 @@ json xray_trace(const Resolution& res, const Graph& graph, const Registry& regis
             {"phases", phases}}},
           {"provenance", prov},
           {"decisions", decisions},
+          {"fusions", fusions},
           {"ok", res.ok()},
-          {"n_faults", res.faults.size()}};
+          {"n_faults", res.faults.size() + res.fusion_faults.size()}};
 }
 
 }  // namespace cke

@@ -45,6 +45,13 @@ CKE_REF_EMBED(embed_q6_K__ref);
 void rmsnorm_f32__ref(const float* x, const float* w, float* y, int64_t n, int64_t rows, float eps,
                       int64_t begin, int64_t end);
 
+// Fused: rmsnorm then act_quant.q8_0 (contract rmsnorm_act_quant.q8_0.ggml), the oracle of
+// the fused providers: each row of rows [begin, end) normed into xn (as rmsnorm_f32__ref)
+// and xn's row quantized into y (as act_quant_q8_0__ref, q8_0 blocks, n / 32 per row). xn
+// may alias x. n % 32 != 0 writes nothing.
+void rmsnorm_act_quant_q8_0__ref(const float* x, const float* w, float* xn, void* y, int64_t n,
+                                 int64_t rows, float eps, int64_t begin, int64_t end);
+
 // LayerNorm (ggml NORM, then MUL by w, then ADD of b): per row of n, mean from a double sum
 // rounded to float, variance from ggml_vec_cvar_f32's AVX-512 16-groups (reduce_add16 into a
 // double) and tail, y = fl(fl(fl((x - mean) * scale) * w) + b). x, y: [n, rows] (may alias).

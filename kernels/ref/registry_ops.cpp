@@ -22,6 +22,7 @@ std::span<const KernelSymbol> ref_op_symbols() {
       CKE_KERNEL_SYMBOL(embed_q5_K__ref),
       CKE_KERNEL_SYMBOL(embed_q6_K__ref),
       CKE_KERNEL_SYMBOL(rmsnorm_f32__ref),
+      CKE_KERNEL_SYMBOL(rmsnorm_act_quant_q8_0__ref),
       CKE_KERNEL_SYMBOL(layernorm_f32__ref),
       CKE_KERNEL_SYMBOL(rope_normal_f32__ref),
       CKE_KERNEL_SYMBOL(rope_neox_f32__ref),

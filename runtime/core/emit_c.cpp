@@ -27,28 +27,38 @@ const char* c_type(ArgKind k) {
 
 // Why a provider won, in one line, from the resolver's decision record. Providers of other
 // contracts never compete (other arithmetic), so they are only counted.
-std::string why(const Resolution& res, size_t node, Phase phase) {
-  for (const Decision& d : res.decisions) {
-    if (d.query.node != node || d.query.phase != phase) continue;
-    int others = 0, eligible = 0;
-    std::string rejected;
-    for (const Candidate& c : d.candidates) {
-      if (c.winner) continue;
-      if (c.stage == Stage::Contract) {
-        ++others;
-      } else if (c.eligible) {
-        ++eligible;
-      } else {
-        rejected += fmt::format("{}{} ({})", rejected.empty() ? "" : ", ", c.id, c.reason);
-      }
+std::string why_decision(const Decision& d) {
+  int others = 0, eligible = 0;
+  std::string rejected;
+  for (const Candidate& c : d.candidates) {
+    if (c.winner) continue;
+    if (c.stage == Stage::Contract) {
+      ++others;
+    } else if (c.eligible) {
+      ++eligible;
+    } else {
+      rejected += fmt::format("{}{} ({})", rejected.empty() ? "" : ", ", c.id, c.reason);
     }
-    std::string s = fmt::format("contract {}", d.contract);
-    if (eligible == 0 && rejected.empty()) s += ", its only provider";
-    if (eligible) s += fmt::format(", ranked first of {} eligible", eligible + 1);
-    if (!rejected.empty()) s += "; rejected: " + rejected;
-    if (others) s += fmt::format("; {} providers of other contracts", others);
-    return s;
   }
+  std::string s = fmt::format("contract {}", d.contract);
+  if (eligible == 0 && rejected.empty()) s += ", its only provider";
+  if (eligible) s += fmt::format(", ranked first of {} eligible", eligible + 1);
+  if (!rejected.empty()) s += "; rejected: " + rejected;
+  if (others) s += fmt::format("; {} providers of other contracts", others);
+  return s;
+}
+
+// The decision behind a step: its node's, or a fused step's fusion.
+std::string why(const Resolution& res, const PlanStep& s) {
+  if (s.span > 1) {
+    for (const Fusion& f : res.fusions)
+      if (f.node == s.node && f.span == s.span && f.outcome == "fused" &&
+          f.decision.query.phase == s.phase)
+        return "fused: " + why_decision(f.decision);
+    return "";
+  }
+  for (const Decision& d : res.decisions)
+    if (d.query.node == s.node && d.query.phase == s.phase) return why_decision(d);
   return "";
 }
 
@@ -108,9 +118,8 @@ void render_phase(const EmitInput& in, const PhasePlan& p, std::string* tasks, s
       p.logits_offset, ph);
   for (size_t i = 0; i < p.steps.size(); ++i) {
     const PlanStep& s = p.steps[i];
-    const GraphNode& n = in.graph->nodes[s.node];
-    *body += fmt::format("  /* [{}] {}: {} — {}{}{} */\n", i, n.label(), s.provider->id,
-                         why(*in.res, s.node, s.phase),
+    *body += fmt::format("  /* [{}] {}: {} — {}{}{} */\n", i, step_label(*in.graph, s.node, s.span),
+                         s.provider->id, why(*in.res, s),
                          s.out_tail ? " (output tail: rows out_first .. +n_out)" : "",
                          s.per_token ? " (per token: its position, its sequence's cells)" : "");
     // The step's code: a call, or its split through cke_parallel_for.

@@ -125,6 +125,7 @@ bool build_plan(const Graph& graph, const std::vector<PlanSource>& steps, PhaseP
     const Step* s = src.step;
     PlanStep ps;
     ps.node = s->node;
+    ps.span = s->span;
     ps.phase = s->phase;
     ps.per_token = src.per_token;
     ps.provider = s->provider;
@@ -221,7 +222,7 @@ bool build_plan(const Graph& graph, const std::vector<PlanSource>& steps, PhaseP
         *err = fmt::format(
             "{}: {} runs per token in a batched decode but its buffer {} is not "
             "in rows of tokens",
-            graph.circuit_file, graph.nodes[s.node].label(), graph.buffers[a.buffer].label());
+            graph.circuit_file, step_label(graph, s.node, s.span), graph.buffers[a.buffer].label());
         return false;
       }
     }
@@ -255,11 +256,11 @@ bool build_phase_plan(const Graph& graph, const Resolution& res, Phase phase, in
 
 bool build_batch_plan(const Graph& graph, const Resolution& res, int64_t max_tokens,
                       const KernelLookup& lookup, PhasePlan* out, std::string* err) {
-  std::map<size_t, const Step*> prefill;
-  for (const Step* s : res.steps_for(Phase::Prefill)) prefill[s->node] = s;
+  std::map<std::pair<size_t, size_t>, const Step*> prefill;  // (node, span): the same nodes
+  for (const Step* s : res.steps_for(Phase::Prefill)) prefill[{s->node, s->span}] = s;
   std::vector<PlanSource> steps;
   for (const Step* d : res.steps_for(Phase::Decode)) {
-    auto it = prefill.find(d->node);
+    auto it = prefill.find({d->node, d->span});
     const Step* p = it == prefill.end() ? nullptr : it->second;
     const bool whole = p && p->contract == d->contract &&
                        !d->contract->token_count_changes_arithmetic && row_wise(graph, p->args);
@@ -289,13 +290,19 @@ std::string_view plan_name(const PhasePlan& p) {
   return p.batch ? "batch" : phase_name(p.phase);
 }
 
+std::string step_label(const Graph& graph, size_t node, size_t span) {
+  std::string s = graph.nodes[node].label();
+  for (size_t k = node + 1; k < node + span; ++k) s += "+" + graph.nodes[k].label();
+  return s;
+}
+
 std::string plan_text(const Graph& graph, const PhasePlan& p) {
   std::string s = fmt::format("phase {} (T {} {}), arena {} bytes, {} steps\n", plan_name(p),
                               p.phase == Phase::Decode && !p.batch ? "=" : "<=", p.max_tokens,
                               p.arena_bytes, p.steps.size());
   for (size_t i = 0; i < p.steps.size(); ++i) {
     const PlanStep& st = p.steps[i];
-    s += fmt::format("  {:4} {:<22} {}(", i, graph.nodes[st.node].label(), st.provider->id);
+    s += fmt::format("  {:4} {:<22} {}(", i, step_label(graph, st.node, st.span), st.provider->id);
     for (size_t a = 0; a < st.args.size(); ++a) {
       const PlanArg& x = st.args[a];
       if (a) s += ", ";

@@ -30,7 +30,8 @@ struct PlanArg {
 };
 
 struct PlanStep {
-  size_t node;                // Graph::nodes index
+  size_t node;                // Graph::nodes index (a fused step: the first of its nodes)
+  size_t span = 1;            // the nodes [node, node + span) it computes
   Phase phase;                // the resolution it comes from (a batch plan takes both)
   const KernelMap* provider;  // the winner (its id is the symbol)
   KernelSymbol symbol;        // the function: linked (impl.function) or generated
@@ -114,6 +115,10 @@ struct Repack {
 };
 // Every (weight, layout) the plans' steps read repacked, in graph buffer order.
 std::vector<Repack> plan_repacks(const PhasePlan& a, const PhasePlan& b);
+
+// The nodes a step computes: "blk.3.attn_norm", or "blk.3.attn_norm+blk.3.wq.x_q8_0" for a
+// fused step.
+std::string step_label(const Graph& graph, size_t node, size_t span);
 
 // Human-readable plan (cke-run --plan).
 std::string plan_text(const Graph& graph, const PhasePlan& p);

@@ -324,14 +324,19 @@ void run_scale(const std::string& id) {
 // ---- kv_store ----
 
 // (kv_dim, n_ctx, pos0, T) of the kv_store tests: cache widths (one `odd` one, not a multiple
-// of the vector), chunks at the first and last cells, and calls outside the cache.
+// of the vector; 130: the transposed V's 8-channel tiles and 2 more), chunks at the first and
+// last cells, chunks of 37 and 48 tokens (each half of a split call holds a 16-token tile of
+// the V transpose, and 37 a rest), and calls outside the cache.
 std::vector<std::array<int64_t, 4>> kv_store_calls(int64_t odd) {
   std::vector<std::array<int64_t, 4>> calls;
-  for (auto [kv, nctx] : {std::pair<int64_t, int64_t>{256, 64}, {odd, 37}, {130, 20}})
+  for (auto [kv, nctx] :
+       {std::pair<int64_t, int64_t>{256, 64}, {odd, 37}, {130, 20}, {130, 96}, {odd, 64}})
     for (auto [pos0, T] : {std::pair<int64_t, int64_t>{0, 1},
                            {5, 1},
                            {0, 7},
                            {3, 17},
+                           {2, 37},
+                           {nctx - 48, 48},
                            {nctx - 1, 1},
                            {nctx - 4, 4},
                            {nctx - 2, 4},
@@ -561,6 +566,94 @@ TEST(JitOps, rmsnorm_f32_f32_16l__avx2) {
   run_rmsnorm("rmsnorm_f32_f32_16l__avx2");
 }
 
+// ---- rmsnorm_act_quant (a fused contract) ----
+
+// The generated provider (split in two ranges) and its emitted C against the fused contract's
+// reference (itself tested against the two stages' references: RefOps, in test_norm.cpp):
+// xn and the q8_0 blocks byte for byte. Widths of one to many
+// blocks, 1 to 9 rows (the 4-row groups and the rest), magnitudes over many decades,
+// specials, in place (xn = x), and calls outside the contract (nothing written).
+void run_rmsnorm_act_quant(const std::string& id) {
+  std::string skip;
+  const Loaded l = load(id, "rmsnorm_act_quant", &skip);
+  if (!skip.empty()) GTEST_SKIP() << skip;
+  ASSERT_NE(l.fn, nullptr);
+  ASSERT_NE(l.cfn, nullptr);
+  using jit::gen::RmsNormActQuantFn;
+  const auto ref = reinterpret_cast<RmsNormActQuantFn>(l.ref);
+  const auto fn = reinterpret_cast<RmsNormActQuantFn>(l.fn);
+  const auto cfn = reinterpret_cast<RmsNormActQuantFn>(l.cfn);
+  std::mt19937 rng(43);
+  std::uniform_real_distribution<float> mag(-20.0f, 20.0f);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  const float inf = std::numeric_limits<float>::infinity(),
+              nan = std::numeric_limits<float>::quiet_NaN();
+  auto bytes_eq = [](const std::vector<uint8_t>& a, const std::vector<uint8_t>& b) {
+    for (size_t i = 0; i < a.size(); ++i)
+      if (a[i] != b[i]) return fmt::format("byte {} of y: {} vs {}", i, a[i], b[i]);
+    return std::string();
+  };
+  for (auto [n, rows] :
+       {std::pair<int64_t, int64_t>{32, 1}, {64, 3}, {128, 4}, {256, 9}, {2048, 5}, {5632, 2}}) {
+    for (int special = 0; special < 2; ++special) {
+      std::vector<float> x(static_cast<size_t>(n * rows)), w(static_cast<size_t>(n));
+      for (float& v : x) v = nd(rng) * std::exp2(mag(rng));
+      for (float& v : w) v = nd(rng);
+      if (special) {  // a zero row, Inf, NaN, subnormals
+        std::fill(x.begin(), x.begin() + n, 0.0f);
+        if (rows > 1) x[size_t(n + 3)] = inf;
+        if (rows > 2) x[size_t(2 * n + 40 % n)] = nan;
+        for (int64_t i = 0; i < n; i += 7) x[size_t((rows - 1) * n + i)] = 1e-45f;
+      }
+      const size_t yb = size_t(n / 32 * 34 * rows);
+      const float eps = special ? 0.0f : 1e-5f;
+      std::vector<float> xr(x.size(), 7.0f), xj = xr, xc = xr;
+      std::vector<uint8_t> yr(yb, 0xAB), yj = yr, yc = yr;
+      ref(x.data(), w.data(), xr.data(), yr.data(), n, rows, eps, 0, rows);
+      const std::string at = fmt::format("n={} rows={} special={}", n, rows, special);
+      call_split(fn, __LINE__, rows, x.data(), w.data(), xj.data(), static_cast<void*>(yj.data()),
+                 n, rows, eps);
+      dirtied(cfn, __LINE__)(x.data(), w.data(), xc.data(), yc.data(), n, rows, eps, 0, rows);
+      EXPECT_EQ(diff(xj, xr, xc, x, x), "") << at;
+      EXPECT_EQ(bytes_eq(yj, yr), "") << "jit vs reference, " << at;
+      EXPECT_EQ(bytes_eq(yc, yr), "") << "emitted C vs reference, " << at;
+      std::vector<float> xi = x;  // in place: xn = x
+      std::vector<uint8_t> yi(yb, 0xAB);
+      dirtied(fn, __LINE__)(xi.data(), w.data(), xi.data(), yi.data(), n, rows, eps, 0, rows);
+      EXPECT_EQ(diff(xi, xr, xi, x, x), "") << "in place, " << at;
+      EXPECT_EQ(bytes_eq(yi, yr), "") << "in place, " << at;
+    }
+  }
+  {  // outside the contract (n % 32 != 0, n or rows <= 0, bad ranges): nothing written
+    std::vector<float> x(96, 1.0f), w(96, 1.0f), xn(96, 7.0f);
+    std::vector<uint8_t> y(204, 0xAB);
+    auto untouched = [&] {
+      for (float v : xn)
+        if (v != 7.0f) return false;
+      for (uint8_t v : y)
+        if (v != 0xAB) return false;
+      return true;
+    };
+    for (auto [n, rows] : {std::pair<int64_t, int64_t>{16, 2}, {48, 2}, {0, 1}, {32, 0}, {-32, 1}})
+      for (auto f : {fn, cfn, ref}) {
+        dirtied(f, __LINE__)(x.data(), w.data(), xn.data(), y.data(), n, rows, 1e-5f, 0, rows);
+        ASSERT_TRUE(untouched()) << "n=" << n << " rows=" << rows;
+      }
+    for (auto [b, e] : bad_ranges(3))
+      for (auto f : {fn, cfn, ref}) {
+        dirtied(f, __LINE__)(x.data(), w.data(), xn.data(), y.data(), 32, 3, 1e-5f, b, e);
+        ASSERT_TRUE(untouched()) << "range [" << b << ", " << e << ")";
+      }
+  }
+}
+
+TEST(JitOps, rmsnorm_act_quant_q8_0_f32_16l__avx512) {
+  run_rmsnorm_act_quant("rmsnorm_act_quant_q8_0_f32_16l__avx512");
+}
+TEST(JitOps, rmsnorm_act_quant_q8_0_f32_16l__avx2) {
+  run_rmsnorm_act_quant("rmsnorm_act_quant_q8_0_f32_16l__avx2");
+}
+
 // ---- rope ----
 
 // Heads of several widths and counts, full and partial rotary, positions from 0 to past 2^24
@@ -680,7 +773,8 @@ TEST(JitOps, EveryGeneratedProviderHasATest) {
       "add_f32_f32_16l__avx2", "add_f32_f32_16l__avx512", "kv_store_f32_f32_16l__avx2",
       "kv_store_f32_f32_16l__avx512", "kv_store_f16_f32_8l__avx2", "kv_store_f16_f32_8l__avx512",
       "swiglu_f32_f32_16l__avx2", "swiglu_f32_f32_16l__avx512", "rmsnorm_f32_f32_16l__avx2",
-      "rmsnorm_f32_f32_16l__avx512", "rope_normal_f32_f32_16l__avx2",
+      "rmsnorm_f32_f32_16l__avx512", "rmsnorm_act_quant_q8_0_f32_16l__avx2",
+      "rmsnorm_act_quant_q8_0_f32_16l__avx512", "rope_normal_f32_f32_16l__avx2",
       "rope_normal_f32_f32_16l__avx512", "rope_neox_f32_f32_16l__avx2",
       "rope_neox_f32_f32_16l__avx512", "add_bias_f32_f32_16l__avx2", "add_bias_f32_f32_16l__avx512",
       "scale_f32_f32_16l__avx2", "scale_f32_f32_16l__avx512", "geglu_f32_f32_16l__avx2",

@@ -3,7 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <tuple>
+#include <vector>
 
+#include "kernels/ref/act_steps.h"
 #include "kernels/ref/ops.h"
 #include "tests/kernels_ops/ops_test_util.h"
 
@@ -34,6 +38,47 @@ TEST(RefOps, rmsnorm_f32__ref) {
     rmsnorm_f32__ref(z.data(), w.data(), z.data(), n, rows, eps, 0, rows);
     EXPECT_EQ(bit_diffs(z, y), 0);
   }
+}
+
+// The oracle of the fused contract rmsnorm_act_quant.q8_0.ggml against the plan it
+// replaces: rmsnorm_f32__ref over every row, then act_quant_q8_0__ref over every row. xn and
+// the q8_0 blocks byte for byte, whole, split in row ranges, and in place (xn = x); calls
+// outside the contract write nothing.
+TEST(RefOps, rmsnorm_act_quant_q8_0__ref) {
+  for (int64_t n : {32, 64, 256, 4096}) {
+    const int64_t rows = 5;
+    auto x = randn(n * rows, 21 + n, 3.0f);
+    auto w = randn(n, 22 + n);
+    x[size_t(n + 1)] = 0.0f;
+    const float eps = 1e-6f;
+    const size_t yb = size_t(n / 32 * 34 * rows);
+    std::vector<float> xs(x.size());
+    std::vector<uint8_t> ys(yb);
+    rmsnorm_f32__ref(x.data(), w.data(), xs.data(), n, rows, eps, 0, rows);
+    act_quant_q8_0__ref(xs.data(), ys.data(), n, rows, 0, rows);
+    std::vector<float> xn(x.size(), 7.0f);
+    std::vector<uint8_t> y(yb, 0xAB);
+    rmsnorm_act_quant_q8_0__ref(x.data(), w.data(), xn.data(), y.data(), n, rows, eps, 0, 2);
+    rmsnorm_act_quant_q8_0__ref(x.data(), w.data(), xn.data(), y.data(), n, rows, eps, 2, rows);
+    EXPECT_EQ(bit_diffs(xn, xs), 0) << n;
+    EXPECT_EQ(y, ys) << n;
+    std::vector<float> z = x;
+    std::vector<uint8_t> yz(yb, 0xAB);
+    rmsnorm_act_quant_q8_0__ref(z.data(), w.data(), z.data(), yz.data(), n, rows, eps, 0, rows);
+    EXPECT_EQ(bit_diffs(z, xs), 0) << "in place, " << n;
+    EXPECT_EQ(yz, ys) << "in place, " << n;
+  }
+  std::vector<float> x(64, 1.0f), w(64, 1.0f), xn(64, 7.0f);
+  std::vector<uint8_t> y(68, 0xAB);
+  for (auto [n, b, e] : {std::tuple<int64_t, int64_t, int64_t>{16, 0, 2},
+                         {48, 0, 1},
+                         {0, 0, 1},
+                         {32, -1, 1},
+                         {32, 1, 1},
+                         {32, 0, 3}})
+    rmsnorm_act_quant_q8_0__ref(x.data(), w.data(), xn.data(), y.data(), n, 2, 1e-5f, b, e);
+  EXPECT_EQ(xn, std::vector<float>(64, 7.0f));
+  EXPECT_EQ(y, std::vector<uint8_t>(68, 0xAB));
 }
 
 // mean(x²) = 4 and eps = 0 → scale exactly 0.5.

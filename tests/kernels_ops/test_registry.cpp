@@ -43,6 +43,7 @@ TEST(RefOpsRegistry, EveryKernelOnce) {
                                       "act_quant_q8_K__ref",
                                       "act_quant_q8_K_4x8__ref",
                                       "layernorm_f32__ref",
+                                      "rmsnorm_act_quant_q8_0__ref",
                                       "relu_sqr_f32__ref",
                                       "swiglu_fused_f32__ref",
                                       "moe_route_softmax_norm_f32__ref",

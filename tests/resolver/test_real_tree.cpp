@@ -215,10 +215,15 @@ TEST(RealTree, QuantizedWeightsPickTheirContracts) {
                                       "swiglu",    "ffn_down.x_f16",  "ffn_down", "ffn_residual"}));
   std::map<std::string, const Step*> dec;
   for (const Step* s : r.steps_for(Phase::Decode)) dec[g->nodes[s->node].label()] = s;
-  ASSERT_TRUE(dec.count("blk.1.wq.x_q8_0"));
-  EXPECT_EQ(dec["blk.1.wq.x_q8_0"]->provider->id, "act_quant_q8_0_f32_16l__avx2");
+  // attn_norm and the conversion after it are one fused step (rmsnorm_act_quant.q8_0.ggml,
+  // its generated provider above both steps'); the conversion of attn stays a step.
+  ASSERT_TRUE(dec.count("blk.1.attn_norm"));
+  EXPECT_FALSE(dec.count("blk.1.wq.x_q8_0"));
+  EXPECT_EQ(dec["blk.1.attn_norm"]->provider->id, "rmsnorm_act_quant_q8_0_f32_16l__avx2");
+  EXPECT_EQ(dec["blk.1.attn_norm"]->span, 2u);
+  EXPECT_EQ(dec["blk.1.wo.x_q8_0"]->provider->id, "act_quant_q8_0_f32_16l__avx2");
   EXPECT_EQ(dec["blk.1.ffn_down.x_f16"]->provider->id, "act_quant_f16__ref");
-  const int conv_out = dec["blk.1.wq.x_q8_0"]->args[1].buffer;
+  const int conv_out = dec["blk.1.attn_norm"]->args[3].buffer;  // output:y
   for (const char* l : {"blk.1.wq", "blk.1.wk", "blk.1.wv"})
     EXPECT_EQ(dec[l]->args[0].buffer, conv_out) << l;  // the one converted buffer
   EXPECT_EQ(g->buffers[size_t(conv_out)].dtype, DType::Q8_0);
