@@ -1,7 +1,9 @@
 // Generated element-wise / per-row op providers (rope, scale, add_bias, rmsnorm, geglu: every
 // one of those ops in kernel_maps/, machine code) against the reference kernel of their
 // contract, on the shapes of a 7B-class layer: RoPE of Q (head_dim 128 x 32 heads) at decode
-// (T = 1) and for a prefill chunk (T = 32), RMSNorm of 4096 at T = 1 and 32, the Q bias
+// (T = 1) and for a prefill chunk (T = 32), RMSNorm of 4096 at T = 1, 32 and 512 (alone, and
+// fused with the q8_0 conversion after it: rmsnorm_act_quant), the F32 KV store of a
+// Qwen3-0.6B layer (kv_dim 1024, 4096 cells) for one token and a 64-token chunk, the Q bias
 // (4096), the Q scale (4096), GEGLU over the FFN width (11008), the MoE router and grouping of
 // a Qwen3-30B-A3B layer (128 experts, 8 used) and a Mixtral one (8, 2), and the attention
 // over the F32 and the F16 (flash) cache of a TinyLlama layer (head_dim 64, 32 query heads,
@@ -92,13 +94,43 @@ std::vector<Workload> workloads(const std::string& op, const std::string& contra
   } else if (op == "rmsnorm") {
     using Norm =
         void (*)(const float*, const float*, float*, int64_t, int64_t, float, int64_t, int64_t);
-    for (int64_t T : {1, 32}) {
+    for (int64_t T : {1, 32, 512}) {
       auto x = std::make_shared<std::vector<float>>(randv(size_t(4096 * T), 9));
       auto g = std::make_shared<std::vector<float>>(randv(4096, 10));
-      w.push_back({"/n=4096/T=" + std::to_string(T), 4096 * T, [x, g, T](void* fn) {
-                     reinterpret_cast<Norm>(fn)(x->data(), g->data(), x->data(), 4096, T, 1e-5f, 0,
+      auto y = std::make_shared<std::vector<float>>(x->size());  // x -> xn, as in a block
+      w.push_back({"/n=4096/T=" + std::to_string(T), 4096 * T, [x, g, y, T](void* fn) {
+                     reinterpret_cast<Norm>(fn)(x->data(), g->data(), y->data(), 4096, T, 1e-5f, 0,
                                                 T);
                    }});
+    }
+  } else if (op == "rmsnorm_act_quant") {  // the q8_0 conversion after the norm, fused
+    using NormQ = void (*)(const float*, const float*, float*, void*, int64_t, int64_t, float,
+                           int64_t, int64_t);
+    for (int64_t T : {1, 32, 512}) {
+      auto x = std::make_shared<std::vector<float>>(randv(size_t(4096 * T), 9));
+      auto g = std::make_shared<std::vector<float>>(randv(4096, 10));
+      auto xn = std::make_shared<std::vector<float>>(size_t(4096 * T));
+      auto q = std::make_shared<std::vector<uint8_t>>(size_t(128 * 34 * T));
+      w.push_back({"/n=4096/T=" + std::to_string(T), 4096 * T, [x, g, xn, q, T](void* fn) {
+                     reinterpret_cast<NormQ>(fn)(x->data(), g->data(), xn->data(), q->data(), 4096,
+                                                 T, 1e-5f, 0, T);
+                   }});
+    }
+  } else if (op == "kv_store" && contract == "kv_store.f32.ggml") {
+    // Qwen3-0.6B's KV width (8 KV heads x 128) into a 4096-cell cache at cell 1000: V is
+    // written transposed (channel-major rows of n_ctx cells).
+    using Store = void (*)(const float*, const float*, float*, float*, int64_t, int64_t, int64_t,
+                           int64_t, int64_t, int64_t);
+    constexpr int64_t kv = 1024, n_ctx = 4096;
+    auto cache = std::make_shared<std::vector<float>>(size_t(2 * kv * n_ctx));
+    for (int64_t T : {1, 64}) {
+      auto x = std::make_shared<std::vector<float>>(randv(size_t(2 * kv * T), 14));
+      w.push_back(
+          {fmt::format("/kv_dim={}/n_ctx={}/T={}", kv, n_ctx, T), kv * T, [x, cache, T](void* fn) {
+             float* c = cache->data();
+             reinterpret_cast<Store>(fn)(x->data(), x->data() + kv * T, c, c + kv * n_ctx, kv,
+                                         n_ctx, 1000, T, 0, T);
+           }});
     }
   } else if (op == "add_bias") {
     auto x = std::make_shared<std::vector<float>>(randv(4096, 5));
@@ -175,7 +207,8 @@ const bool registered = [] {
   for (const cke::KernelMap& m : reg.maps()) {
     if (m.impl.generator.empty()) continue;
     if (m.op != "rope" && m.op != "scale" && m.op != "add_bias" && m.op != "moe_route" &&
-        m.op != "moe_group" && m.op != "rmsnorm" && m.op != "attention" &&
+        m.op != "moe_group" && m.op != "rmsnorm" && m.op != "rmsnorm_act_quant" &&
+        m.contract != "kv_store.f32.ggml" && m.op != "attention" &&
         m.contract != "glu.geglu.f32.ggml")
       continue;
     bool ok = true;

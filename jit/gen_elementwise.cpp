@@ -143,8 +143,13 @@ KvStoreArgs kv_store_entry(Builder& b) {
   b.add(a.pos0, a.pos0, t0);
   return a;
 }
-const std::vector<Kind> kKvStoreAbi = {Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::I64,
-                                       Kind::I64, Kind::I64, Kind::I64, Kind::I64, Kind::I64};
+// A function, not a namespace-scope vector: a generator may run from another translation
+// unit's static initializer (bench/), before this file's globals are constructed.
+const std::vector<Kind>& kv_store_abi() {
+  static const std::vector<Kind> abi = {Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::I64,
+                                        Kind::I64, Kind::I64, Kind::I64, Kind::I64, Kind::I64};
+  return abi;
+}
 
 bool build_kv_store(const char* generator, Isa isa, const GeneratorParams& params, kir::Module* m,
                     std::string* err) {
@@ -153,7 +158,7 @@ bool build_kv_store(const char* generator, Isa isa, const GeneratorParams& param
                    "channel c, cell j at c * n_ctx + j)",
                    m, err))
     return false;
-  Builder b(*m, m->name, kKvStoreAbi);
+  Builder b(*m, m->name, kv_store_abi());
   const auto [k, v, kc, vc, kv, nctx, pos0, T] = kv_store_entry(b);
   Lanes16 L(b, isa);
   // K: T * kv_dim contiguous floats to k_cache + pos0 * kv_dim.
@@ -163,12 +168,83 @@ bool build_kv_store(const char* generator, Isa isa, const GeneratorParams& param
   b.mul(off, pos0, kv);
   b.ptr_add(dst, kc, off, 4);
   copy_floats(L, k, dst, cnt);
+  // V: element (t, c) to v_cache[c * n_ctx + pos0 + t]. The cache rows are n_ctx floats
+  // apart (a power of two in practice): one store per element, token by token, would touch
+  // kv_dim lines of a few cache sets per token and miss every time (10 ns an element at
+  // kv_dim 1024, n_ctx 4096). So 16 tokens x 8 channels at a time: two 8x8 register
+  // transposes, each channel's 16 cells stored side by side (one line). Tokens past the
+  // last 16 and channels past the last 8 one element at a time. A copy: bits unchanged.
   V s = b.vec(128, Cls::F, "s");
-  // V: element (t, c) to v_cache[c * n_ctx + pos0 + t].
   V t = b.i64("t"), c = b.i64("c"), col = b.ptr("col"), src = b.ptr("src"),
-    stride = b.i64("stride");
+    stride = b.i64("stride"), kvb = b.i64("kv_bytes"), t16 = b.i64("t16"), c8 = b.i64("c8");
   b.muli(stride, nctx, 4);
-  b.for_(t, zero, T, one);
+  b.muli(kvb, kv, 4);
+  b.andi(t16, T, ~int64_t(15));
+  b.andi(c8, kv, ~int64_t(7));
+  V vt = b.ptr("v_tile"), ct = b.ptr("cache_tile"), q = b.ptr("q"), d = b.ptr("d");
+  b.for_(t, zero, t16, b.imm(16, "sixteen"));
+  {
+    b.mul(off, t, kv);
+    b.ptr_add(vt, v, off, 4);  // token t's row
+    b.add(off, pos0, t);
+    b.ptr_add(ct, vc, off, 4);  // channel 0, cell pos0 + t
+    b.for_(c, zero, c8, b.imm(8, "eight"));
+    {
+      b.ptr_add(q, vt, c, 4);
+      b.mul(off, c, stride);
+      b.ptr_add(d, ct, off, 1);
+      for (int half = 0; half < 2; ++half) {  // tokens t + 8 * half .. + 7
+        V r[8];
+        for (int j = 0; j < 8; ++j) {
+          r[j] = b.vec(256, Cls::F, "row");
+          b.vload(r[j], Mem{q, {}, 1, 0});
+          b.ptr_add(q, q, kvb, 1);
+        }
+        V u[8], w8[8];
+        for (int j = 0; j < 4; ++j) {  // pairs of rows interleaved by 32 bits
+          u[2 * j] = b.vec(256, Cls::F, "lo32");
+          u[2 * j + 1] = b.vec(256, Cls::F, "hi32");
+          b.vunpack_lo32(u[2 * j], r[2 * j], r[2 * j + 1]);
+          b.vunpack_hi32(u[2 * j + 1], r[2 * j], r[2 * j + 1]);
+        }
+        for (int h = 0; h < 2; ++h)  // rows 0-3, then 4-7: quads by 64 bits
+          for (int j = 0; j < 2; ++j) {
+            w8[4 * h + 2 * j] = b.vec(256, Cls::F, "lo64");
+            w8[4 * h + 2 * j + 1] = b.vec(256, Cls::F, "hi64");
+            b.vunpack_lo64(w8[4 * h + 2 * j], u[4 * h + j], u[4 * h + 2 + j]);
+            b.vunpack_hi64(w8[4 * h + 2 * j + 1], u[4 * h + j], u[4 * h + 2 + j]);
+          }
+        // w8[i] (i < 4) holds channel i (low 128) and i + 4 (high 128) of rows 0-3;
+        // w8[4 + i] the same of rows 4-7.
+        V p = b.ptr("p");
+        b.ptr_add(p, d, b.imm(32 * half, "half_bytes"), 1);
+        for (int ch = 0; ch < 8; ++ch) {
+          V o = b.vec(256, Cls::F, "cells");
+          b.vcombine128(o, w8[ch % 4], w8[4 + ch % 4], ch < 4 ? 0 : 3);
+          V pc = b.ptr("pc");
+          b.mul(off, stride, b.imm(ch, "ch"));
+          b.ptr_add(pc, p, off, 1);
+          b.vstore(Mem{pc, {}, 1, 0}, o);
+        }
+      }
+    }
+    b.end_for();
+    // Channels c8 .. kv of these 16 tokens.
+    V j = b.i64("j");
+    b.for_(c, c8, kv, one);
+    b.for_(j, zero, b.imm(16, "sixteen_j"), one);
+    b.mul(off, j, kv);
+    b.add(off, off, c);
+    b.vload_ss(s, Mem{vt, off, 4, 0});
+    b.mul(off, c, nctx);
+    b.add(off, off, j);
+    b.vstore_ss(Mem{ct, off, 4, 0}, s);
+    b.end_for();
+    b.end_for();
+  }
+  b.end_for();
+  // Tokens t16 .. T (fewer than 16; decode's one token), element by element.
+  b.for_(t, t16, T, one);
   b.mul(off, t, kv);
   b.ptr_add(src, v, off, 4);
   b.add(off, pos0, t);
@@ -191,7 +267,7 @@ bool build_kv_store_f16(const char* generator, Isa isa, const GeneratorParams& p
                    "each value fp16 RNE, a NaN sign | 0x7e00)",
                    m, err))
     return false;
-  Builder b(*m, m->name, kKvStoreAbi);
+  Builder b(*m, m->name, kv_store_abi());
   const auto [k, v, kc, vc, kv, nctx, pos0, T] = kv_store_entry(b);
   V cnt = b.i64("cnt"), off = b.i64("off"), zero = b.imm(0, "zero");
   V kdst = b.ptr("kdst"), vdst = b.ptr("vdst");

@@ -21,9 +21,14 @@ using kir::Kind;
 using kir::Mem;
 using kir::V;
 
-// The glu.gated.v2 ABI: gate, up, y, n, T, then rows [begin, end) of T.
-const std::vector<Kind> kGluAbi = {Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::I64,
-                                   Kind::I64, Kind::I64, Kind::I64};
+// The glu.gated.v2 ABI: gate, up, y, n, T, then rows [begin, end) of T. A function, not a
+// namespace-scope vector: a generator may run from another translation unit's static
+// initializer (bench/), before this file's globals are constructed.
+const std::vector<Kind>& glu_abi() {
+  static const std::vector<Kind> abi = {Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::I64,
+                                        Kind::I64, Kind::I64, Kind::I64};
+  return abi;
+}
 
 bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::Module* m,
            std::string* err) {
@@ -32,7 +37,7 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
                    "rows of a multiple of 16: silu = g / (1 + ggml_v_expf(0 - g)), y = silu * up)",
                    m, err))
     return false;
-  Builder b(*m, m->name, kGluAbi);
+  Builder b(*m, m->name, glu_abi());
   const V gate = b.arg(0), up = b.arg(1), y = b.arg(2), n = b.arg(3), T = b.arg(4);
   ret_if(b, n, Cmp::LE, 0);
   ret_unless_multiple(b, n, 16);  // outside the contract's admitted shapes: nothing written
@@ -67,7 +72,7 @@ bool build_geglu(const char* generator, Isa isa, const GeneratorParams& params, 
   m->helpers.push_back({"cke_gelu_f16_lookup",
                         reinterpret_cast<const void*>(&cke_gelu_f16_lookup),
                         {Kind::Ptr, Kind::I64}});
-  Builder b(*m, m->name, kGluAbi);
+  Builder b(*m, m->name, glu_abi());
   const V gate = b.arg(0), up = b.arg(1), y = b.arg(2), n = b.arg(3), T = b.arg(4);
   ret_if(b, n, Cmp::LE, 0);
   ret_unless_multiple(b, n, 16);  // outside the contract's admitted shapes: nothing written
