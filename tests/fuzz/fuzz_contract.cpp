@@ -35,6 +35,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const ContractPort* p = c->port(k.port);
     FUZZ_CHECK(p && p->dtype && is_data_id(k.via));
   }
+  FUZZ_CHECK(c->composes.empty() || (c->composes.size() >= 2 && c->converts.empty()));
+  for (const ContractStage& st : c->composes)
+    for (const auto& [from, to] : st.ports) FUZZ_CHECK(c->port(to) != nullptr && !from.empty());
   switch (c->comparison.kind) {
     case Comparison::Kind::BitExact:
       break;
