@@ -123,14 +123,19 @@ void fuse(const Graph& graph, const Registry& registry, const HostCaps& caps,
       for (size_t s = 0; s < span && stages; ++s)
         stages = (*steps)[i + s].has_value() && (*steps)[i + s]->span == 1 &&
                  decisions[i + s].contract == c->composes[s].contract;
+      if (!stages) continue;
+      // The pattern's query in this phase, and with T free (a decode winner's batch_args):
+      // both must be the pattern.
       const Phase phase = decisions[i].query.phase;
-      if (!stages || !pattern_query(graph, *c, i, phase)) continue;
+      const std::optional<Query> q = pattern_query(graph, *c, i, phase),
+                                 q_free = pattern_query(graph, *c, i, Phase::Prefill);
+      if (!q || !q_free) continue;
       Tried t;
       t.fusion.node = i;
       t.fusion.span = span;
       t.fusion.decision = decide_query(
-          graph, registry, caps, options, [&](Phase p) { return *pattern_query(graph, *c, i, p); },
-          phase, &t.step);
+          graph, registry, caps, options,
+          [&](Phase p) { return p == Phase::Prefill ? *q_free : *q; }, phase, &t.step);
       judge(graph, registry, decisions, &t);
       tried.push_back(std::move(t));
     }
