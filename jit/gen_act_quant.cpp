@@ -39,8 +39,7 @@ V to_fp16(Builder& b, const Fp16Consts& k, V v) {
 
 }  // namespace
 
-Q8Rows::Q8Rows(kir::Builder& b, const Q8Layout& lay, kir::V K)
-    : b_(b), lay_(lay), q8_1_(lay.sum_offset >= 0) {
+Q8Rows::Q8Rows(kir::Builder& b, const Q8Layout& lay, kir::V K) : b_(b), lay_(lay) {
   abs_mask_ = b.vec(256, Cls::I, "abs_mask");
   b.vsplat32(abs_mask_, 0x7fffffffu);
   c127_ = b.vec(128, Cls::F, "c127");
@@ -56,7 +55,7 @@ Q8Rows::Q8Rows(kir::Builder& b, const Q8Layout& lay, kir::V K)
   qnan_ = b.vec(128, Cls::I, "qnan");
   b.vsplat32(qnan_, 0x7fc00000u);
   fk_ = {{}, {}, one_i_, zero_i_, nan_bias_, qnan_};
-  if (q8_1_) {  // s may be negative: a NaN keeps its sign
+  if (has_sum()) {  // s may be negative: a NaN keeps its sign
     fk_.abs128 = b.vec(128, Cls::I, "abs128");
     fk_.sign128 = b.vec(128, Cls::I, "sign128");
     b.vsplat32(fk_.abs128, 0x7fffffffu);
@@ -133,7 +132,7 @@ void Q8Rows::row(kir::V xrow, kir::V yrow) {
     b.vpackss_wb(qb, w01, w23);  // dwords: q0 q1 q2 q3 (low halves) | q0 q1 q2 q3 (high)
     b.vperm_d(qb, qb, order_);
     b.vstore(Mem{yp_, {}, 1, lay_.quants_offset}, qb);
-    if (q8_1_) {
+    if (has_sum()) {
       // s = fp16(d * float(hsum_i32_8(q0 + q1 + q2 + q3))): integer sums wrap, so their
       // order is free; one float product with the unrounded d.
       V s8 = b.vec(256, Cls::I, "qsum"), s4 = b.vec(128, Cls::I, "qsum4"),

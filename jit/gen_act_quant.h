@@ -51,7 +51,7 @@ class Q8Rows {
  private:
   kir::Builder& b_;
   Q8Layout lay_;
-  bool q8_1_;
+  bool has_sum() const { return lay_.sum_offset >= 0; }  // q8_1's s field
   kir::V abs_mask_, c127_, one_f_, one_i_, zero_i_, nan_bias_, qnan_, order_;
   Fp16Consts fk_;
   kir::V nb_, xrow_bytes_, yrow_bytes_, blk_, xp_, yp_;

@@ -5,7 +5,12 @@
 #include <algorithm>
 
 namespace cke {
+namespace {
 
+// The query of fused contract `c`'s pattern at nodes [node, node + stages) in `phase`: one
+// port per fused port, taken from the stage node that binds it. nullopt when the nodes are
+// not the pattern: two stage ports bound to one fused port name different buffers or
+// shapes, or two nodes pass one param with different values.
 std::optional<Query> pattern_query(const Graph& graph, const Contract& c, size_t node,
                                    Phase phase) {
   const size_t stages = c.composes.size();
@@ -42,8 +47,6 @@ std::optional<Query> pattern_query(const Graph& graph, const Contract& c, size_t
     }
   return f;
 }
-
-namespace {
 
 using Rank = std::pair<int, int64_t>;  // lifecycle, priority
 
