@@ -95,6 +95,12 @@ std::unique_ptr<KernelModule> emit_glue(const std::string& name, const std::vect
         *err = "glue '" + name + "': step '" + s.name + "': runtime multiplier out of range";
         return nullptr;
       }
+    if (s.with_previous && (&s == &steps[0] || s.split_total <= 0 || s.per_token ||
+                            (&s)[-1].split_total <= 0 || (&s)[-1].per_token)) {
+      *err = "glue '" + name + "': step '" + s.name +
+             "' joins a parallel region but it or the step before it is not a split step";
+      return nullptr;
+    }
     if (s.args.size() > Globals::kMaxFuncArgs) {
       *err = "glue '" + name + "': step '" + s.name + "' has too many arguments";
       return nullptr;
@@ -117,6 +123,19 @@ std::unique_ptr<KernelModule> emit_glue(const std::string& name, const std::vect
     task_labels[i] = f->label();
   }
 
+  // The split of step i: [0, total) into a fresh register.
+  auto split_total = [&](size_t i, const x86::Gp& ctx) {
+    const GlueStep& s = steps[i];
+    x86::Gp total = cc.newInt64("total");
+    if (s.split_by_tokens) {
+      cc.mov(total, x86::qword_ptr(ctx, int32_t(runtime_value_offset(s.split_by))));
+      if (s.split_total != 1) cc.imul(total, total, int32_t(s.split_total));
+    } else {
+      cc.mov(total, s.split_total);
+    }
+    return total;
+  };
+
   // Step i in the current function: a direct call, or its split through cke_parallel_for.
   auto emit_step = [&](size_t i, const x86::Gp& ctx) {
     const GlueStep& s = steps[i];
@@ -126,13 +145,7 @@ std::unique_ptr<KernelModule> emit_glue(const std::string& name, const std::vect
     }
     x86::Gp task = cc.newIntPtr("task");
     cc.lea(task, x86::ptr(task_labels[i]));
-    x86::Gp total = cc.newInt64("total"), align = cc.newInt64("align");
-    if (s.split_by_tokens) {
-      cc.mov(total, x86::qword_ptr(ctx, int32_t(runtime_value_offset(s.split_by))));
-      if (s.split_total != 1) cc.imul(total, total, int32_t(s.split_total));
-    } else {
-      cc.mov(total, s.split_total);
-    }
+    x86::Gp total = split_total(i, ctx), align = cc.newInt64("align");
     cc.mov(align, s.split_align);
     InvokeNode* call = nullptr;
     cc.invoke(&call, uint64_t(uintptr_t(&cke_parallel_for)),
@@ -141,6 +154,39 @@ std::unique_ptr<KernelModule> emit_glue(const std::string& name, const std::vect
     call->setArg(1, task);
     call->setArg(2, total);
     call->setArg(3, align);
+  };
+
+  // The region of steps [first, last): a ParallelTask table on the stack and one call to
+  // cke_parallel_region.
+  auto emit_region = [&](size_t first, size_t last, const x86::Gp& ctx) {
+    const int n = int(last - first);
+    x86::Mem table = cc.newStack(uint32_t(n * sizeof(ParallelTask)), 8);
+    for (int k = 0; k < n; ++k) {
+      const size_t i = first + size_t(k);
+      const int32_t at = int32_t(k * sizeof(ParallelTask));
+      x86::Gp task = cc.newIntPtr("task");
+      cc.lea(task, x86::ptr(task_labels[i]));
+      x86::Mem slot = table;
+      slot.addOffset(at + int32_t(offsetof(ParallelTask, task)));
+      cc.mov(slot, task);
+      slot = table;
+      slot.addOffset(at + int32_t(offsetof(ParallelTask, total)));
+      cc.mov(slot, split_total(i, ctx));
+      x86::Gp align = cc.newInt64("align");
+      cc.mov(align, steps[i].split_align);
+      slot = table;
+      slot.addOffset(at + int32_t(offsetof(ParallelTask, align)));
+      cc.mov(slot, align);
+    }
+    x86::Gp ptr = cc.newIntPtr("region"), count = cc.newInt64("n");
+    cc.lea(ptr, table);
+    cc.mov(count, n);
+    InvokeNode* call = nullptr;
+    cc.invoke(&call, uint64_t(uintptr_t(&cke_parallel_region)),
+              FuncSignatureT<void, const RunContext*, const ParallelTask*, int64_t>());
+    call->setArg(0, ctx);
+    call->setArg(1, ptr);
+    call->setArg(2, count);
   };
 
   // Per-token steps: void step(const RunContext*), called by cke_for_each_token.
@@ -155,28 +201,36 @@ std::unique_ptr<KernelModule> emit_glue(const std::string& name, const std::vect
     token_labels[i] = f->label();
   }
 
-  // Straight-line calls in plan order, in parts of kPartSteps steps: asmjit's register
-  // allocation grows faster than linearly with a function's size, and a 450-step body
-  // was a third of the compile time. Each part is void part(const RunContext*).
+  // Straight-line calls in plan order, in parts of about kPartSteps steps (a part ends
+  // only where a region does): asmjit's register allocation grows faster than linearly
+  // with a function's size, and a 450-step body was a third of the compile time. Each part
+  // is void part(const RunContext*).
   constexpr size_t kPartSteps = 32;
   std::vector<Label> parts;
-  for (size_t first = 0; first < steps.size(); first += kPartSteps) {
+  for (size_t first = 0; first < steps.size();) {
     FuncNode* part = cc.addFunc(FuncSignatureT<void, const RunContext*>());
     x86::Gp ctx = cc.newIntPtr("ctx");
     part->setArg(0, ctx);
-    for (size_t i = first; i < std::min(steps.size(), first + kPartSteps); ++i) {
-      if (!steps[i].per_token) {
+    size_t i = first;
+    while (i < steps.size() && (i - first < kPartSteps || steps[i].with_previous)) {
+      size_t last = i + 1;  // the region [i, last)
+      while (last < steps.size() && steps[last].with_previous) ++last;
+      if (last - i > 1) {
+        emit_region(i, last, ctx);
+      } else if (!steps[i].per_token) {
         emit_step(i, ctx);
-        continue;
+      } else {
+        x86::Gp fn = cc.newIntPtr("step");
+        cc.lea(fn, x86::ptr(token_labels[i]));
+        InvokeNode* call = nullptr;
+        cc.invoke(&call, uint64_t(uintptr_t(&cke_for_each_token)),
+                  FuncSignatureT<void, const RunContext*, StepFn>());
+        call->setArg(0, ctx);
+        call->setArg(1, fn);
       }
-      x86::Gp fn = cc.newIntPtr("step");
-      cc.lea(fn, x86::ptr(token_labels[i]));
-      InvokeNode* call = nullptr;
-      cc.invoke(&call, uint64_t(uintptr_t(&cke_for_each_token)),
-                FuncSignatureT<void, const RunContext*, StepFn>());
-      call->setArg(0, ctx);
-      call->setArg(1, fn);
+      i = last;
     }
+    first = i;
     cc.endFunc();
     parts.push_back(part->label());
   }

@@ -3,7 +3,9 @@
 // A step is a call to a kernel with constant arguments (addresses, dims, floats) and, for
 // the few dynamic values, loads from the RunContext. A parallel step becomes a small task
 // function (ctx, begin, end) -> kernel(..., begin, end) and a call to cke_parallel_for
-// with its constant split. Nothing here chooses anything: the plan is already frozen.
+// with its constant split; a region of independent split steps is one call to
+// cke_parallel_region with a table of (task, total, align) built on the stack. Nothing here chooses
+// anything: the plan is already frozen.
 #pragma once
 
 #include <cstdint>
@@ -53,6 +55,8 @@ struct GlueStep {
   // Run once per token of the call through cke_for_each_token (a batched decode's step that
   // needs its token's own position and sequence; runtime/exec/parallel.h).
   bool per_token = false;
+  // In one parallel region with the step before it (both split; cke_parallel_region).
+  bool with_previous = false;
 };
 
 using GlueFn = void (*)(const RunContext* ctx);

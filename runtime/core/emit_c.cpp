@@ -116,13 +116,15 @@ void render_phase(const EmitInput& in, const PhasePlan& p, std::string* tasks, s
       ph, p.steps.size(), p.arena_bytes,
       p.phase == Phase::Decode && !p.batch ? "=" : "<=", p.max_tokens, p.tokens_offset,
       p.logits_offset, ph);
+  std::vector<std::string> region;  // the open region's table entries
   for (size_t i = 0; i < p.steps.size(); ++i) {
     const PlanStep& s = p.steps[i];
     *body += fmt::format("  /* [{}] {}: {} — {}{}{} */\n", i, step_label(*in.graph, s.node, s.span),
                          s.provider->id, why(*in.res, s),
                          s.out_tail ? " (output tail: rows out_first .. +n_out)" : "",
                          s.per_token ? " (per token: its position, its sequence's cells)" : "");
-    // The step's code: a call, or its split through cke_parallel_for.
+    // The step's code: a call, or its split through cke_parallel_for (or its region's
+    // cke_parallel_region, after the region's last step).
     std::string code;
     if (s.split_total <= 0) {
       code = render_call(in, s);
@@ -135,6 +137,21 @@ void render_phase(const EmitInput& in, const PhasePlan& p, std::string* tasks, s
           s.split_by_tokens
               ? fmt::format("ctx->{} * {}", runtime_value_name(s.split_by), s.split_total)
               : fmt::format("{}", s.split_total);
+      const bool in_region =
+          s.with_previous || (i + 1 < p.steps.size() && p.steps[i + 1].with_previous);
+      if (in_region) {
+        region.push_back(fmt::format("{{{}, {}, {}}}", task, total, s.split_align));
+        if (i + 1 < p.steps.size() && p.steps[i + 1].with_previous) continue;
+        std::string table;
+        for (const std::string& t : region) table += "\n      " + t + ",";
+        *body += fmt::format(
+            "  {{ /* steps [{}..{}]: one parallel region (independent steps) */\n"
+            "    const cke_parallel_task region[] = {{{}\n    }};\n"
+            "    cke_parallel_region(ctx, region, {});\n  }}\n",
+            i + 1 - region.size(), i, table, region.size());
+        region.clear();
+        continue;
+      }
       code = fmt::format("cke_parallel_for(ctx, {}, {}, {});", task, total, s.split_align);
     }
     if (!s.per_token) {
@@ -253,6 +270,12 @@ bool emit_c(const EmitInput& in, EmittedC* out, std::string* err) {
       "extern void cke_parallel_for(const cke_run_context* ctx,\n"
       "    void (*task)(const cke_run_context*, int64_t, int64_t), int64_t total, int64_t "
       "align);\n"
+      "/* A region of independent parallel steps: one fork/join for all their chunks. */\n"
+      "typedef struct cke_parallel_task {{\n"
+      "  void (*task)(const cke_run_context*, int64_t, int64_t);\n"
+      "  int64_t total, align;\n}} cke_parallel_task;\n"
+      "extern void cke_parallel_region(const cke_run_context* ctx, const cke_parallel_task* "
+      "tasks,\n    int64_t n);\n"
       "extern void cke_for_each_token(const cke_run_context* ctx,\n"
       "    void (*step)(const cke_run_context*));\n\n"
       "static uint8_t* W;\nstatic uint8_t* R;\nstatic uint8_t* A;\nstatic uint8_t* S[{}];\n\n"

@@ -57,6 +57,7 @@ std::unique_ptr<jit::KernelModule> glue(const PhasePlan& p, const PlanMemory& m,
     g.split_by = s.split_by;
     g.split_align = s.split_align;
     g.per_token = s.per_token;
+    g.with_previous = s.with_previous;
     steps.push_back(std::move(g));
   }
   return jit::emit_glue(std::string(plan_name(p)), steps, err);

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "runtime/core/memory_plan.h"
+#include "runtime/core/parallel_regions.h"
 
 namespace cke {
 
@@ -228,6 +229,7 @@ bool build_plan(const Graph& graph, const std::vector<PlanSource>& steps, PhaseP
     }
   }
   if (p.phase == Phase::Prefill && !p.batch) mark_output_tail(graph, &p);
+  mark_parallel_regions(graph, &p);
   *out = std::move(p);
   return true;
 }
@@ -292,7 +294,10 @@ std::string_view plan_name(const PhasePlan& p) {
 
 std::string step_label(const Graph& graph, size_t node, size_t span) {
   std::string s = graph.nodes[node].label();
-  for (size_t k = node + 1; k < node + span; ++k) s += "+" + graph.nodes[k].label();
+  for (size_t k = node + 1; k < node + span; ++k) {
+    s += '+';
+    s += graph.nodes[k].label();
+  }
   return s;
 }
 
@@ -345,6 +350,10 @@ std::string plan_text(const Graph& graph, const PhasePlan& p) {
                                                               : "*n_out",
                        st.split_align);
     if (st.per_token) s += "  (per token)";
+    size_t r0 = i, r1 = i;  // its parallel region [r0, r1]
+    while (p.steps[r0].with_previous) --r0;
+    while (r1 + 1 < p.steps.size() && p.steps[r1 + 1].with_previous) ++r1;
+    if (r1 > r0) s += fmt::format("  [region {}..{}]", r0, r1);
     s += "\n";
   }
   return s;

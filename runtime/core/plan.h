@@ -42,6 +42,9 @@ struct PlanStep {
   int64_t split_align = 1;
   bool out_tail = false;   // in the output tail (see PhasePlan)
   bool per_token = false;  // a batch plan's step run once per token (see PhasePlan)
+  // Runs in one parallel region with the step before it: independent of every step of the
+  // region (runtime/core/parallel_regions.h).
+  bool with_previous = false;
 };
 
 // The output tail of a prefill plan: the longest run of last steps that work row by row

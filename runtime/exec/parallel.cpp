@@ -36,23 +36,41 @@ ThreadPool::ThreadPool(int n_threads)
 ThreadPool::~ThreadPool() = default;
 
 void ThreadPool::run(const RunContext* ctx, TaskFn task, int64_t total, int64_t align) {
-  if (n_threads_ == 1 || total <= align) {
-    task(ctx, 0, total);
+  const ParallelTask t{task, total, align};
+  run_region(ctx, &t, 1);
+}
+
+void ThreadPool::run_region(const RunContext* ctx, const ParallelTask* tasks, int n) {
+  for (; n > kMaxRegionTasks; n -= kMaxRegionTasks, tasks += kMaxRegionTasks)
+    run_region(ctx, tasks, kMaxRegionTasks);  // a longer table: regions one after another
+  // first[i]: the region's index of task i's first chunk; first[n]: all chunks.
+  int first[kMaxRegionTasks + 1];
+  first[0] = 0;
+  for (int i = 0; i < n; ++i) {
+    const int64_t total = tasks[i].total, align = tasks[i].align;
+    first[i + 1] = first[i] + (total <= align ? 1 : chunk_count(total, align, n_threads_));
+  }
+  const int chunks = first[n];
+  if (n_threads_ == 1 || chunks == n) {
+    for (int i = 0; i < n; ++i)
+      if (tasks[i].total > 0) tasks[i].task(ctx, 0, tasks[i].total);
     return;
   }
-  const int n = n_threads_, chunks = chunk_count(total, align, n);
   std::atomic<int> next{0};
   impl_->arena.execute([&] {
     // One claiming loop per thread (simple_partitioner, grain 1: TBB neither merges nor
     // splits them); a loop whose thread starts late finds fewer chunks left.
     tbb::parallel_for(
-        tbb::blocked_range<int>(0, n, 1),
+        tbb::blocked_range<int>(0, n_threads_, 1),
         [&](const tbb::blocked_range<int>&) {
+          int i = 0;  // the task of chunk c: chunks are claimed in increasing order
           for (int c = next.fetch_add(1, std::memory_order_relaxed); c < chunks;
                c = next.fetch_add(1, std::memory_order_relaxed)) {
+            while (c >= first[i + 1]) ++i;
+            const ParallelTask& t = tasks[i];
             int64_t b, e;
-            partition_chunk(total, align, chunks, c, &b, &e);
-            if (b < e) task(ctx, b, e);
+            partition_chunk(t.total, t.align, first[i + 1] - first[i], c - first[i], &b, &e);
+            if (b < e) t.task(ctx, b, e);
           }
         },
         tbb::simple_partitioner());
@@ -64,6 +82,11 @@ void ThreadPool::run(const RunContext* ctx, TaskFn task, int64_t total, int64_t 
 extern "C" void cke_parallel_for(const cke::RunContext* ctx, cke::TaskFn task, int64_t total,
                                  int64_t align) {
   ctx->pool->run(ctx, task, total, align);
+}
+
+extern "C" void cke_parallel_region(const cke::RunContext* ctx, const cke::ParallelTask* tasks,
+                                    int64_t n) {
+  ctx->pool->run_region(ctx, tasks, int(n));
 }
 
 extern "C" void cke_for_each_token(const cke::RunContext* ctx, cke::StepFn step) {

@@ -135,5 +135,53 @@ TEST(Glue, MissingFunctionIsAnError) {
   EXPECT_NE(err.find("nothing"), std::string::npos) << err;
 }
 
+// A region of three split steps (one by tokens): one cke_parallel_region call with the
+// table the glue built on the stack; every row of every step once, for any thread count.
+TEST(Glue, RegionCoversEveryStepsRowsOnce) {
+  for (int threads : {1, 2, 3}) {
+    std::vector<int64_t> a(37, -1), b(40, -1), c(5, -1);
+    auto step = [](const char* name, int64_t* y, int64_t total, int64_t align) {
+      GlueStep s;
+      s.name = name;
+      s.fn = reinterpret_cast<const void*>(&fill_rows);
+      s.args = {GlueArg::ptr(y), GlueArg::rt(RuntimeValue::Pos0), GlueArg::begin(), GlueArg::end()};
+      s.split_total = total;
+      s.split_align = align;
+      return s;
+    };
+    GlueStep sa = step("a", a.data(), 37, 4), sb = step("b", b.data(), 4, 1),
+             sc = step("c", c.data(), 5, 16);
+    sb.split_by_tokens = true;  // 4 rows per token
+    sb.with_previous = sc.with_previous = true;
+    std::string err;
+    auto m = emit_glue("region", {sa, sb, sc}, &err);
+    ASSERT_TRUE(m) << err;
+    ThreadPool pool(threads);
+    RunContext ctx{3, 7, 10, &pool, 0, 7, 0, nullptr, nullptr};
+    m->entry_as<jit::GlueFn>()(&ctx);
+    for (int64_t r = 0; r < 37; ++r) EXPECT_EQ(a[r], r * 1000 + 3) << "a row " << r;
+    for (int64_t r = 0; r < 40; ++r) EXPECT_EQ(b[r], r < 28 ? r * 1000 + 3 : -1) << "b row " << r;
+    for (int64_t r = 0; r < 5; ++r) EXPECT_EQ(c[r], r * 1000 + 3) << "c row " << r;
+  }
+}
+
+// Only a split step can join a region, and only after another split step.
+TEST(Glue, RegionOfAnUnsplitStepIsAnError) {
+  int64_t sink = 0;
+  GlueStep plain;
+  plain.name = "plain";
+  plain.fn = reinterpret_cast<const void*>(&fill_rows);
+  plain.args = {GlueArg::ptr(&sink), GlueArg::i64(0), GlueArg::i64(0), GlueArg::i64(1)};
+  GlueStep split = plain;
+  split.name = "split";
+  split.args = {GlueArg::ptr(&sink), GlueArg::i64(0), GlueArg::begin(), GlueArg::end()};
+  split.split_total = 1;
+  split.with_previous = true;
+  std::string err;
+  EXPECT_FALSE(emit_glue("bad", {plain, split}, &err));
+  EXPECT_NE(err.find("'split' joins a parallel region"), std::string::npos) << err;
+  EXPECT_FALSE(emit_glue("bad", {split}, &err));
+}
+
 }  // namespace
 }  // namespace cke::jit

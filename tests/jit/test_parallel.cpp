@@ -79,5 +79,68 @@ TEST(ThreadPool, RunsEachFrozenChunkOnce) {
   }
 }
 
+// A region runs every chunk of each of its tasks exactly once, each task cut by its own
+// frozen partition: the calls are those of running the tasks one after another.
+std::vector<std::pair<int, std::pair<int64_t, int64_t>>> g_region_calls;
+template <int K>
+void record_task(const RunContext*, int64_t b, int64_t e) {
+  std::lock_guard<std::mutex> lock(g_calls_mu);
+  g_region_calls.push_back({K, {b, e}});
+}
+
+TEST(ThreadPool, RegionRunsEachTasksFrozenChunksOnce) {
+  const TaskFn fns[] = {record_task<0>, record_task<1>, record_task<2>, record_task<3>};
+  const std::vector<std::vector<std::pair<int64_t, int64_t>>> regions = {
+      {{2048, 16}, {256, 16}, {256, 16}},  // q, k, v of a decode
+      {{16, 16}, {8, 16}},                 // two single-chunk tasks: run inline
+      {{5632, 16}, {0, 16}, {17, 4}, {1, 1}},
+  };
+  for (int n : {1, 2, 3}) {
+    ThreadPool pool(n);
+    for (const auto& r : regions) {
+      std::vector<ParallelTask> tasks;
+      for (size_t k = 0; k < r.size(); ++k) tasks.push_back({fns[k], r[k].first, r[k].second});
+      std::vector<std::pair<int, std::pair<int64_t, int64_t>>> want;
+      for (size_t k = 0; k < r.size(); ++k) {
+        const auto [total, align] = r[k];
+        const int chunks = total <= align ? 1 : chunk_count(total, align, n);
+        for (int c = 0; c < chunks; ++c) {
+          int64_t b, e;
+          partition_chunk(total, align, chunks, c, &b, &e);
+          if (b < e) want.push_back({int(k), {b, e}});
+        }
+      }
+      for (int rep = 0; rep < 20; ++rep) {
+        g_region_calls.clear();
+        RunContext ctx{};
+        ctx.pool = &pool;
+        cke_parallel_region(&ctx, tasks.data(), int64_t(tasks.size()));
+        std::sort(g_region_calls.begin(), g_region_calls.end());
+        ASSERT_EQ(g_region_calls, want) << "threads " << n << " tasks " << r.size();
+      }
+    }
+  }
+}
+
+// A table longer than kMaxRegionTasks runs as consecutive regions: still every chunk once.
+TEST(ThreadPool, RegionLongerThanTheMaximumRunsEveryTask) {
+  ThreadPool pool(2);
+  std::vector<ParallelTask> tasks(kMaxRegionTasks * 2 + 3, ParallelTask{record, 64, 16});
+  g_calls.clear();
+  RunContext ctx{};
+  ctx.pool = &pool;
+  cke_parallel_region(&ctx, tasks.data(), int64_t(tasks.size()));
+  std::sort(g_calls.begin(), g_calls.end());
+  std::vector<std::pair<int64_t, int64_t>> want;
+  for (size_t k = 0; k < tasks.size(); ++k)
+    for (int c = 0; c < chunk_count(64, 16, 2); ++c) {
+      int64_t b, e;
+      partition_chunk(64, 16, chunk_count(64, 16, 2), c, &b, &e);
+      want.emplace_back(b, e);
+    }
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(g_calls, want);
+}
+
 }  // namespace
 }  // namespace cke

@@ -90,6 +90,28 @@ int check_generated_kernels_are_emitted(const std::string& plan, const std::stri
   return n;
 }
 
+// The plan's parallel regions ("[region a..b]" on each of their steps) are each one
+// cke_parallel_region call of the emitted C. Returns how many.
+int check_regions_are_emitted(const std::string& plan, const std::string& dir) {
+  int regions = 0;  // lines of a region's first step: "  3 blk.0.wq ... [region 3..5]"
+  std::istringstream in(plan);
+  for (std::string line; std::getline(in, line);) {
+    const size_t at = line.find("[region ");
+    if (at == std::string::npos) continue;
+    std::istringstream fields(line);
+    std::string index;
+    fields >> index;
+    if (line.compare(at + 8, index.size() + 2, index + "..") == 0) ++regions;
+  }
+  const std::string c = slurp(dir + "/cke_plan.c");
+  int calls = 0;
+  for (size_t at = c.find("cke_parallel_region(ctx"); at != std::string::npos;
+       at = c.find("cke_parallel_region(ctx", at + 1))
+    ++calls;
+  EXPECT_EQ(calls, regions);
+  return calls;
+}
+
 TEST_P(EmitC, EmittedCIsBitIdenticalToTheJit) {
   const std::string stem = GetParam();
   CKE_REQUIRE_SHARED(json, "reference/" + stem + ".json");
@@ -106,6 +128,7 @@ TEST_P(EmitC, EmittedCIsBitIdenticalToTheJit) {
     // each is in the emitted files.
     const std::string plan = jit->plan_text();
     const int generated = check_generated_kernels_are_emitted(plan, dir);
+    check_regions_are_emitted(plan, dir);
     for (const char* w : {"-Q8_0", "-Q4_0", "-F32"})
       if (stem.find(w) != std::string::npos) {
         EXPECT_GT(generated, 0) << plan;
