@@ -44,11 +44,12 @@ struct Workload {
   Call call;
 };
 
-// Attention over a full cache of n_ctx cells: T queries at pos0 = n_ctx - T, every head.
+// Attention over a full cache of n_ctx cells: T queries at pos0 = n_ctx - T, every head,
+// in TinyLlama's shape (head_dim 64, 32 heads, GQA 8) or Qwen3-0.6B's (128, 16, GQA 2).
 // Cell = float (F32 cache) or fp16 bits (F16 cache, values 2^-2..2 of either sign).
 template <class Cell>
-Workload attention_workload(int64_t T) {
-  constexpr int64_t hd = 64, nh = 32, nkv = 4, n_ctx = 2048;
+Workload attention_workload(int64_t T, int64_t hd) {
+  const int64_t nh = hd == 64 ? 32 : 16, nkv = hd == 64 ? 4 : 8, n_ctx = 2048;
   using Fn = void (*)(const float*, const Cell*, const Cell*, float*, int64_t, int64_t, int64_t,
                       int64_t, int64_t, int64_t, float, int64_t, int64_t, int64_t);
   auto q = std::make_shared<std::vector<float>>(randv(size_t(hd * nh * T), 11));
@@ -62,7 +63,7 @@ Workload attention_workload(int64_t T) {
     else
       (*kv)[i] = Cell((rng() & 0x83ffu) | ((13u + rng() % 4u) << 10));
   }
-  return {fmt::format("/n_kv={}/T={}", n_ctx, T), hd * nh * T, [=](void* fn) {
+  return {fmt::format("/hd={}/n_kv={}/T={}", hd, n_ctx, T), hd * nh * T, [=](void* fn) {
             const Cell* k = kv->data();  // K cells, then V cells
             reinterpret_cast<Fn>(fn)(q->data(), k, k + hd * nkv * n_ctx, out->data(), hd, nh, nkv,
                                      n_ctx, n_ctx - T, T, 0.125f, 0, 0, nh);
@@ -158,9 +159,10 @@ std::vector<Workload> workloads(const std::string& op, const std::string& contra
            }});
     }
   } else if (op == "attention") {
-    for (int64_t T : {1, 64})
-      w.push_back(contract == "attention.f16_flash.ggml" ? attention_workload<uint16_t>(T)
-                                                         : attention_workload<float>(T));
+    for (int64_t hd : {64, 128})
+      for (int64_t T : {1, 64})
+        w.push_back(contract == "attention.f16_flash.ggml" ? attention_workload<uint16_t>(T, hd)
+                                                           : attention_workload<float>(T, hd));
   } else if (op == "moe_group") {
     using Group = void (*)(const int32_t*, int32_t*, int32_t*, int64_t, int64_t, int64_t);
     for (auto [E, k, T] : {std::array<int64_t, 3>{128, 8, 1}, {128, 8, 32}}) {

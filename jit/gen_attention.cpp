@@ -179,6 +179,7 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
   const V16 scalev = L.bcast(scale, "scalev");
   V qt = b.ptr("qt"), ot = b.ptr("ot"), qh = b.ptr("qh"), oh = b.ptr("oh"), kh = b.ptr("kh"),
     kj = b.ptr("kj"), vh = b.ptr("vh"), vrow = b.ptr("vrow"), eg = b.ptr("eg");
+  V qdone = b.i64("qdone");  // scores: the q-in-registers loop ran (scores_qreg)
   V hstep = b.i64("hstep"), together = b.i64("together"), hn = b.i64("hn"), hg = b.i64("hg"),
     c8 = b.imm(8, "c8"), c4 = L.parts == 1 ? b.imm(4, "c4") : V{};
 
@@ -268,6 +269,88 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
       b.vstore(Mem{base[i], index, 4, 0}, x);
     }
   };
+  // AVX-512, head_dim 64 C (C = 1, 2) and H heads whose query rows fit in 16 registers:
+  // the rows stay in registers for the whole row of cells, each K row is loaded once for
+  // the H heads, and 8 / H cells of each head are reduced as one 256-bit vector (half_sum,
+  // then reduce_pair8 as soon as a pair exists, reduce_finish8): loads are K's only, where
+  // the loop below reads q from memory for every product. The same products, folds and
+  // reduction order as one cell alone (dot_chunks, fold4, reduce_add).
+  auto scores_qreg = [&](const V* qx, const V* ex, int H, int C) {
+    const int keys = 8 / H;
+    V16 qr[kMaxHeads][8];
+    for (int i = 0; i < H; ++i)
+      for (int k = 0; k < 4 * C; ++k) {
+        qr[i][k] = L.vec("qr");
+        L.load(qr[i][k], Mem{qx[i], {}, 1, 64 * k});
+      }
+    // Head-outer keeps the row's 4C K vectors and one head's 4 accumulators live;
+    // head-inner keeps one K vector and 4H accumulators: the fewer registers.
+    const bool head_outer = 4 * C + 4 <= 4 * H + 1;
+    V lane_mask[kMaxHeads];  // H = 4: lanes 2i, 2i + 1 of the result are head i's
+    if (H == 4)
+      for (int i = 0; i < H; ++i) {
+        lane_mask[i] = b.mask("lanes");
+        b.kimm(lane_mask[i], uint64_t(3) << (2 * i));
+      }
+    b.sub(nb, len, first);
+    b.andi(nb, nb, -int64_t(keys));
+    b.add(jb, first, nb);
+    b.for_(j, first, jb, b.imm(keys, "keys"));
+    {
+      V s8[8], w[4];
+      bool made[8] = {}, paired[4] = {};
+      auto fold_into = [&](V16 acc[4], int i, int key) {
+        s8[keys * i + key] = L.half_sum(L.fold4(acc));
+        made[keys * i + key] = true;
+      };
+      for (int key = 0; key < keys; ++key) {
+        if (head_outer) {
+          V16 kx[8];
+          for (int k = 0; k < 4 * C; ++k) {
+            kx[k] = L.vec("kx");
+            L.load(kx[k], Mem{kj, {}, 1, 64 * k});
+          }
+          for (int i = 0; i < H; ++i) {
+            V16 acc[4];
+            for (int a = 0; a < 4; ++a) acc[a] = L.zero("acc");
+            for (int c = 0; c < C; ++c)
+              for (int a = 0; a < 4; ++a) L.fma(acc[a], kx[4 * c + a], qr[i][4 * c + a]);
+            fold_into(acc, i, key);
+          }
+        } else {
+          V16 acc[kMaxHeads][4];
+          for (int i = 0; i < H; ++i)
+            for (int a = 0; a < 4; ++a) acc[i][a] = L.zero("acc");
+          for (int c = 0; c < C; ++c)
+            for (int a = 0; a < 4; ++a) {
+              V16 kx = L.vec("kx");
+              L.load(kx, Mem{kj, {}, 1, 64 * (4 * c + a)});
+              for (int i = 0; i < H; ++i) L.fma(acc[i][a], kx, qr[i][4 * c + a]);
+            }
+          for (int i = 0; i < H; ++i) fold_into(acc[i], i, key);
+        }
+        b.ptr_add(kj, kj, kv_bytes, 1);
+        for (int k = 0; k < 4; ++k)
+          if (!paired[k] && made[k] && made[k + 4]) {
+            w[k] = L.reduce_pair8(s8[k], s8[k + 4]);
+            paired[k] = true;
+          }
+      }
+      V sc = L.reduce_finish8(w);
+      b.vmul_f(sc, sc, b.view(scalev.part[0], 256, Cls::F));
+      if (H == 1) {
+        b.vstore(Mem{ex[0], j, 4, 0}, sc);
+      } else if (H == 2) {
+        b.vstore(Mem{ex[0], j, 4, 0}, b.view(sc, 128, Cls::F));
+        V hi = b.vec(128, Cls::F, "hi");
+        b.vextract(hi, sc, 1);
+        b.vstore(Mem{ex[1], j, 4, 0}, hi);
+      } else {
+        for (int i = 0; i < H; ++i) b.vstore_mk(Mem{ex[i], j, 4, -8 * i}, sc, lane_mask[i]);
+      }
+    }
+    b.end_for();
+  };
   auto scores = [&](const V* qx, const V* ex, int H) {
     // Scores of cells [first, len); -inf for [0, first) and the padding [len, len16).
     b.addi(off, len16, -16);
@@ -282,7 +365,16 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
     // (reduce_add16: lanes 16 / H * i on for head i), scaled and stored as one vector.
     b.mov(jb, first);
     if (L.parts == 1) {
+      b.movi(qdone, 0);
+      for (int C : {1, 2})
+        if (4 * C * H <= 16) {
+          b.if_(hd, Cmp::EQ, 64 * C);
+          scores_qreg(qx, ex, H, C);
+          b.movi(qdone, 1);
+          b.end_if();
+        }
       const int keys = 16 / H;
+      b.if_(qdone, Cmp::EQ, 0);
       b.if_(np, Cmp::EQ, hd);
       b.sub(nb, len, first);
       b.andi(nb, nb, -int64_t(keys));
@@ -309,6 +401,7 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
         store_lanes(sc, ex, j, H);
       }
       b.end_for();
+      b.end_if();
       b.end_if();
     } else if (H == 1) {
       // AVX2: 8 cells at a time, their folded vectors reduced as one (reduce_add8): the

@@ -176,22 +176,27 @@ V Lanes16::half_sum(V16 v) {
 
 // As reduce_add16 on 256-bit vectors: the first stage (i + 8) is each vector's two parts
 // (half_sum); then lane 4b + m of the result comes out of slot 2m + b, so vector j goes
-// into slot 2(j % 4) + j / 4.
+// into slot 2(j % 4) + j / 4: slots 2k and 2k + 1 (the pair of the i + 4 stage) hold
+// vectors k and k + 4.
 V Lanes16::reduce_add8(const V s8[8]) {
-  if (parts != 2) throw std::logic_error("kir: reduce_add8 takes two ymm per 16 lanes");
+  V w[4];
+  for (int k = 0; k < 4; ++k) w[k] = reduce_pair8(s8[k], s8[k + 4]);
+  return reduce_finish8(w);
+}
+
+// i + 4: [lo128 of a | lo128 of b] + [hi128 of a | hi128 of b], lo first as hsum8.
+V Lanes16::reduce_pair8(V a, V c) {
   auto fv = [&](V x) { return b.view(x, 256, Cls::F); };
   auto iv = [&](V x) { return b.view(x, 256, Cls::I); };
-  V s[8];
-  for (int j = 0; j < 8; ++j) s[2 * (j % 4) + j / 4] = s8[j];
-  // i + 4: [lo128 of a | lo128 of b] + [hi128 of a | hi128 of b], lo first as hsum8.
-  V w[4];
-  for (int k = 0; k < 4; ++k) {
-    V lo = b.vec(256, Cls::I, "lo4"), hi = b.vec(256, Cls::I, "hi4");
-    b.vcombine128(lo, iv(s[2 * k]), iv(s[2 * k + 1]), 0);
-    b.vcombine128(hi, iv(s[2 * k]), iv(s[2 * k + 1]), 3);
-    w[k] = b.vec(256, Cls::F, "w4");
-    b.vadd_f(w[k], fv(lo), fv(hi));
-  }
+  V lo = b.vec(256, Cls::I, "lo4"), hi = b.vec(256, Cls::I, "hi4");
+  b.vcombine128(lo, iv(a), iv(c), 0);
+  b.vcombine128(hi, iv(a), iv(c), 3);
+  V w = b.vec(256, Cls::F, "w4");
+  b.vadd_f(w, fv(lo), fv(hi));
+  return w;
+}
+
+V Lanes16::reduce_finish8(const V w[4]) {
   return last_two_stages(b, 256, w);
 }
 

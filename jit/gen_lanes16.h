@@ -48,11 +48,17 @@ struct Lanes16 {
   // the same pairs, as one vector: 15 adds and 30 shuffles where 16 reduce_adds take 112
   // ops and 16 stores. One zmm only (parts == 1).
   V16 reduce_add16(const V16 v[16]);
-  // The same with a pair of ymm per 16 lanes (parts == 2), 8 vectors at a time: lane j of
-  // the (256-bit) result = lane 0 of reduce_add(v[j]), given s8[j] = half_sum(v[j]), the
-  // first stage (made as each v[j] is, so only 8 ymm wait); 7 adds and 14 shuffles after it.
+  // The same on 256-bit vectors, 8 vectors at a time (either ISA level: a pair of ymm per
+  // 16 lanes, or zmm whose halves half_sum adds): lane j of the (256-bit) result = lane 0
+  // of reduce_add(v[j]), given s8[j] = half_sum(v[j]), the first stage (made as each v[j]
+  // is, so only 8 ymm wait); 7 adds and 14 shuffles after it.
   kir::V half_sum(V16 v);
   kir::V reduce_add8(const kir::V s8[8]);
+  // reduce_add8 in two steps, for a caller that makes its s8[] one at a time and would
+  // rather not keep eight waiting: w[k] = reduce_pair8(s8[k], s8[k + 4]) once both exist,
+  // then reduce_finish8(w) = reduce_add8(s8).
+  kir::V reduce_pair8(kir::V a, kir::V b);
+  kir::V reduce_finish8(const kir::V w[4]);
   // Lane 0: the largest lane (for NaN-free v; order of the max tree unspecified).
   kir::V reduce_max(V16 v);
 };
