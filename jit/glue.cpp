@@ -164,19 +164,12 @@ std::unique_ptr<KernelModule> emit_glue(const std::string& name, const std::vect
     for (int k = 0; k < n; ++k) {
       const size_t i = first + size_t(k);
       const int32_t at = int32_t(k * sizeof(ParallelTask));
-      x86::Gp task = cc.newIntPtr("task");
+      x86::Gp task = cc.newIntPtr("task"), align = cc.newInt64("align");
       cc.lea(task, x86::ptr(task_labels[i]));
-      x86::Mem slot = table;
-      slot.addOffset(at + int32_t(offsetof(ParallelTask, task)));
-      cc.mov(slot, task);
-      slot = table;
-      slot.addOffset(at + int32_t(offsetof(ParallelTask, total)));
-      cc.mov(slot, split_total(i, ctx));
-      x86::Gp align = cc.newInt64("align");
       cc.mov(align, steps[i].split_align);
-      slot = table;
-      slot.addOffset(at + int32_t(offsetof(ParallelTask, align)));
-      cc.mov(slot, align);
+      cc.mov(table.cloneAdjusted(at + int32_t(offsetof(ParallelTask, task))), task);
+      cc.mov(table.cloneAdjusted(at + int32_t(offsetof(ParallelTask, total))), split_total(i, ctx));
+      cc.mov(table.cloneAdjusted(at + int32_t(offsetof(ParallelTask, align))), align);
     }
     x86::Gp ptr = cc.newIntPtr("region"), count = cc.newInt64("n");
     cc.lea(ptr, table);

@@ -137,11 +137,10 @@ void render_phase(const EmitInput& in, const PhasePlan& p, std::string* tasks, s
           s.split_by_tokens
               ? fmt::format("ctx->{} * {}", runtime_value_name(s.split_by), s.split_total)
               : fmt::format("{}", s.split_total);
-      const bool in_region =
-          s.with_previous || (i + 1 < p.steps.size() && p.steps[i + 1].with_previous);
-      if (in_region) {
+      const bool next_joins = i + 1 < p.steps.size() && p.steps[i + 1].with_previous;
+      if (s.with_previous || next_joins) {
         region.push_back(fmt::format("{{{}, {}, {}}}", task, total, s.split_align));
-        if (i + 1 < p.steps.size() && p.steps[i + 1].with_previous) continue;
+        if (next_joins) continue;
         std::string table;
         for (const std::string& t : region) table += "\n      " + t + ",";
         *body += fmt::format(
