@@ -10,6 +10,8 @@
 #
 #   LLAMA_BENCH   command that runs llama-bench (default: ../shared/tools/llama.cpp/run
 #                 llama-bench, relative to the repository)
+#                 (on a host the prebuilt build cannot run, SIGILL: scripts/llama-instrument-for-host.sh
+#                 makes OUT/run; LLAMA_BENCH="OUT/run llama-bench")
 #   CKE_BENCH     cke-bench binary (default: build/bin/cke-bench)
 #   ARGS          test arguments for both (default: -p 128 -n 32 -t 2 -r 3)
 #                 (long contexts as llama.cpp's default cache: ARGS="-p 512 -n 32 -d 2048
