@@ -31,10 +31,14 @@ cmake -S "$src" -B "$out/ggml-build" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON
   -DGGML_BUILD_EXAMPLES=OFF >"$out/ggml-configure.log" 2>&1
 cmake --build "$out/ggml-build" -j"$(nproc)" >"$out/ggml-build.log" 2>&1
 
-# The prebuilt tree's symlinks may arrive as small files naming their target: make links.
+# The prebuilt tree's version links (libggml-cpu.so.0 -> libggml-cpu.so.0.15.3) are remade
+# here, relative, so that they reach the libraries built above; they may arrive as links or
+# as small files naming their target. Everything else is linked to the prebuilt file.
 for f in "$prebuilt"/*; do
   n="$(basename "$f")"
-  if [ "$(stat -c %s "$f")" -lt 64 ] && ! [ -x "$f" ]; then
+  if [ -L "$f" ]; then
+    ln -sfn "$(readlink "$f")" "$out/lib/$n"
+  elif [ "$(stat -c %s "$f")" -lt 64 ] && ! [ -x "$f" ]; then
     ln -sfn "$(cat "$f")" "$out/lib/$n"
   else
     ln -sfn "$f" "$out/lib/$n"
@@ -44,13 +48,14 @@ for n in libggml-base libggml-cpu libggml; do
   rm -f "$out/lib/$n.so.0.15.3"
   cp "$out/ggml-build/src/$n.so.0.15.3" "$out/lib/"
 done
+lib="$(cd "$out/lib" && pwd)"
 cat >"$out/run" <<EOF
 #!/usr/bin/env bash
 # Runs a prebuilt llama.cpp tool on ggml built for this host: run TOOL [ARGS...]
 set -euo pipefail
 tool="\${1:?usage: run TOOL [ARGS...]}"; shift
-export LD_LIBRARY_PATH="$(cd "$out" && pwd)/lib"
-exec "$(cd "$out" && pwd)/lib/\$tool" "\$@"
+export LD_LIBRARY_PATH="$lib"
+exec "$lib/\$tool" "\$@"
 EOF
 chmod +x "$out/run"
 echo "$out/run: llama.cpp tools on ggml built for this host"
