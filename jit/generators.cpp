@@ -17,6 +17,7 @@
 #include "jit/gen_linear_q4_K.h"
 #include "jit/gen_linear_q6_K.h"
 #include "jit/gen_linear_tinyblas.h"
+#include "jit/gen_linear_tinyblas_wide.h"
 #include "jit/gen_moe.h"
 #include "jit/gen_rmsnorm.h"
 #include "jit/gen_rope.h"
@@ -87,7 +88,7 @@ constexpr gen::MoeCombineFn kMoeCombine = nullptr;
 constexpr gen::MoeRouteFn kMoeRoute = nullptr;
 constexpr gen::MoeGroupFn kMoeGroup = nullptr;
 
-const std::array<Generator, 141> kGenerators = {
+const std::array<Generator, 143> kGenerators = {
     make_generator("linear_q8_0__avx512vnni",
                    "q8_0 linear, ggml vec_dot lanes, 2 rows per zmm, vpdpbusd", kAvx512Vnni,
                    kLinear, &gen::build_linear_q8_0_avx512vnni),
@@ -249,6 +250,14 @@ const std::array<Generator, 141> kGenerators = {
     make_generator("linear_f16_tinyblas__avx2",
                    "f16 linear, llamafile tinyBLAS: vcvtph2ps, one ymm-pair accumulator per output",
                    kAvx2, kLinear, &gen::build_linear_f16_tinyblas_avx2),
+    make_generator("linear_f16_tinyblas_wide__avx2",
+                   "f16 linear, llamafile tinyBLAS: the f32 tile on f32 copies of a weight panel "
+                   "and a token chunk",
+                   kAvx2, kLinear, &gen::build_linear_f16_tinyblas_wide_avx2),
+    make_generator("linear_bf16_tinyblas_wide__avx2",
+                   "bf16 linear, tinyBLAS<32, __m512bh> emulated: the f32 tile under DAZ|FTZ on "
+                   "f32 copies",
+                   kAvx2, kLinear, &gen::build_linear_bf16_tinyblas_wide_avx2),
     make_generator("linear_bf16__avx512bf16",
                    "bf16 linear, ggml_vec_dot_bf16: vdpbf16ps into 2x16 lanes, double tail",
                    kAvx512Bf16, kLinear, &gen::build_linear_bf16_avx512bf16),

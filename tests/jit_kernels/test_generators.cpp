@@ -42,6 +42,8 @@ TEST(JitGenerators, TableIsConsistent) {
         fmt.append(dtype_name(l.dtype));
       }
     }
+    // One that computes on f32 copies (linear_f16_tinyblas_wide) has its contract's.
+    if (fmt.size() > 5 && fmt.compare(fmt.size() - 5, 5, "_wide") == 0) fmt.resize(fmt.size() - 5);
     const KernelSymbol* ref = find_kernel_symbol(fmt + "__ref");
     if (!ref) ref = find_kernel_symbol(fmt + "_f32__ref");
     // The expert matmuls (linear_id__<isa>, any format): linear_id_<w>_f32__ref share one ABI.
