@@ -1,7 +1,8 @@
 // Generated linear providers (every one in kernel_maps/, machine code) against the reference
 // kernel of their contract, K = N = 4096 (N = 4095 for the q4_0 vec_dot providers, which
 // need N % 8 != 0), T = 1 for decode providers and T = 32 (a prefill chunk) for prefill
-// ones (CKE_BENCH_PREFILL_T=128 for llama-bench's pp128 chunk), one thread, all rows.
+// ones (CKE_BENCH_PREFILL_T=128 for llama-bench's pp128 chunk, CKE_BENCH_K for another K),
+// one thread, all rows.
 // Weights: random normal rows quantized by the reference quantizers. Each reference runs
 // first; each JIT benchmark then reports `x_ref`, the reference's time / its own (the
 // speed-up at identical output bits). Generators whose ISA this host lacks are skipped.
@@ -32,15 +33,23 @@ namespace {
 
 using cke::jit::LinearFn;
 
-constexpr int64_t kK = 4096, kN = 4096;
+// A positive integer from the environment, or `fallback`.
+int64_t env_int(const char* name, int64_t fallback) {
+  const char* v = std::getenv(name);
+  const long t = v ? std::strtol(v, nullptr, 10) : 0;
+  return t > 0 ? int64_t(t) : fallback;
+}
+
+// K: 4096, or CKE_BENCH_K (a smaller K keeps a tile's weights and packs in L1: the kernel's
+// compute bound apart from its cache traffic).
+const int64_t kK = env_int("CKE_BENCH_K", 4096);
+constexpr int64_t kN = 4096;
 // Weight bytes a decode benchmark cycles through: more than the L3 of any host it runs on.
 constexpr size_t kStreamBytes = size_t(512) << 20;
 
 // Tokens of a prefill benchmark: 32, or CKE_BENCH_PREFILL_T.
 int64_t prefill_tokens() {
-  const char* v = std::getenv("CKE_BENCH_PREFILL_T");
-  const long t = v ? std::strtol(v, nullptr, 10) : 0;
-  return t > 0 ? int64_t(t) : 32;
+  return env_int("CKE_BENCH_PREFILL_T", 32);
 }
 
 const std::vector<uint8_t>& weights(cke::DType t) {

@@ -471,6 +471,13 @@ void Builder::vdpbusd_b(V d, V a, Mem m) {
   need_mem(m);
   emit(Op::VDpBusdB, d, a).mem = m;
 }
+void Builder::vadd_i32_b(V d, V a, Mem m) {
+  need_vec(d, 0, "vadd_i32_b");
+  if (type(d).bits < 256) throw std::logic_error("kir: vadd_i32_b takes 256 or 512 bits");
+  need_vec(a, type(d).bits, "vadd_i32_b");
+  need_mem(m);
+  emit(Op::VAddI32B, d, a).mem = m;
+}
 void Builder::vpermil_f(V d, V a, int imm) {
   need_vec(d, 0, "vpermil_f");
   need_vec(a, type(d).bits, "vpermil_f");

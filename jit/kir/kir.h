@@ -124,6 +124,9 @@ enum class Op : uint8_t {
   VDpBusdB,   // d += vpdpbusd(a unsigned, the 4 signed bytes at mem in every dword lane): per
               // dword i, d[i] += sum_k u8(a[4i+k]) * s8(mem[k]), wrapping; d is read (AVX-512:
               // the dword broadcast is the instruction's memory operand, {1toN})
+  VAddI32B,   // d = a + the int32 at mem in every dword lane (AVX-512: the broadcast is the
+              // instruction's memory operand, {1toN}: on Zen 4 a separate vpbroadcastd from
+              // memory costs an FP pipe slot, this does not)
   VUnpackLo32,
   VUnpackHi32,
   VUnpackLo64,
@@ -344,6 +347,7 @@ class Builder {
   void vdpbusd(V d, V a, V b);
   void vdpwssd(V d, V a, V b);
   void vdpbusd_b(V d, V a, Mem m);
+  void vadd_i32_b(V d, V a, Mem m);
   void vunpack_lo32(V d, V a, V b);
   void vunpack_hi32(V d, V a, V b);
   void vunpack_lo64(V d, V a, V b);

@@ -472,6 +472,10 @@ class FuncLowering {
         if (!avx512_) throw std::logic_error("kir: vdpbusd_b needs AVX-512 (EVEX broadcast)");
         cc_.vpdpbusd(x(d), x(a), bits(d) == 512 ? mem(in.mem)._1to16() : mem(in.mem)._1to8());
         break;
+      case Op::VAddI32B:
+        if (!avx512_) throw std::logic_error("kir: vadd_i32_b needs AVX-512 (EVEX broadcast)");
+        cc_.vpaddd(x(d), x(a), bits(d) == 512 ? mem(in.mem)._1to16() : mem(in.mem)._1to8());
+        break;
       case Op::VDpWssd:
         if (avx512_)
           cc_.vpdpwssd(x(d), x(a), x(b));

@@ -411,6 +411,12 @@ class FuncRender {
                         i(a), addr(in.mem)),
             Cls::I);
         break;
+      case Op::VAddI32B:
+        set(d,
+            fmt::format("{0}_add_epi32({1}, {0}_set1_epi32(*(const int32_t*){2}))", p, i(a),
+                        addr(in.mem)),
+            Cls::I);
+        break;
       case Op::VDpWssd:
         set(d, fmt::format("{}_dpwssd{}_epi32({}, {}, {})", p, vnni_suffix(), i(d), i(a), i(b)),
             Cls::I);
