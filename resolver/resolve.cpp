@@ -5,8 +5,10 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <optional>
+#include <unordered_map>
 
 #include "kernels/formats/layouts.h"
 #include "resolver/fusion.h"
@@ -547,6 +549,7 @@ Decision decide_query(const Graph& graph, const Registry& registry, const HostCa
   }
   // 3. filters
   std::vector<std::pair<const KernelMap*, Env>> survivors;
+  std::vector<Candidate> candidates;
   for (const KernelMap* m : gathered) {
     Candidate c{
         m->id, m->selection.status, m->selection.priority, Stage::Contract, false, false, {}, {}};
@@ -565,7 +568,7 @@ Decision decide_query(const Graph& graph, const Registry& registry, const HostCa
       c.eligible = v.reason.empty();
       if (c.eligible) survivors.emplace_back(m, std::move(v.env));
     }
-    d.candidates.push_back(std::move(c));
+    candidates.push_back(std::move(c));
   }
   // 4. rank
   if (d.fault.empty()) {
@@ -581,7 +584,7 @@ Decision decide_query(const Graph& graph, const Registry& registry, const HostCa
     } else {
       const KernelMap* w = survivors[0].first;
       d.winner = w->id;
-      for (Candidate& c : d.candidates) c.winner = c.id == w->id;
+      for (Candidate& c : candidates) c.winner = c.id == w->id;
       // 5. bind
       *step = bind_step(*w, *contract, q, survivors[0].second, params);
       if (q.phase == Phase::Decode && w->selection.decode_batch) {
@@ -599,22 +602,105 @@ Decision decide_query(const Graph& graph, const Registry& registry, const HostCa
         if (p.layout != qport(q, p.name)->layout) d.repacks[p.name] = p.layout;
     }
   }
+  d.candidates = Candidates(std::move(candidates));
   if (!d.fault.empty()) explain_fault(graph, registry, caps, &d);
   return d;
 }
 
+namespace {
+
+// What a decision reads of its query (contract_misfit, check_params, filter, bind_step):
+// op, variant, profile, token range, params, and per port its name, dtype, shape, layout
+// and which other ports name the same buffer (the alias filter). Not the node, not the
+// buffers' numbers: the layers of a model ask one question many times, and one answer
+// serves them all. Exact: Value kinds and float bits, not their printed forms.
+void key_of(const Query& q, std::string* k) {
+  auto value = [&](const Value& v) {
+    uint32_t bits = 0;
+    std::memcpy(&bits, &v.f, 4);
+    *k += fmt::format("{}:{}:{:x},", int(v.kind), v.i, bits);
+  };
+  *k += fmt::format("{}|{}|{}|{}|{}|{}|{}|", int(q.phase), q.op, q.variant, q.profile, q.min_tokens,
+                    q.max_tokens, q.ports.size());
+  for (const auto& [name, v] : q.params) {
+    *k += name + "=";
+    value(v);
+  }
+  for (size_t i = 0; i < q.ports.size(); ++i) {
+    const QueryPort& p = q.ports[i];
+    size_t first = 0;  // the first port on the same buffer
+    while (q.ports[first].buffer != p.buffer) ++first;
+    *k += fmt::format("|{}:{}:{}:{}:", p.name, dtype_name(p.dtype), p.layout, first);
+    for (const Value& v : p.shape) value(v);
+  }
+}
+
+// The key of node's decision in `phase`. A decode decision also reads the node's prefill
+// query (a decode_batch winner's batch_args), so its key holds both.
+std::string decision_key(const Graph& g, size_t node, Phase phase) {
+  std::string k;
+  key_of(make_query(g, node, phase), &k);
+  if (phase == Phase::Decode) {
+    k += "||";
+    key_of(make_query(g, node, Phase::Prefill), &k);
+  }
+  return k;
+}
+
+// `from`'s step (its winner bound to the query `from_q`) for the query q of the same key:
+// the node and the buffers of q's ports in place of from_q's, port by port.
+Step rebind(const Step& from, const Query& from_q, const Query& q) {
+  Step s = from;
+  s.node = q.node;
+  auto remap = [&](std::vector<BoundArg>& args) {
+    for (BoundArg& a : args) {
+      if (a.kind != BoundArg::Kind::Buffer) continue;
+      size_t j = 0;
+      while (from_q.ports[j].buffer != a.buffer) ++j;  // bind_step took it from a port
+      a.buffer = q.ports[j].buffer;
+    }
+  };
+  remap(s.args);
+  remap(s.batch_args);
+  return s;
+}
+
+}  // namespace
+
 Resolution resolve(const Graph& graph, const Registry& registry, const HostCaps& caps,
                    const ResolveOptions& options) {
   // Decisions are independent (each reads the graph, the registry and the caps): made in
-  // parallel, gathered in (phase, node) order.
+  // parallel, gathered in (phase, node) order. Each distinct question (decision_key) is
+  // decided once; the other nodes asking it copy the decision with their own query and
+  // get the winner bound to their own buffers. A fault is decided again per node (its
+  // message names the node).
   const size_t n = graph.nodes.size(), total = options.phases.size() * n;
   std::vector<Decision> decisions(total);
   std::vector<std::optional<Step>> steps(total);
-  tbb::parallel_for(size_t(0), total, [&](size_t i) {
+  std::vector<std::string> keys(total);
+  tbb::parallel_for(size_t(0), total,
+                    [&](size_t i) { keys[i] = decision_key(graph, i % n, options.phases[i / n]); });
+  std::vector<size_t> first(total);  // the first index asking the same question
+  {
+    std::unordered_map<std::string_view, size_t> seen;
+    for (size_t i = 0; i < total; ++i) first[i] = seen.try_emplace(keys[i], i).first->second;
+  }
+  auto decide = [&](size_t i) {
     const size_t node = i % n;
     decisions[i] = decide_query(
         graph, registry, caps, options, [&](Phase p) { return make_query(graph, node, p); },
         options.phases[i / n], &steps[i]);
+  };
+  tbb::parallel_for(size_t(0), total, [&](size_t i) {
+    if (first[i] == i) decide(i);
+  });
+  tbb::parallel_for(size_t(0), total, [&](size_t i) {
+    const size_t f = first[i];
+    if (f == i) return;
+    if (!decisions[f].fault.empty()) return decide(i);
+    decisions[i] = decisions[f];
+    decisions[i].query = make_query(graph, i % n, options.phases[i / n]);
+    if (steps[f]) steps[i] = rebind(*steps[f], decisions[f].query, decisions[i].query);
   });
   Resolution res;
   for (size_t i = 0; i < total; ++i) {

@@ -30,12 +30,16 @@
 // fused contract is those contracts' arithmetic, one equivalence group); level with one of
 // them is a tie fault; below, or no eligible fused provider, keeps the nodes' steps, traced
 // with the reason. Matches are taken in graph order; a node is in at most one fused step.
+// Nodes that ask the same question (every input of stages 1-5 alike but the node and the
+// buffers' numbers; which ports share a buffer is part of it) are decided once: the layers
+// of a model share their decisions and candidates, each node bound to its own buffers.
 // No fallbacks, no model names, no special cases by op. Decode has T = 1 (constants);
 // prefill leaves T to the run time (runtime:n_tokens, at most Graph::max_tokens).
 #pragma once
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -91,11 +95,33 @@ struct Candidate {
   std::string detail;  // in words
 };
 
+// A decision's candidates: made once, read-only after, shared by the copies of the
+// decision (resolve answers one question for every node that asks it).
+class Candidates {
+ public:
+  Candidates() = default;
+  explicit Candidates(std::vector<Candidate> all)
+      : all_(std::make_shared<const std::vector<Candidate>>(std::move(all))) {}
+  const std::vector<Candidate>& all() const { return all_ ? *all_ : none(); }
+  auto begin() const { return all().begin(); }
+  auto end() const { return all().end(); }
+  size_t size() const { return all().size(); }
+  bool empty() const { return all().empty(); }
+  const Candidate& operator[](size_t i) const { return all()[i]; }
+
+ private:
+  static const std::vector<Candidate>& none() {
+    static const std::vector<Candidate> empty;
+    return empty;
+  }
+  std::shared_ptr<const std::vector<Candidate>> all_;
+};
+
 struct Decision {
   Query query;
   std::string contract;                        // the derived contract; empty if none
   std::vector<std::string> contract_matches;   // every contract that matched (0, 1 or more)
-  std::vector<Candidate> candidates;           // all providers of the op: priority desc, id
+  Candidates candidates;                       // all providers of the op: priority desc, id
   std::string winner;                          // empty on a fault
   std::map<std::string, std::string> repacks;  // winner's ports read repacked: port -> layout
   // Decode: the winner says selection.decode_batch and its predicates hold for every T of

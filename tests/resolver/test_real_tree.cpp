@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 
 #include "kernels/registry.h"
@@ -457,6 +458,101 @@ TEST(RealTree, Gemma3WindowsScalesAndGeglu) {
   const Step& pn = *r->decode["blk.1.ffn_post_norm"];
   EXPECT_EQ(pn.args[0].buffer, pn.args[2].buffer);
   EXPECT_EQ(r->graph.buffers[pn.args[1].buffer].tensor, "blk.1.post_ffw_norm.weight");
+}
+
+// resolve() decides each distinct question once (resolve.cpp decision_key) and copies the
+// answer to the other nodes asking it. The oracle: decide_query for every node on its own.
+// Every decision and every single-node step must be the same, field by field.
+void expect_same_as_one_by_one(const Graph& g, const Registry& reg, const HostCaps& caps,
+                               const std::string& what) {
+  SCOPED_TRACE(what);
+  const ResolveOptions options;
+  const Resolution r = resolve(g, reg, caps, options);
+  const size_t n = g.nodes.size();
+  ASSERT_EQ(r.decisions.size(), options.phases.size() * n);
+  std::map<std::pair<int, size_t>, const Step*> steps;
+  for (const Step& s : r.steps)
+    if (s.span == 1) steps[{int(s.phase), s.node}] = &s;
+  auto same_args = [](const std::vector<BoundArg>& a, const std::vector<BoundArg>& b) {
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i)
+      if (a[i].kind != b[i].kind || a[i].source != b[i].source || a[i].buffer != b[i].buffer ||
+          a[i].layout != b[i].layout || a[i].i64 != b[i].i64 ||
+          std::memcmp(&a[i].f32, &b[i].f32, 4) != 0 || a[i].runtime != b[i].runtime)
+        return false;
+    return true;
+  };
+  for (size_t i = 0; i < r.decisions.size(); ++i) {
+    const size_t node = i % n;
+    const Phase phase = options.phases[i / n];
+    std::optional<Step> step;
+    const Decision d = decide_query(
+        g, reg, caps, options, [&](Phase p) { return make_query(g, node, p); }, phase, &step);
+    const Decision& got = r.decisions[i];
+    const std::string label =
+        g.nodes[node].label() + (phase == Phase::Decode ? " decode" : " prefill");
+    EXPECT_EQ(got.query.node, node) << label;
+    EXPECT_EQ(got.winner, d.winner) << label;
+    EXPECT_EQ(got.contract, d.contract) << label;
+    EXPECT_EQ(got.contract_matches, d.contract_matches) << label;
+    EXPECT_EQ(got.repacks, d.repacks) << label;
+    EXPECT_EQ(got.decode_batch, d.decode_batch) << label;
+    EXPECT_EQ(got.fault, d.fault) << label;
+    EXPECT_EQ(got.message, d.message) << label;
+    ASSERT_EQ(got.candidates.size(), d.candidates.size()) << label;
+    for (size_t c = 0; c < d.candidates.size(); ++c) {
+      const Candidate &x = got.candidates[c], &y = d.candidates[c];
+      EXPECT_TRUE(x.id == y.id && x.stage == y.stage && x.eligible == y.eligible &&
+                  x.winner == y.winner && x.reason == y.reason && x.detail == y.detail)
+          << label << ": " << x.id << " " << x.reason << " (" << x.detail << ") against " << y.id
+          << " " << y.reason << " (" << y.detail << ")";
+    }
+    const auto it = steps.find({int(phase), node});
+    if (!step || it == steps.end()) continue;  // a fault, or fused into a step of several
+    const Step& s = *it->second;
+    EXPECT_EQ(s.provider, step->provider) << label;
+    EXPECT_EQ(s.contract, step->contract) << label;
+    EXPECT_TRUE(same_args(s.args, step->args)) << label;
+    EXPECT_TRUE(same_args(s.batch_args, step->batch_args)) << label;
+    EXPECT_TRUE(s.parallel.enabled == step->parallel.enabled &&
+                s.parallel.dim == step->parallel.dim &&
+                s.parallel.extent == step->parallel.extent &&
+                s.parallel.min_chunk == step->parallel.min_chunk)
+        << label;
+  }
+}
+
+TEST(RealTree, EachQuestionDecidedOnceAnswersAsOneByOne) {
+  REQUIRE_KERNELS();
+  std::vector<LoadError> errors;
+  std::optional<Registry> reg = real_registry(&errors);
+  ASSERT_TRUE(reg) << format_errors(errors);
+  const std::vector<HostCaps> caps = {HostCaps::probe(), *HostCaps::for_level("avx2"),
+                                      *HostCaps::for_level("scalar")};
+  // Quantized weights with conversion steps (shared converted buffers, repacked copies).
+  std::optional<Graph> q =
+      instantiate(llama_circuit(), stories_facts(DType::Q4_0, DType::F16), {256, 64}, &errors);
+  ASSERT_TRUE(q) << format_errors(errors);
+  ASSERT_TRUE(insert_conversions(&*q, *reg, &errors)) << format_errors(errors);
+  for (const HostCaps& c : caps) expect_same_as_one_by_one(*q, *reg, c, "llama q4_0");
+  // Per-layer params (Gemma3: windows and rope bases alternate), in-place steps (Qwen3's
+  // head norms), biases (Qwen2).
+  for (const char* arch : {"gemma3", "qwen3", "qwen2"}) {
+    std::optional<Circuit> c =
+        load_circuit(test::source_path(std::string("circuits/") + arch + ".yaml"), &errors);
+    ASSERT_TRUE(c) << format_errors(errors);
+    std::optional<Graph> g = instantiate(*c, synth_facts(arch), {256, 64}, &errors);
+    ASSERT_TRUE(g) << format_errors(errors);
+    for (const HostCaps& h : caps) expect_same_as_one_by_one(*g, *reg, h, arch);
+  }
+  // Faults: each faulting node's own decision and message.
+  MapModelFacts facts = stories_facts();
+  facts.set_tensor("blk.2.ffn_norm.weight", {DType::F16, {64}});
+  facts.set_tensor("blk.3.ffn_norm.weight", {DType::F16, {64}});
+  std::optional<Graph> f = instantiate(llama_circuit(), facts, {64, 8}, &errors);
+  ASSERT_TRUE(f) << format_errors(errors);
+  expect_same_as_one_by_one(*f, *reg, caps[0], "faults");
+  EXPECT_EQ(resolve(*f, *reg, caps[0]).faults.size(), 4u);
 }
 
 }  // namespace

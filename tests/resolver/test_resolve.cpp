@@ -340,6 +340,29 @@ TEST(Resolve, AliasSafety) {
   EXPECT_EQ(find_candidate(rr.decisions[0], "lin_a")->reason, "alias_required:y");
 }
 
+// Nodes asking the same question share one decision (resolve.cpp decision_key), and
+// whether two ports name one buffer is part of the question: b (in place) is not a and c.
+TEST(Resolve, InPlaceIsAnotherQuestion) {
+  std::string circuit = test::linear_circuit();
+  circuit = circuit.substr(0, circuit.find("header:\n")) +
+            "header:\n"
+            "  - {name: a, op: linear, profile: t, ports: {x: x, w: w, y: h}}\n"
+            "  - {name: b, op: linear, profile: t, ports: {x: h, w: w, y: h}}\n"
+            "  - {name: c, op: linear, profile: t, ports: {x: h, w: w, y: y}}\n";
+  const Graph g = test::graph_ok(circuit, test::linear_facts(32, 32, DType::Q4_0));
+  const Registry reg = test::build_ok({linear_map({})}, {kQ4});
+  Resolution r = resolve(g, reg, HostCaps::synthetic({}), kDecode);
+  ASSERT_EQ(r.decisions.size(), 3u);
+  EXPECT_EQ(r.decisions[0].winner, "lin_a");
+  EXPECT_EQ(r.decisions[1].fault, "no_provider");
+  EXPECT_EQ(find_candidate(r.decisions[1], "lin_a")->reason, "alias_unsafe:y");
+  EXPECT_EQ(r.decisions[2].winner, "lin_a");
+  ASSERT_EQ(r.steps.size(), 2u);  // a and c, each on its own buffers
+  EXPECT_EQ(r.steps[1].node, 2u);
+  EXPECT_NE(r.steps[0].args[0].buffer, r.steps[1].args[0].buffer);
+  EXPECT_EQ(r.steps[0].args[2].buffer, r.steps[1].args[0].buffer);  // a writes h, c reads it
+}
+
 TEST(Resolve, LayoutAndDtypeMismatch) {
   // Contract `any` on w: a q8_0 provider of it is rejected for a q4_0 weight.
   World w = world(
