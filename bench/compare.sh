@@ -19,20 +19,42 @@
 #   ROUNDS        rounds over all models (default 1)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-llama=${LLAMA_BENCH:-"$root/../shared/tools/llama.cpp/run llama-bench"}
 cke=${CKE_BENCH:-"$root/build/bin/cke-bench"}
 args=${ARGS:-"-p 128 -n 32 -t 2 -r 3"}
 rounds=${ROUNDS:-1}
 [ $# -ge 1 ] || { echo "usage: bench/compare.sh MODEL.gguf..." >&2; exit 2; }
 [ -x "${cke%% *}" ] || { echo "compare.sh: no $cke (build first)" >&2; exit 1; }
 
+tmp="$(mktemp -d "${TMPDIR:-/tmp}/cke-compare.XXXXXX")"
+trap 'rm -rf "$tmp"' EXIT
+# The prebuilt tree's version links (libllama.so.0 -> libllama.so.0.0.0) may arrive as small
+# files naming their target (a copy that does not keep links): the loader then reads such a
+# file as the library ("file too short"). A linked copy in $tmp runs the same binaries.
+if [ -z "${LLAMA_BENCH:-}" ]; then
+  pre="$root/../shared/tools/llama.cpp/lib"
+  if [ -f "$pre/libllama.so.0" ] && ! [ -L "$pre/libllama.so.0" ] &&
+    [ "$(stat -c %s "$pre/libllama.so.0")" -lt 64 ]; then
+    mkdir -p "$tmp/llama.cpp/lib"
+    for f in "$pre"/*; do
+      if [ "$(stat -c %s "$f")" -lt 64 ] && ! [ -x "$f" ]; then
+        ln -s "$(cat "$f")" "$tmp/llama.cpp/lib/$(basename "$f")"
+      else
+        ln -s "$f" "$tmp/llama.cpp/lib/$(basename "$f")"
+      fi
+    done
+    printf '#!/usr/bin/env bash\nexport LD_LIBRARY_PATH="%s"\nexec "%s/$1" "${@:2}"\n' \
+      "$tmp/llama.cpp/lib" "$tmp/llama.cpp/lib" >"$tmp/llama.cpp/run"
+    chmod +x "$tmp/llama.cpp/run"
+    LLAMA_BENCH="$tmp/llama.cpp/run llama-bench"
+  fi
+fi
+llama=${LLAMA_BENCH:-"$root/../shared/tools/llama.cpp/run llama-bench"}
+
 # test -> t/s from a markdown table whose test and t/s columns are given (1-based, after
 # the leading '|').
 rows() { awk -F'|' -v tc="$2" -v vc="$3" 'NF > 5 && $tc ~ /(pp|tg)[0-9]+/ {
   gsub(/ /, "", $tc); split($vc, v, "±"); gsub(/ /, "", v[1]); print $tc, v[1] }' <<<"$1"; }
 
-tmp="$(mktemp -d "${TMPDIR:-/tmp}/cke-compare.XXXXXX")"
-trap 'rm -rf "$tmp"' EXIT
 # One line per (round, model, test): model test llama_tps cke_tps ratio.
 for ((r = 1; r <= rounds; ++r)); do
   for m in "$@"; do
