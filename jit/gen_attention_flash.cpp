@@ -21,45 +21,6 @@ extern "C" void cke_flash_finish(float* st) {
   st[5] = st[2] == 0.0f ? 0.0f : 1.0f / st[2];
 }
 
-// The tiled loop's per-row scalars, 16 rows (lanes) at a time: st = {M[16], Mnew[16],
-// ms[16], S[16], inv[16], skip[16]}; e = the tile's 64 x 16 weights (cell-major).
-// rescale: on entry Mnew holds the tile max; a row whose tile max is -inf skips the tile (as
-// ggml: nothing changes), else Mnew = fmaxf(M, max) and ms = expf(M - Mnew) if it moved.
-extern "C" void cke_flash_rescale16(float* st) {
-  asm volatile("vzeroupper");
-  for (int r = 0; r < 16; ++r) {
-    const float m_old = st[r], tile_max = st[16 + r];
-    const bool skip = tile_max == -INFINITY;
-    const float m_new = skip ? m_old : std::fmax(m_old, tile_max);
-    st[32 + r] = !skip && m_new > m_old ? std::exp(m_old - m_new) : 1.0f;
-    st[80 + r] = skip ? 1.0f : 0.0f;
-    st[r] = st[16 + r] = m_new;
-  }
-}
-// rowsum: S = fl(S + double sum of the four 16-cell groups, each by the reduce_add tree);
-// a skipped row's weights become 0 (its V products then add nothing).
-extern "C" void cke_flash_rowsum16(float* st, float* e) {
-  asm volatile("vzeroupper");
-  for (int r = 0; r < 16; ++r) {
-    if (st[80 + r] != 0.0f) {
-      for (int u = 0; u < 64; ++u) e[16 * u + r] = 0.0f;
-      continue;
-    }
-    double sum = 0;
-    for (int g = 0; g < 64; g += 16) {
-      float t8[8], t4[4];
-      for (int i = 0; i < 8; ++i) t8[i] = e[16 * (g + i + 8) + r] + e[16 * (g + i) + r];
-      for (int i = 0; i < 4; ++i) t4[i] = t8[i + 4] + t8[i];
-      sum += static_cast<double>((t4[0] + t4[2]) + (t4[1] + t4[3]));
-    }
-    st[48 + r] = static_cast<float>(static_cast<double>(st[48 + r]) + sum);
-  }
-}
-extern "C" void cke_flash_inv16(float* st) {
-  asm volatile("vzeroupper");
-  for (int r = 0; r < 16; ++r) st[64 + r] = st[48 + r] == 0.0f ? 0.0f : 1.0f / st[48 + r];
-}
-
 namespace cke::jit::gen {
 namespace {
 
@@ -124,24 +85,57 @@ struct Args {
   V hd4, hd2, cell;  // f32 head row, fp16 head row, cache cell
 };
 
-// ggml's tiled loop (T >= 64), 16 query rows of one head per pass, one row per lane:
-//   scores  per cell a sequential FMA chain over head_dim of K (widened into a stack tile,
-//           broadcast) times the rows' q (a transposed stack tile), fl(· scale), + mask
-//           (0, or -inf from -1 · 2^100 · 2^100 by the cell's distance to each row)
-//   max     lane-wise over the tile's 64 cells in order (maxps = ggml's MAX(max, x)), then
-//           fmaxf(M, max) as maxps(max, M)
-//   rescale ms = expf(M - Mnew) where the max moved (libm, cke_flash_rescale16)
-//   exp     ggml_v_expf(score - Mnew) in place; per row the four 16-cell reduce_add trees,
-//           S = fl(S + double sum) (cke_flash_rowsum16)
-//   value   VKQ[d] = sequential FMA chain over the tile's cells of V[d] · e
-// A row whose tile max is -inf skips the tile, as in ggml (its weights are zeroed). Padded
-// lanes (rows past T) compute values nobody reads.
+// The tiled loop's stack: the widened tile rows are kRowBytes apart, a constant (so a cell's
+// row is a displacement from the pass's first) and not a multiple of 4 KiB's sets (rows
+// 1024 bytes apart would put a 64-dim tile's lines in 16 of the L1's 64 sets).
+constexpr int kRowBytes = kMaxHeadDim * 4 + 64;
+// Units (query heads x 16-row groups) that share each widened tile: their states (the
+// transposed query and value accumulator, hd x 16 floats each, and the rows' M, S and 1/S)
+// take at most this many bytes: 15 units at head_dim 64, 7 at 128, 3 at 256.
+constexpr int kUnitBudget = 128 * 1024;
+
+// 16 mask lanes (AVX-512: one mask register; AVX2: a vector per ymm half).
+struct Mask16 {
+  V part[2];
+};
+Mask16 cmp16(Lanes16& L, V16 a, V16 x, kir::FCmp p, const char* name) {
+  Mask16 m;
+  for (int h = 0; h < L.parts; ++h) {
+    m.part[h] = L.parts == 1 ? L.b.mask(name) : L.b.vec(L.width(), Cls::F, name);
+    L.b.vcmp_f(m.part[h], a.part[h], x.part[h], p);
+  }
+  return m;
+}
+void select16(Lanes16& L, V16 d, Mask16 m, V16 a, V16 x) {  // d = m ? a : x
+  for (int h = 0; h < L.parts; ++h) L.b.vselect(d.part[h], m.part[h], a.part[h], x.part[h]);
+}
+
+// ggml's tiled loop (T >= 64): 16 query rows of one head per unit, one row per lane. The
+// units of a pass are up to G heads of one KV group times R consecutive 16-row groups
+// (within kUnitBudget); each 64-cell tile of K and V is widened to f32 once for all of them.
+// Per unit and tile:
+//   scores  per cell a sequential FMA chain over head_dim of K (the widened row, each value an
+//           embedded broadcast) times the rows' q (a transposed stack tile), fl(· scale),
+//           + mask (0, or -inf from -1 · 2^100 · 2^100 by the cell's distance to each row);
+//           8 cells per pass at AVX-512 (8 chains hide the FMA latency), 4 at AVX2
+//   max     lane-wise over the tile's 64 cells in order (maxps = ggml's MAX(max, x))
+//   rescale skip = (max == -inf): the row ignores the tile, as ggml; else Mnew = fmaxf(M,
+//           max) (maxps(max, M): M is never NaN) and ms = expf(M - Mnew) (libm's, on 16 lanes)
+//           where it moved, else 1; VKQ and S times ms
+//   exp     e = ggml_v_expf(score - Mnew) (skipped rows: 0); per row the four 16-cell
+//           reduce_add trees, lane-wise, summed in double: S = fl(S + sum)
+//   value   VKQ[d] = sequential FMA chain over the tile's cells of V[d] · e, 16 dims of
+//           accumulators per pass at AVX-512, 4 at AVX2
+// out = VKQ · (S == 0 ? 0 : 1/S). A unit's rows past T compute values nobody reads; a unit
+// whose rows end before the tile (causal) skips it, as ggml's rows never see it.
 void emit_tiled(Lanes16& L, const Args& a) {
   Builder& b = L.b;
-  const V qt = b.stack(kMaxHeadDim * 64, "qt"), vkq = b.stack(kMaxHeadDim * 64, "vkq_t"),
-          kf = b.stack(kTile * kMaxHeadDim * 4, "kf"), vf = b.stack(kTile * kMaxHeadDim * 4, "vf"),
-          sb = b.stack(kTile * 64, "sb"), st = b.stack(6 * 64, "st16");
+  const int nc = L.parts == 1 ? 16 : 4;  // score cells per pass
+  const int nd = L.parts == 1 ? 16 : 4;  // value dims per pass
+  const V units = b.stack(kUnitBudget, "units"), kf = b.stack(kTile * kRowBytes, "kf"),
+          vf = b.stack(kTile * kRowBytes, "vf"), sb = b.stack(kTile * 64, "sb");
   const ExpConsts ec = exp_consts(L);
+  const LibmExpConsts lc = libm_exp_consts(L);
   const V16 zero = L.zero("zero16"), ninf = L.splat(0xFF800000u, "ninf16"),
             big = L.splat(0x71800000u, "two100"), one16 = L.splat(0x3F800000u, "one16");
   V16 lane;  // {0, 1, ..., 15}
@@ -158,228 +152,368 @@ void emit_tiled(Lanes16& L, const Args& a) {
   b.addi(wm1, a.window, -1);
   const V16 wm1f = bcast_int(L, wm1, "wm1f");
 
-  V zero_i = b.imm(0, "zero_i"), one = b.imm(1, "one"), c4 = b.imm(4, "c4"), c16 = b.imm(16, "c16"),
-    c32 = b.imm(32, "c32"), c64 = b.imm(64, "c64"), c256 = b.imm(256, "c256"),
-    c512 = b.imm(512, "c512"), c32b = b.imm(kTile * 64, "tile_bytes");
-  V h = b.i64("h"), hk = b.i64("hk"), t0 = b.i64("t0"), rows = b.i64("rows"), base = b.i64("base"),
-    lenmax = b.i64("lenmax"), j0 = b.i64("j0"), nvalid = b.i64("nvalid"), nv4 = b.i64("nv4"),
-    u = b.i64("u"), d = b.i64("d"), c = b.i64("c"), r = b.i64("r"), off = b.i64("off"),
-    tmp = b.i64("tmp"), qtb = b.i64("qtb");
+  V zero_i = b.imm(0, "zero_i"), one = b.imm(1, "one"), c64 = b.imm(64, "c64"),
+    cnc = b.imm(nc, "cnc"), ctile = b.imm(kTile, "ctile"), crow = b.imm(kRowBytes, "crow"),
+    c16 = b.imm(16, "c16");
+  // Unit layout: qt [hd][16], vkq [hd][16], then M, S and 1/S of the 16 rows.
+  V qtb = b.i64("qtb"), ub = b.i64("unit_bytes"), maxu = b.i64("max_units"), tmp = b.i64("tmp");
+  b.muli(qtb, a.hd, 64);
+  b.muli(ub, a.hd, 128);
+  b.addi(ub, ub, 192);
+  b.movi(maxu, kUnitBudget);
+  b.div(maxu, maxu, ub);
+  V h = b.i64("h"), hk = b.i64("hk"), G = b.i64("G"), R = b.i64("R"), tb = b.i64("tb"),
+    tstep = b.i64("tstep"), nrg = b.i64("nrg"), nu = b.i64("nu"), un = b.i64("u_n"), r = b.i64("r"),
+    g = b.i64("g"), t0 = b.i64("t0"), rows = b.i64("rows"), base = b.i64("base"),
+    lenr = b.i64("lenr"), lenmax = b.i64("lenmax"), j0 = b.i64("j0"), nvalid = b.i64("nvalid"),
+    nv = b.i64("nv"), nvc = b.i64("nvc"), u = b.i64("u"), d = b.i64("d"), c = b.i64("c"),
+    rr = b.i64("rr"), off = b.i64("off"), hstep = b.i64("hstep");
   V kh = b.ptr("kh"), vh = b.ptr("vh"), kj = b.ptr("kj"), vj = b.ptr("vj"), kr = b.ptr("kr"),
-    vr = b.ptr("vr"), row = b.ptr("row"), cp = b.ptr("cp"), sp = b.ptr("sp"), ac = b.ptr("ac"),
-    k1 = b.ptr("k1"), k2 = b.ptr("k2"), k3 = b.ptr("k3");
-  b.muli(qtb, a.hd, 64);  // bytes of a [head_dim][16] stack tile
+    vr = b.ptr("vr"), up = b.ptr("up"), row = b.ptr("row"), cp = b.ptr("cp"), sp = b.ptr("sp"),
+    ac = b.ptr("ac"), kp = b.ptr("kp");
 
-  b.for_(h, a.h0, a.h1, one);
-  b.div(hk, h, a.group);
-  b.mul(off, hk, a.hd2);
-  b.ptr_add(kh, a.kc, off, 1);
-  b.ptr_add(vh, a.vc, off, 1);
-  b.for_(t0, zero_i, a.T, c16);
-  {
-    b.sub(rows, a.T, t0);
-    b.min(rows, rows, c16);
+  // The unit u of the pass: its state, its first token t0 and its rows' base position.
+  auto unit = [&](V uu) {
+    b.mul(off, uu, ub);
+    b.ptr_add(up, units, off, 1);
+    b.div(r, uu, G);
+    b.mul(g, r, G);
+    b.sub(g, uu, g);
+    b.muli(t0, r, 16);
+    b.add(t0, t0, tb);
     b.add(base, a.pos0, t0);
-    b.add(lenmax, base, rows);
-    // qt[d][r] = q of token t0 + r, head h (0 for padded rows); vkq = 0; M = -inf; S = 0.
-    b.for_(c, zero_i, qtb, c64);
-    L.store(Mem{qt, c, 1, 0}, zero);
-    L.store(Mem{vkq, c, 1, 0}, zero);
-    b.end_for();
-    L.store(Mem{st, {}, 1, 0}, ninf);
-    L.store(Mem{st, {}, 1, 192}, zero);
-    b.for_(r, zero_i, rows, one);
-    {
-      b.add(off, t0, r);
-      b.mul(off, off, a.nh);
-      b.add(off, off, h);
-      b.mul(off, off, a.hd4);
-      b.ptr_add(row, a.q, off, 1);
-      b.ptr_add(cp, qt, r, 4);
-      V x = b.vec(128, Cls::F, "qx");
-      b.for_(d, zero_i, a.hd, one);
-      b.vload_ss(x, Mem{row, d, 4, 0});
-      b.vstore_ss(Mem{cp, {}, 1, 0}, x);
-      b.ptr_add(cp, cp, c64, 1);
-      b.end_for();
-    }
-    b.end_for();
+  };
 
-    b.for_(j0, zero_i, lenmax, b.imm(kTile, "ctile"));
+  b.movi(hstep, 1);
+  b.for_(h, a.h0, a.h1, hstep);
+  {
+    // G heads from h, all in h's KV group and in [h0, h1), at most max_units; R row groups.
+    b.div(hk, h, a.group);
+    b.mul(G, hk, a.group);
+    b.add(G, G, a.group);
+    b.sub(G, G, h);
+    b.sub(tmp, a.h1, h);
+    b.min(G, G, tmp);
+    b.min(G, G, maxu);
+    b.mov(hstep, G);
+    b.div(R, maxu, G);
+    b.addi(tmp, a.T, 15);
+    b.sari(tmp, tmp, 4);
+    b.min(R, R, tmp);
+    b.muli(tstep, R, 16);
+    b.mul(off, hk, a.hd2);
+    b.ptr_add(kh, a.kc, off, 1);
+    b.ptr_add(vh, a.vc, off, 1);
+    b.for_(tb, zero_i, a.T, tstep);
     {
-      b.sub(nvalid, lenmax, j0);
-      b.movi(tmp, kTile);
-      b.min(nvalid, nvalid, tmp);
-      // K and V of the tile's cells, widened: kf[u][d], vf[u][d].
-      b.mul(off, j0, a.cell);
-      b.ptr_add(kj, kh, off, 1);
-      b.ptr_add(vj, vh, off, 1);
-      b.mov(kr, kf);
-      b.mov(vr, vf);
-      b.for_(u, zero_i, nvalid, one);
-      b.for_(c, zero_i, a.hd2, c32);
+      b.sub(nrg, a.T, tb);
+      b.addi(nrg, nrg, 15);
+      b.sari(nrg, nrg, 4);
+      b.min(nrg, nrg, R);
+      b.mul(nu, nrg, G);
+      // Each unit: qt[d][rr] = q of token t0 + rr, head h + g (0 for rows past T); vkq = 0;
+      // M = -inf; S = 0.
+      b.for_(un, zero_i, nu, one);
       {
-        V16 x = L.vec("kx");
-        load_f16(L, x, Mem{kj, c, 1, 0});
-        L.store(Mem{kr, c, 2, 0}, x);
-        load_f16(L, x, Mem{vj, c, 1, 0});
-        L.store(Mem{vr, c, 2, 0}, x);
-      }
-      b.end_for();
-      b.ptr_add(kj, kj, a.cell, 1);
-      b.ptr_add(vj, vj, a.cell, 1);
-      b.ptr_add(kr, kr, a.hd4, 1);
-      b.ptr_add(vr, vr, a.hd4, 1);
-      b.end_for();
-
-      // Scores, four cells per pass (cells past nvalid are overwritten with -inf after).
-      b.addi(nv4, nvalid, 3);
-      b.andi(nv4, nv4, ~int64_t(3));
-      b.sub(tmp, j0, base);
-      V16 dj = L.vec("dj");  // j - base of the current cell, in every lane
-      L.copy(dj, bcast_int(L, tmp, "dj0"));
-      b.mov(kr, kf);
-      b.mov(sp, sb);
-      b.for_(u, zero_i, nv4, c4);
-      {
-        b.ptr_add(k1, kr, a.hd4, 1);
-        b.ptr_add(k2, k1, a.hd4, 1);
-        b.ptr_add(k3, k2, a.hd4, 1);
-        const V kk[4] = {kr, k1, k2, k3};
-        V16 acc[4];
-        for (int k = 0; k < 4; ++k) acc[k] = L.zero("sacc");
-        b.mov(cp, qt);
-        b.for_(d, zero_i, a.hd, one);
+        unit(un);
+        b.ptr_add(cp, up, qtb, 1);
+        b.for_(c, zero_i, qtb, c64);
+        L.store(Mem{up, c, 1, 0}, zero);
+        L.store(Mem{cp, c, 1, 0}, zero);
+        b.end_for();
+        b.ptr_add(cp, cp, qtb, 1);
+        L.store(Mem{cp, {}, 1, 0}, ninf);
+        L.store(Mem{cp, {}, 1, 64}, zero);
+        b.sub(rows, a.T, t0);
+        b.min(rows, rows, c16);
+        b.for_(rr, zero_i, rows, one);
         {
-          V16 qv = L.vec("qv");
-          L.load(qv, Mem{cp, {}, 1, 0});
-          for (int k = 0; k < 4; ++k) L.fma(acc[k], bcast_mem(L, Mem{kk[k], d, 4, 0}, "kb"), qv);
+          b.add(off, t0, rr);
+          b.mul(off, off, a.nh);
+          b.add(off, off, h);
+          b.add(off, off, g);
+          b.mul(off, off, a.hd4);
+          b.ptr_add(row, a.q, off, 1);
+          b.ptr_add(cp, up, rr, 4);
+          V x = b.vec(128, Cls::F, "qx");
+          b.for_(d, zero_i, a.hd, one);
+          b.vload_ss(x, Mem{row, d, 4, 0});
+          b.vstore_ss(Mem{cp, {}, 1, 0}, x);
           b.ptr_add(cp, cp, c64, 1);
+          b.end_for();
         }
         b.end_for();
-        for (int k = 0; k < 4; ++k) {
-          V16 xm = L.vec("xm"), mv = L.vec("mv");
-          L.mul(acc[k], acc[k], scale16);
-          L.sub(xm, lane, dj);  // r - (j - base): visible when >= 0
-          L.min(mv, xm, zero);
-          L.mul(mv, mv, big);
-          L.mul(mv, mv, big);
-          b.if_(a.window, Cmp::GT, 0);  // and base + r - j <= window - 1
+      }
+      b.end_for();
+
+      // The pass's cells: those of its last row group.
+      b.muli(lenmax, nrg, 16);
+      b.add(lenmax, lenmax, tb);
+      b.min(lenmax, lenmax, a.T);
+      b.add(lenmax, lenmax, a.pos0);
+      b.for_(j0, zero_i, lenmax, ctile);
+      {
+        b.sub(nvalid, lenmax, j0);
+        b.min(nvalid, nvalid, ctile);
+        // K and V of the tile's cells, widened: kf[u][d], vf[u][d] (rows kRowBytes apart).
+        b.mul(off, j0, a.cell);
+        b.ptr_add(kj, kh, off, 1);
+        b.ptr_add(vj, vh, off, 1);
+        b.mov(kr, kf);
+        b.mov(vr, vf);
+        b.for_(u, zero_i, nvalid, one);
+        b.for_(c, zero_i, a.hd2, b.imm(32, "c32"));
+        {
+          V16 x = L.vec("kx");
+          load_f16(L, x, Mem{kj, c, 1, 0});
+          L.store(Mem{kr, c, 2, 0}, x);
+          load_f16(L, x, Mem{vj, c, 1, 0});
+          L.store(Mem{vr, c, 2, 0}, x);
+        }
+        b.end_for();
+        b.ptr_add(kj, kj, a.cell, 1);
+        b.ptr_add(vj, vj, a.cell, 1);
+        b.ptr_add(kr, kr, crow, 1);
+        b.ptr_add(vr, vr, crow, 1);
+        b.end_for();
+
+        b.for_(un, zero_i, nu, one);
+        {
+          unit(un);
+          b.add(lenr, base, c16);
+          b.add(tmp, a.pos0, a.T);
+          b.min(lenr, lenr, tmp);
+          b.if_(j0, Cmp::LT, lenr);
           {
-            V16 y = L.vec("y");
-            L.sub(y, wm1f, xm);  // (window - 1) - (base + r - j)
-            L.min(y, y, zero);
-            L.mul(y, y, big);
-            L.mul(y, y, big);
-            L.add(mv, mv, y);
+            b.sub(nv, lenr, j0);
+            b.min(nv, nv, ctile);
+            V st = b.ptr("st");
+            b.ptr_add(st, up, qtb, 2);
+
+            // Scores, nc cells per pass (cells past nv are overwritten with -inf after).
+            b.addi(nvc, nv, nc - 1);
+            b.andi(nvc, nvc, ~int64_t(nc - 1));
+            b.sub(tmp, j0, base);
+            V16 dj = L.vec("dj");  // j - base of the current cell, in every lane
+            L.copy(dj, bcast_int(L, tmp, "dj0"));
+            b.mov(kr, kf);
+            b.mov(sp, sb);
+            b.for_(u, zero_i, nvc, cnc);
+            {
+              V16 acc[16];
+              for (int k = 0; k < nc; ++k) acc[k] = L.zero("sacc");
+              // Pointer bumps only (the value accumulators' loop has the same shape): with
+              // up + c the loop ran one register short and reloaded kp every step.
+              b.mov(kp, kr);
+              b.mov(cp, up);
+              b.for_(c, zero_i, a.hd, one);
+              {
+                V16 qv = L.vec("qv");
+                L.load(qv, Mem{cp, {}, 1, 0});
+                for (int k = 0; k < nc; ++k) L.fma_b(acc[k], qv, Mem{kp, {}, 1, k * kRowBytes});
+                b.addi(kp, kp, 4);
+                b.addi(cp, cp, 64);
+              }
+              b.end_for();
+              for (int k = 0; k < nc; ++k) {
+                V16 xm = L.vec("xm"), mv = L.vec("mv");
+                L.mul(acc[k], acc[k], scale16);
+                L.sub(xm, lane, dj);  // r - (j - base): visible when >= 0
+                L.min(mv, xm, zero);
+                L.mul(mv, mv, big);
+                L.mul(mv, mv, big);
+                b.if_(a.window, Cmp::GT, 0);  // and base + r - j <= window - 1
+                {
+                  V16 y = L.vec("y");
+                  L.sub(y, wm1f, xm);  // (window - 1) - (base + r - j)
+                  L.min(y, y, zero);
+                  L.mul(y, y, big);
+                  L.mul(y, y, big);
+                  L.add(mv, mv, y);
+                }
+                b.end_if();
+                L.add(acc[k], acc[k], mv);
+                L.store(Mem{sp, {}, 1, 64 * k}, acc[k]);
+                L.add(dj, dj, one16);
+              }
+              b.addi(sp, sp, 64 * nc);
+              b.addi(kr, kr, nc * kRowBytes);
+            }
+            b.end_for();
+            b.for_(u, nv, ctile, one);
+            b.muli(off, u, 64);
+            L.store(Mem{sb, off, 1, 0}, ninf);
+            b.end_for();
+
+            // Tile max; skip, the new max, ms; VKQ and S rescaled.
+            V16 mx = L.vec("mx");
+            L.copy(mx, ninf);
+            b.for_(c, zero_i, b.imm(kTile * 64, "tile_bytes"), c64);
+            {
+              V16 x = L.vec("sx");
+              L.load(x, Mem{sb, c, 1, 0});
+              L.max(mx, mx, x);
+            }
+            b.end_for();
+            V16 m_old = L.vec("m_old"), mnew = L.vec("mnew"), ms = L.vec("ms16");
+            L.load(m_old, Mem{st, {}, 1, 0});
+            const Mask16 skip = cmp16(L, mx, ninf, kir::FCmp::EQ, "skip");
+            // fmaxf(M, max): M is never NaN, a NaN max gives M, and a skipped row's -inf
+            // max gives M too (its M stays, as ggml's skip leaves it).
+            L.max(mnew, mx, m_old);
+            const Mask16 moved = cmp16(L, mnew, m_old, kir::FCmp::GT, "moved");
+            L.sub(ms, m_old, mnew);
+            libm_expf16(L, lc, ms, ms);
+            select16(L, ms, moved, ms, one16);
+            L.store(Mem{st, {}, 1, 0}, mnew);
+            b.mov(ac, up);
+            b.ptr_add(ac, ac, qtb, 1);
+            b.for_(c, zero_i, qtb, c64);
+            {
+              V16 x = L.vec("vx");
+              L.load(x, Mem{ac, c, 1, 0});
+              L.mul(x, x, ms);
+              L.store(Mem{ac, c, 1, 0}, x);
+            }
+            b.end_for();
+
+            // e = ggml_v_expf(score - Mnew), 0 for skipped rows; per 16 cells the reduce_add
+            // tree lane-wise, the four sums added in double; S = fl(fl(S · ms) + sum).
+            V sum[2][2];  // [part][half]: the rows' sums as doubles
+            for (int p = 0; p < L.parts; ++p)
+              for (int hh = 0; hh < 2; ++hh) {
+                sum[p][hh] = b.vec(L.width(), Cls::F, "sum_d");
+                b.vzero(sum[p][hh]);
+              }
+            for (int grp = 0; grp < kTile / 16; ++grp) {
+              for (int k = 0; k < 16; ++k) {
+                V16 x = L.vec("ex"), e = L.vec("e");
+                L.load(x, Mem{sb, {}, 1, 64 * (16 * grp + k)});
+                L.sub(x, x, mnew);
+                exp16(L, ec, e, x);
+                select16(L, e, skip, zero, e);
+                L.store(Mem{sb, {}, 1, 64 * (16 * grp + k)}, e);
+              }
+              V16 t8[8], t4[4];
+              for (int i = 0; i < 8; ++i) {
+                V16 x = L.vec("e_hi");
+                t8[i] = L.vec("t8");
+                L.load(t8[i], Mem{sb, {}, 1, 64 * (16 * grp + i)});
+                L.load(x, Mem{sb, {}, 1, 64 * (16 * grp + i + 8)});
+                L.add(t8[i], x, t8[i]);
+              }
+              for (int i = 0; i < 4; ++i) {
+                t4[i] = L.vec("t4");
+                L.add(t4[i], t8[i + 4], t8[i]);
+              }
+              V16 s02 = L.vec("s02"), s13 = L.vec("s13");
+              L.add(s02, t4[0], t4[2]);
+              L.add(s13, t4[1], t4[3]);
+              L.add(s02, s02, s13);
+              for (int p = 0; p < L.parts; ++p) {
+                const int hw = L.width() / 2;
+                V lo = b.view(s02.part[p], hw, Cls::F), hi = b.vec(hw, Cls::F, "s_hi");
+                b.vextract(hi, s02.part[p], 1);
+                V xd = b.vec(L.width(), Cls::F, "s_d");
+                b.vcvt_ps_pd(xd, lo);
+                b.vadd_pd(sum[p][0], sum[p][0], xd);
+                b.vcvt_ps_pd(xd, hi);
+                b.vadd_pd(sum[p][1], sum[p][1], xd);
+              }
+            }
+            {
+              V16 S = L.vec("S");
+              L.load(S, Mem{st, {}, 1, 64});
+              L.mul(S, S, ms);
+              for (int p = 0; p < L.parts; ++p) {
+                const int hw = L.width() / 2;
+                V lo = b.view(S.part[p], hw, Cls::F), hi = b.vec(hw, Cls::F, "S_hi");
+                b.vextract(hi, S.part[p], 1);
+                V xd = b.vec(L.width(), Cls::F, "S_d"), ylo = b.vec(hw, Cls::F, "S_lo2"),
+                  yhi = b.vec(hw, Cls::F, "S_hi2");
+                b.vcvt_ps_pd(xd, lo);
+                b.vadd_pd(xd, xd, sum[p][0]);
+                b.vcvt_pd_ps(ylo, xd);
+                b.vcvt_ps_pd(xd, hi);
+                b.vadd_pd(xd, xd, sum[p][1]);
+                b.vcvt_pd_ps(yhi, xd);
+                b.vinsert(S.part[p], S.part[p], ylo, 0);
+                b.vinsert(S.part[p], S.part[p], yhi, 1);
+              }
+              L.store(Mem{st, {}, 1, 64}, S);
+            }
+
+            // VKQ[d] += V[d] · e over the tile's cells in order, nd dims per pass.
+            b.ptr_add(ac, up, qtb, 1);
+            b.for_(d, zero_i, a.hd4, b.imm(4 * nd, "cnd"));  // d: byte offset in a vf row
+            {
+              V16 acc[16];
+              for (int k = 0; k < nd; ++k) {
+                acc[k] = L.vec("vacc");
+                L.load(acc[k], Mem{ac, {}, 1, 64 * k});
+              }
+              b.ptr_add(vr, vf, d, 1);
+              b.mov(sp, sb);
+              b.for_(u, zero_i, nv, one);
+              {
+                V16 e = L.vec("ev");
+                L.load(e, Mem{sp, {}, 1, 0});
+                for (int k = 0; k < nd; ++k) L.fma_b(acc[k], e, Mem{vr, {}, 1, 4 * k});
+                b.addi(vr, vr, kRowBytes);
+                b.addi(sp, sp, 64);
+              }
+              b.end_for();
+              for (int k = 0; k < nd; ++k) L.store(Mem{ac, {}, 1, 64 * k}, acc[k]);
+              b.addi(ac, ac, 64 * nd);
+            }
+            b.end_for();
           }
           b.end_if();
-          L.add(acc[k], acc[k], mv);
-          L.store(Mem{sp, {}, 1, 64 * k}, acc[k]);
-          L.add(dj, dj, one16);
         }
-        b.ptr_add(sp, sp, c256, 1);
-        b.ptr_add(kr, k3, a.hd4, 1);
+        b.end_for();  // units
       }
-      b.end_for();
-      b.for_(u, nvalid, b.imm(kTile, "ctile2"), one);
-      b.muli(off, u, 64);
-      L.store(Mem{sb, off, 1, 0}, ninf);
-      b.end_for();
+      b.end_for();  // j0
 
-      // Tile max, the new max, the rescale of VKQ and S.
-      V16 mx = L.vec("mx");
-      L.copy(mx, ninf);
-      b.for_(c, zero_i, c32b, c64);
+      // out = VKQ · (S == 0 ? 0 : 1/S), row by row.
+      b.for_(un, zero_i, nu, one);
       {
-        V16 x = L.vec("sx");
-        L.load(x, Mem{sb, c, 1, 0});
-        L.max(mx, mx, x);
-      }
-      b.end_for();
-      L.store(Mem{st, {}, 1, 64}, mx);
-      b.call("cke_flash_rescale16", {st});  // skip flags, Mnew, ms
-      V16 ms = L.vec("ms16");
-      L.load(ms, Mem{st, {}, 1, 128});
-      b.for_(c, zero_i, qtb, c64);
-      {
-        V16 x = L.vec("vx");
-        L.load(x, Mem{vkq, c, 1, 0});
-        L.mul(x, x, ms);
-        L.store(Mem{vkq, c, 1, 0}, x);
-      }
-      b.end_for();
-      {
-        V16 x = L.vec("sx");
-        L.load(x, Mem{st, {}, 1, 192});
-        L.mul(x, x, ms);
-        L.store(Mem{st, {}, 1, 192}, x);
-      }
-      V16 mnew = L.vec("mnew");
-      L.load(mnew, Mem{st, {}, 1, 64});
-
-      // e = ggml_v_expf(score - Mnew) in place; the per-row sums (16-cell reduce_add trees,
-      // a double sum) and the zeroing of skipped rows in cke_flash_rowsum16.
-      b.for_(c, zero_i, c32b, c64);
-      {
-        V16 x = L.vec("ex"), e = L.vec("e");
-        L.load(x, Mem{sb, c, 1, 0});
-        L.sub(x, x, mnew);
-        exp16(L, ec, e, x);
-        L.store(Mem{sb, c, 1, 0}, e);
-      }
-      b.end_for();
-      b.call("cke_flash_rowsum16", {st, sb});
-
-      // VKQ[d] += V[d] · e over the tile's cells in order, 8 dims per pass.
-      b.mov(ac, vkq);
-      b.for_(d, zero_i, a.hd4, c32);  // d: byte offset of 8 dims in a vf row
-      {
-        V16 acc[8];
-        for (int k = 0; k < 8; ++k) {
-          acc[k] = L.vec("vacc");
-          L.load(acc[k], Mem{ac, {}, 1, 64 * k});
-        }
-        b.ptr_add(vr, vf, d, 1);
-        b.mov(sp, sb);
-        b.for_(u, zero_i, nvalid, one);
+        unit(un);
+        V st = b.ptr("st_out");
+        b.ptr_add(st, up, qtb, 2);
         {
-          V16 e = L.vec("ev");
-          L.load(e, Mem{sp, {}, 1, 0});
-          for (int k = 0; k < 8; ++k) L.fma(acc[k], bcast_mem(L, Mem{vr, {}, 1, 4 * k}, "vb"), e);
-          b.ptr_add(vr, vr, a.hd4, 1);
-          b.ptr_add(sp, sp, c64, 1);
+          V16 S = L.vec("S"), inv = L.vec("inv");
+          L.load(S, Mem{st, {}, 1, 64});
+          L.div(inv, one16, S);
+          select16(L, inv, cmp16(L, S, zero, kir::FCmp::EQ, "s_zero"), zero, inv);
+          L.store(Mem{st, {}, 1, 128}, inv);
+        }
+        b.sub(rows, a.T, t0);
+        b.min(rows, rows, c16);
+        b.for_(rr, zero_i, rows, one);
+        {
+          b.add(off, t0, rr);
+          b.mul(off, off, a.nh);
+          b.add(off, off, h);
+          b.add(off, off, g);
+          b.mul(off, off, a.hd4);
+          b.ptr_add(row, a.out, off, 1);
+          V inv = b.vec(128, Cls::F, "inv"), x = b.vec(128, Cls::F, "ox");
+          b.vload_ss(inv, Mem{st, rr, 4, 128});
+          b.ptr_add(cp, up, qtb, 1);
+          b.ptr_add(cp, cp, rr, 4);
+          b.for_(d, zero_i, a.hd, one);
+          b.vload_ss(x, Mem{cp, {}, 1, 0});
+          b.vmul_ss(x, x, inv);
+          b.vstore_ss(Mem{row, d, 4, 0}, x);
+          b.ptr_add(cp, cp, c64, 1);
+          b.end_for();
         }
         b.end_for();
-        for (int k = 0; k < 8; ++k) L.store(Mem{ac, {}, 1, 64 * k}, acc[k]);
-        b.ptr_add(ac, ac, c512, 1);
       }
       b.end_for();
     }
-    b.end_for();  // j0
-
-    // out = VKQ · (S == 0 ? 0 : 1/S), row by row.
-    b.call("cke_flash_inv16", {st});
-    b.for_(r, zero_i, rows, one);
-    {
-      b.add(off, t0, r);
-      b.mul(off, off, a.nh);
-      b.add(off, off, h);
-      b.mul(off, off, a.hd4);
-      b.ptr_add(row, a.out, off, 1);
-      V inv = b.vec(128, Cls::F, "inv"), x = b.vec(128, Cls::F, "ox");
-      b.vload_ss(inv, Mem{st, r, 4, 256});
-      b.ptr_add(cp, vkq, r, 4);
-      b.for_(d, zero_i, a.hd, one);
-      b.vload_ss(x, Mem{cp, {}, 1, 0});
-      b.vmul_ss(x, x, inv);
-      b.vstore_ss(Mem{row, d, 4, 0}, x);
-      b.ptr_add(cp, cp, c64, 1);
-      b.end_for();
-    }
-    b.end_for();
+    b.end_for();  // tb
   }
-  b.end_for();  // t0
   b.end_for();  // h
 }
 
@@ -394,13 +528,6 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
       generator);
   m->helpers.push_back(
       {"cke_flash_finish", reinterpret_cast<const void*>(&cke_flash_finish), {Kind::Ptr}});
-  m->helpers.push_back(
-      {"cke_flash_rescale16", reinterpret_cast<const void*>(&cke_flash_rescale16), {Kind::Ptr}});
-  m->helpers.push_back({"cke_flash_rowsum16",
-                        reinterpret_cast<const void*>(&cke_flash_rowsum16),
-                        {Kind::Ptr, Kind::Ptr}});
-  m->helpers.push_back(
-      {"cke_flash_inv16", reinterpret_cast<const void*>(&cke_flash_inv16), {Kind::Ptr}});
   Builder b(*m, m->name,
             {Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::Ptr, Kind::I64, Kind::I64, Kind::I64, Kind::I64,
              Kind::I64, Kind::I64, Kind::F32, Kind::I64, Kind::I64, Kind::I64});

@@ -3,17 +3,17 @@
 // ops_attention_flash.cpp) bit for bit, both of its loops, on 16-lane vectors
 // (gen_lanes16.h) for AVX-512 and AVX2. Which loop runs depends on T, as in ggml.
 //
-// T < 64, per query token t and head h (KV head h / (n_head / n_head_kv)):
+// T < 64, per query token t and up to 4 (AVX2: 2) heads of one KV group:
 //   qf     f32(f16(q)): the query as the F16 vec_dot sees it (a stack row)
 //   score  ggml_vec_dot_f16(K cell, Q16): 4 x 16-lane FMAs over 64-element chunks, folded
 //          (a0+a2)+(a1+a3), reduce_add tree; then fl(· scale) + 0
-//   softmax the scalar online update through the C helper cke_flash_step (glibc expf, as
-//          ggml calls it: the helper is the only way to get libm's bits), which returns the
-//          rescale ms and weight vs of the cell
+//   softmax ggml's online update, cells in blocks of 16: the max before each cell, then
+//          every cell's ms / vs through libm's expf on 16 lanes (gen_libm_expf.h), then S
 //   value  VKQ = f16(f16(VKQ · ms) ... ): ggml_vec_scale_f16 then ggml_vec_mad_f16, each
-//          rounded to fp16 (vcvtps2ph + vcvtph2ps on the f32 stack row; ms = 1 is exact)
+//          rounded to fp16 (vcvtps2ph + vcvtph2ps; ms = 1 is exact and left out)
 //   out    f32(VKQ) · (S == 0 ? 0 : 1/S)      (cke_flash_finish)
-// T >= 64: the 64x64-tiled loop with 16 query rows in the lanes (emit_tiled in the .cpp).
+// T >= 64: the 64x64-tiled loop with 16 query rows in the lanes, the heads of a KV group and
+// several row groups sharing each widened tile (emit_tiled in the .cpp), all in vectors.
 // head_dim must be a multiple of 64 (no vec_dot tail) and at most 256 (stack tiles); the map
 // says so.
 #pragma once
@@ -37,12 +37,6 @@ bool build_attention_f16_flash_avx2(const GeneratorParams& p, kir::Module* m, st
 
 }  // namespace cke::jit::gen
 
-// The C helpers the generated kernels call (exported: the emitted C links against them).
-// st = {s, M, S, ms, vs, inv}. step: the online-softmax update of one cell with score s
-// (M, S updated; ms, vs for the value row). finish: inv = S == 0 ? 0 : 1 / S.
-extern "C" void cke_flash_step(float* st);
+// The C helper the generated kernels call (exported: the emitted C links against it):
+// st = {s, M, S, ms, vs, inv}; inv = S == 0 ? 0 : 1 / S.
 extern "C" void cke_flash_finish(float* st);
-// The tiled loop's, for 16 rows: st = {M[16], Mnew[16], ms[16], S[16], inv[16], skip[16]}.
-extern "C" void cke_flash_rescale16(float* st);
-extern "C" void cke_flash_rowsum16(float* st, float* e);
-extern "C" void cke_flash_inv16(float* st);

@@ -63,6 +63,16 @@ void Lanes16::fma_m(V16 d, V16 a, Mem m) {
   }
 }
 
+void Lanes16::fma_b(V16 d, V16 a, Mem m) {
+  if (parts == 1) {
+    b.vfma_b(d.part[0], a.part[0], m);
+    return;
+  }
+  V s = b.vec(width(), Cls::F, "bcast");
+  b.vbcast_f32(s, m);
+  for (int h = 0; h < parts; ++h) b.vfma(d.part[h], a.part[h], s);
+}
+
 void Lanes16::add(V16 d, V16 a, V16 x) {
   for (int h = 0; h < parts; ++h) b.vadd_f(d.part[h], a.part[h], x.part[h]);
 }

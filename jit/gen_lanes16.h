@@ -30,6 +30,9 @@ struct Lanes16 {
   void store(kir::Mem m, V16 a);
   void fma(V16 d, V16 a, V16 b);         // d = fma(a, b, d)
   void fma_m(V16 d, V16 a, kir::Mem m);  // d = fma(a, [m], d)
+  // d = fma(a, the f32 at m in every lane, d): AVX-512 an embedded {1to16} operand, AVX2 one
+  // vbroadcastss both halves share.
+  void fma_b(V16 d, V16 a, kir::Mem m);
   void add(V16 d, V16 a, V16 b);
   void sub(V16 d, V16 a, V16 b);
   void mul(V16 d, V16 a, V16 b);

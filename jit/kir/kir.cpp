@@ -464,6 +464,13 @@ void Builder::vfma_m(V d, V a, Mem m) {
   need_mem(m);
   emit(Op::VFmaM, d, a).mem = m;
 }
+void Builder::vfma_b(V d, V a, Mem m) {
+  need_vec(d, 0, "vfma_b");
+  if (type(d).bits < 256) throw std::logic_error("kir: vfma_b takes 256 or 512 bits");
+  need_vec(a, type(d).bits, "vfma_b");
+  need_mem(m);
+  emit(Op::VFmaB, d, a).mem = m;
+}
 void Builder::vdpbusd_b(V d, V a, Mem m) {
   need_vec(d, 0, "vdpbusd_b");
   if (type(d).bits < 256) throw std::logic_error("kir: vdpbusd_b takes 256 or 512 bits");
@@ -643,6 +650,7 @@ KIR_V2X(vxor, VXor)
 KIR_V2X(vpackus_dw, VPackUsDw)
 KIR_V2X(vfma_pd, VFmaPd)
 KIR_V2X(vsub_pd, VSubPd)
+KIR_V2X(vadd_pd, VAddPd)
 KIR_V2X(vmul_pd, VMulPd)
 KIR_V2X(vadd_i64, VAddI64)
 #undef KIR_V2X

@@ -140,6 +140,9 @@ enum class Op : uint8_t {
   VMulF,
   VFma,         // d = fma(a, b, d)        (one rounding; d is read)
   VFmaM,        // d = fma(a, mem, d)
+  VFmaB,        // d = fma(a, the f32 at mem in every lane, d) (AVX-512: the broadcast is the
+                // instruction's memory operand, {1toN}; no separate broadcast, which on Zen 4
+                // costs an FP pipe slot)
   VDpBf16,      // d += vdpbf16ps(a, b): per f32 lane the odd bf16 pair product, then the even
                 // one (AVX512-BF16; DAZ/FTZ, RNE; a, b are Cls::I vectors of bf16 pairs)
   VPermilF,     // d = vpermilps(a, imm) (per 128-bit block)
@@ -198,6 +201,7 @@ enum class Op : uint8_t {
   VCvtPdPs,    // d (128/256) = float of each f64 lane of a (twice d's bits), round to nearest
   VFmaPd,      // d = fma(a, b, d) per f64 lane (one rounding; d is read)
   VSubPd,      // d = a - b per f64 lane
+  VAddPd,      // d = a + b per f64 lane
   VMulPd,      // d = a * b per f64 lane
   VAddI64,     // d = a + b per 64-bit lane (wrapping)
   VSllI64,     // d = a << imm per 64-bit lane
@@ -361,6 +365,7 @@ class Builder {
   void vfma(V d, V a, V b);
   void vdpbf16(V d, V a, V b);
   void vfma_m(V d, V a, Mem m);
+  void vfma_b(V d, V a, Mem m);
   void vpermil_f(V d, V a, int imm);
   void vmovshdup(V d, V a);
   void vsub_f(V d, V a, V b);
@@ -406,6 +411,7 @@ class Builder {
   void vcvt_pd_ps(V d, V a);
   void vfma_pd(V d, V a, V b);
   void vsub_pd(V d, V a, V b);
+  void vadd_pd(V d, V a, V b);
   void vmul_pd(V d, V a, V b);
   void vadd_i64(V d, V a, V b);
   void vsll_i64(V d, V a, int imm);

@@ -521,6 +521,10 @@ class FuncLowering {
       case Op::VFmaM:
         cc_.vfmadd231ps(x(d), x(a), mem(in.mem));
         break;
+      case Op::VFmaB:
+        if (!avx512_) throw std::logic_error("kir: vfma_b needs AVX-512 (EVEX broadcast)");
+        cc_.vfmadd231ps(x(d), x(a), bits(d) == 512 ? mem(in.mem)._1to16() : mem(in.mem)._1to8());
+        break;
       case Op::VDpBf16:
         cc_.k(ones_).vdpbf16ps(x(d), x(a), x(b));  // see ones_
         break;
@@ -713,6 +717,9 @@ class FuncLowering {
         break;
       case Op::VSubPd:
         cc_.vsubpd(x(d), x(a), x(b));
+        break;
+      case Op::VAddPd:
+        cc_.vaddpd(x(d), x(a), x(b));
         break;
       case Op::VMulPd:
         cc_.vmulpd(x(d), x(a), x(b));

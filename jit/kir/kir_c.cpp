@@ -469,6 +469,12 @@ class FuncRender {
                         addr(in.mem), f(d)),
             Cls::F);
         break;
+      case Op::VFmaB:
+        set(d,
+            fmt::format("{0}_fmadd_ps({1}, {0}_set1_ps(*(const float*){2}), {3})", p, f(a),
+                        addr(in.mem), f(d)),
+            Cls::F);
+        break;
       case Op::VPermilF:
         set(d, fmt::format("{}_permute_ps({}, 0x{:02X})", p, f(a), in.imm), Cls::F);
         break;
@@ -646,10 +652,14 @@ class FuncRender {
             Cls::F);
         break;
       case Op::VSubPd:
+      case Op::VAddPd:
       case Op::VMulPd:
         set(d,
             fmt::format("{0}_castpd_ps({0}_{1}_pd({0}_castps_pd({2}), {0}_castps_pd({3})))", p,
-                        in.op == Op::VSubPd ? "sub" : "mul", f(a), f(b)),
+                        in.op == Op::VSubPd   ? "sub"
+                        : in.op == Op::VAddPd ? "add"
+                                              : "mul",
+                        f(a), f(b)),
             Cls::F);
         break;
       case Op::VAddI64:

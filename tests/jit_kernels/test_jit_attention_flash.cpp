@@ -3,7 +3,8 @@
 // machine code (memcmp): every output bit-identical (a NaN matches any NaN). Cases: head
 // dims 64/128/256, GQA groups, decode (T = 1) at positions 0..n_ctx-1 with and without a
 // sliding window, batches of T < 64 (the one-chunk loop) and T >= 64 (the tiled loop: 16
-// rows per pass, tiles of 64 cells, partial tiles and row groups), head ranges, caches whose
+// rows a unit, tiles of 64 cells, partial tiles and row groups, passes of several heads and
+// row groups sharing a tile), head ranges, caches whose
 // unwritten cells hold NaN (a kernel that reads past the visible cells turns them into NaN
 // outputs), K and V at the very end of a guard page, huge scores (most weights underflow), fp16
 // overflow of the value accumulator, NaN and Inf queries, and calls outside the contract or the map
@@ -154,6 +155,42 @@ void head_ranges(const Loaded& l) {
     EXPECT_EQ(compare(l, s, c.k.data(), c.v.data(), q, Call{32, 8, 0, h0, h1, 0.125f}), "");
 }
 
+// The tiled loop's passes: the heads of a KV group and consecutive 16-row groups share each
+// widened tile, as many as the unit budget holds (head_dim 64: 15, 128: 7, 256: 3). Head
+// ranges that start and end inside a group; a group larger than a pass (head_dim 256, GQA
+// 4: three heads, then one); one head a group with several passes of row groups, the last
+// partial (head_dim 128: 7 row groups a pass).
+void tiled_passes(const Loaded& l) {
+  std::mt19937 rng(23);
+  {
+    const Shape s = kShapes[0];
+    const Cache c = make_cache(s, 140, rng);
+    const std::vector<float> q = make_q(s, 70, 1.0f, rng);
+    for (auto [h0, h1] : {std::pair<int64_t, int64_t>{0, 1}, {1, 3}, {7, 9}, {5, 32}, {3, 29}})
+      for (int64_t window : {int64_t(0), int64_t(20)})
+        EXPECT_EQ(compare(l, s, c.k.data(), c.v.data(), q, Call{70, 70, window, h0, h1, 0.125f}),
+                  "");
+  }
+  {
+    const Shape s{256, 8, 2, 140};
+    const Cache c = make_cache(s, 140, rng);
+    const std::vector<float> q = make_q(s, 80, 1.0f, rng);
+    EXPECT_EQ(compare(l, s, c.k.data(), c.v.data(), q, Call{60, 80, 0, 0, s.nh, 0.0625f}), "");
+    EXPECT_EQ(compare(l, s, c.k.data(), c.v.data(), q, Call{60, 80, 0, 2, 7, 0.0625f}), "");
+  }
+  {
+    const Shape s{128, 2, 2, 300};
+    const Cache c = make_cache(s, 300, rng);
+    for (auto [pos0, T] : {std::pair<int64_t, int64_t>{0, 128}, {3, 200}, {0, 300}, {100, 129}}) {
+      const std::vector<float> q = make_q(s, T, 1.0f, rng);
+      for (int64_t window : {int64_t(0), int64_t(40)})
+        EXPECT_EQ(compare(l, s, c.k.data(), c.v.data(), q,
+                          Call{pos0, T, window, 0, s.nh, 1.0f / std::sqrt(128.0f)}),
+                  "");
+    }
+  }
+}
+
 // Huge scores (weights underflow, the max moves often), a zero scale, values near fp16's
 // limit (the accumulator overflows to inf), NaN and Inf queries.
 void edge_data(const Loaded& l) {
@@ -244,6 +281,10 @@ void run_all(const std::string& id) {
   {
     SCOPED_TRACE("head ranges");
     head_ranges(l);
+  }
+  {
+    SCOPED_TRACE("tiled passes");
+    tiled_passes(l);
   }
   {
     SCOPED_TRACE("edge data");

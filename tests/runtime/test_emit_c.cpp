@@ -163,9 +163,8 @@ std::vector<std::string> stems() {
 
 INSTANTIATE_TEST_SUITE_P(Reference, EmitC, ::testing::ValuesIn(stems()), param_name);
 
-// The F16 cache with flash attention: the generated decode kernel calls C helpers
-// (cke_flash_finish, and in the tiled loop cke_flash_rescale16 and its kin), which the emitted
-// C resolves against the executable.
+// The F16 cache with flash attention: the generated decode kernel calls a C helper
+// (cke_flash_finish), which the emitted C resolves against the executable.
 TEST(EmitCCacheF16, FlashPlanEmittedCIsBitIdenticalToTheJit) {
   CKE_REQUIRE_SHARED(json, "reference/synth-llama-Q4_K_M.json");
   std::string err;
