@@ -7,14 +7,17 @@
 // (4096), the Q scale (4096), GEGLU over the FFN width (11008), the MoE router and grouping of
 // a Qwen3-30B-A3B layer (128 experts, 8 used) and a Mixtral one (8, 2), and the attention
 // over the F32 and the F16 (flash) cache of a TinyLlama layer (head_dim 64, 32 query heads,
-// 4 KV heads) at decode after 2047 cells and for a 64-token chunk after 1984. Each reference runs
+// 4 KV heads) at decode after 2047 cells and for a 64-token chunk after 1984 (CKE_BENCH_N_KV
+// sets another cache length). Each reference runs
 // first; each JIT benchmark then reports `x_ref`, the reference's time / its own (the speed-up
 // at identical output bits). Providers whose ISA this host lacks are skipped.
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
+#include <cstdlib>
 #include <functional>
 #include <map>
 #include <memory>
@@ -49,7 +52,9 @@ struct Workload {
 // Cell = float (F32 cache) or fp16 bits (F16 cache, values 2^-2..2 of either sign).
 template <class Cell>
 Workload attention_workload(int64_t T, int64_t hd) {
-  const int64_t nh = hd == 64 ? 32 : 16, nkv = hd == 64 ? 4 : 8, n_ctx = 2048;
+  const char* env = std::getenv("CKE_BENCH_N_KV");  // another cache length (default 2048)
+  const int64_t nh = hd == 64 ? 32 : 16, nkv = hd == 64 ? 4 : 8,
+                n_ctx = env ? std::max<int64_t>(T, std::atoll(env)) : 2048;
   using Fn = void (*)(const float*, const Cell*, const Cell*, float*, int64_t, int64_t, int64_t,
                       int64_t, int64_t, int64_t, float, int64_t, int64_t, int64_t);
   auto q = std::make_shared<std::vector<float>>(randv(size_t(hd * nh * T), 11));

@@ -7,9 +7,13 @@
 #include <cpuid.h>
 #endif
 #if defined(__linux__)
+#include <sched.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #endif
+
+#include <fstream>
+#include <set>
 
 namespace cke {
 
@@ -49,6 +53,17 @@ bool request_amx_permission() {
 
 }  // namespace
 
+uint32_t count_physical_cores(const std::string& sysfs_cpu_root) {
+  std::set<std::string> siblings;
+  for (uint32_t cpu = 0;; ++cpu) {
+    std::ifstream in(fmt::format("{}/cpu{}/topology/thread_siblings", sysfs_cpu_root, cpu));
+    if (!in) break;
+    std::string line;
+    if (std::getline(in, line)) siblings.insert(line);
+  }
+  return uint32_t(siblings.size());
+}
+
 HostCaps HostCaps::probe() {
   HostCaps h;
   h.origin = "probed";
@@ -75,6 +90,16 @@ HostCaps HostCaps::probe() {
     if (cpuinfo_get_l2_caches_count() > 0) h.l2_bytes = cpuinfo_get_l2_cache(0)->size;
     if (cpuinfo_get_l3_caches_count() > 0) h.l3_bytes = cpuinfo_get_l3_cache(0)->size;
   }
+  if (const uint32_t cores = count_physical_cores("/sys/devices/system/cpu"); cores > 0)
+    h.physical_cores = cores;
+#if defined(__linux__)
+  // A process confined to fewer CPUs (taskset, a container's cpuset) runs no faster with
+  // more threads than it may use.
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0 &&
+      h.physical_cores > uint32_t(CPU_COUNT(&set)))
+    h.physical_cores = uint32_t(CPU_COUNT(&set));
+#endif
 #if defined(__x86_64__)
   // What cpuinfo 2022 does not know: CPUID.7.0:EDX and CPUID.7.1:EAX, gated on XCR0.
   const uint64_t x = xcr0();

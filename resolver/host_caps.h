@@ -22,8 +22,8 @@ struct HostCaps {
   FeatureSet features;
   std::string cpu_name;
   uint32_t logical_cpus = 0;
-  uint32_t physical_cores = 0;
-  uint32_t l1d_bytes = 0;  // per cache instance, 0 when unknown
+  uint32_t physical_cores = 0;  // at most the CPUs this process may run on
+  uint32_t l1d_bytes = 0;       // per cache instance, 0 when unknown
   uint32_t l2_bytes = 0;
   uint32_t l3_bytes = 0;
   bool amx_cpu = false;         // CPUID and XCR0 report AMX tile state
@@ -43,6 +43,13 @@ struct HostCaps {
   // features both have. Capping never adds a feature. nullopt + error for a bad spec.
   std::optional<HostCaps> cap(std::string_view spec, std::string* error) const;
 };
+
+// Physical cores as Linux reports them: the distinct thread-sibling sets of
+// <root>/cpu<N>/topology/thread_siblings (N = 0, 1, ... until one is missing), as llama.cpp
+// counts them for its default thread count. 0 when there is no such file. probe() uses it
+// where it exists (cpuinfo 2022 reads the CPUID topology, which a VM may present as SMT
+// siblings where the kernel has two cores: it said 1 core for 2 on a 2-vCPU EPYC).
+uint32_t count_physical_cores(const std::string& sysfs_cpu_root);
 
 // Parses a cap spec into the features it allows (the same rules as HostCaps::cap).
 std::optional<FeatureSet> parse_cap_spec(std::string_view spec, std::string* error);

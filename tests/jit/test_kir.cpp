@@ -121,6 +121,8 @@ TEST(Kir, BuilderRefusesMisuse) {
   EXPECT_THROW(b.call(5, {}), std::logic_error);                    // no such function
   EXPECT_THROW(b.end_for(), std::logic_error);
   EXPECT_THROW(b.vec(64, Cls::F, "tiny"), std::logic_error);
+  const V x = b.vec(128, Cls::F, "x");
+  EXPECT_THROW(b.vfma_b(x, x, Mem{b.arg(0), {}, 1, 0}), std::logic_error);  // 256 or 512 bits
 }
 
 TEST(Kir, ValidationCatchesUnbalancedBlocks) {

@@ -1,7 +1,9 @@
 // HostCaps: probe() against /proc/cpuinfo (an independent reading of the same CPU), and
 // caps on synthetic hosts.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -103,6 +105,38 @@ TEST(HostCaps, FeatureNamesRoundTrip) {
   EXPECT_FALSE(feature_from_name("avx512"));
   EXPECT_EQ(FeatureSet({Feature::amx_int8, Feature::avx2}).names(),
             (std::vector<std::string>{"avx2", "amx_int8"}));
+}
+
+// A sysfs tree of `cpus` CPUs whose thread_siblings masks are `masks[cpu]`.
+std::string fake_sysfs(const std::string& name, const std::vector<std::string>& masks) {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::temp_directory_path() / (name + std::to_string(getpid()));
+  fs::remove_all(root);
+  for (size_t cpu = 0; cpu < masks.size(); ++cpu) {
+    const fs::path dir = root / ("cpu" + std::to_string(cpu)) / "topology";
+    fs::create_directories(dir);
+    std::ofstream(dir / "thread_siblings") << masks[cpu] << "\n";
+  }
+  return root.string();
+}
+
+TEST(HostCaps, PhysicalCoresAreTheDistinctSiblingSets) {
+  const std::string smt = fake_sysfs("cke_sysfs_smt", {"05", "0a", "05", "0a"});
+  EXPECT_EQ(count_physical_cores(smt), 2u) << "4 CPUs, 2 per core";
+  const std::string flat = fake_sysfs("cke_sysfs_flat", {"1", "2"});
+  EXPECT_EQ(count_physical_cores(flat), 2u) << "2 CPUs, 1 per core";
+  EXPECT_EQ(count_physical_cores("/nonexistent/cpu/root"), 0u);
+  std::filesystem::remove_all(smt);
+  std::filesystem::remove_all(flat);
+}
+
+TEST(HostCaps, ProbedCoresAgreeWithSysfs) {
+  const uint32_t sysfs = count_physical_cores("/sys/devices/system/cpu");
+  if (sysfs == 0) GTEST_SKIP() << "no /sys/devices/system/cpu topology on this system";
+  const HostCaps h = HostCaps::probe();
+  EXPECT_GE(h.physical_cores, 1u);
+  EXPECT_LE(h.physical_cores, sysfs);
+  EXPECT_LE(h.physical_cores, h.logical_cpus);
 }
 
 }  // namespace
