@@ -184,6 +184,16 @@ void emit_tiled(Lanes16& L, const Args& a) {
     b.add(base, a.pos0, t0);
   };
 
+  // row = base + the f32 row of token t0 + rr, head h + g ([T][n_head][head_dim]).
+  auto head_row = [&](V row_ptr, V base_ptr) {
+    b.add(off, t0, rr);
+    b.mul(off, off, a.nh);
+    b.add(off, off, h);
+    b.add(off, off, g);
+    b.mul(off, off, a.hd4);
+    b.ptr_add(row_ptr, base_ptr, off, 1);
+  };
+
   b.movi(hstep, 1);
   b.for_(h, a.h0, a.h1, hstep);
   {
@@ -228,12 +238,7 @@ void emit_tiled(Lanes16& L, const Args& a) {
         b.min(rows, rows, c16);
         b.for_(rr, zero_i, rows, one);
         {
-          b.add(off, t0, rr);
-          b.mul(off, off, a.nh);
-          b.add(off, off, h);
-          b.add(off, off, g);
-          b.mul(off, off, a.hd4);
-          b.ptr_add(row, a.q, off, 1);
+          head_row(row, a.q);
           b.ptr_add(cp, up, rr, 4);
           V x = b.vec(128, Cls::F, "qx");
           b.for_(d, zero_i, a.hd, one);
@@ -491,12 +496,7 @@ void emit_tiled(Lanes16& L, const Args& a) {
         b.min(rows, rows, c16);
         b.for_(rr, zero_i, rows, one);
         {
-          b.add(off, t0, rr);
-          b.mul(off, off, a.nh);
-          b.add(off, off, h);
-          b.add(off, off, g);
-          b.mul(off, off, a.hd4);
-          b.ptr_add(row, a.out, off, 1);
+          head_row(row, a.out);
           V inv = b.vec(128, Cls::F, "inv"), x = b.vec(128, Cls::F, "ox");
           b.vload_ss(inv, Mem{st, rr, 4, 128});
           b.ptr_add(cp, up, qtb, 1);

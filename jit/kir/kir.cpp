@@ -464,26 +464,24 @@ void Builder::vfma_m(V d, V a, Mem m) {
   need_mem(m);
   emit(Op::VFmaM, d, a).mem = m;
 }
-void Builder::vfma_b(V d, V a, Mem m) {
-  need_vec(d, 0, "vfma_b");
-  if (type(d).bits < 256) throw std::logic_error("kir: vfma_b takes 256 or 512 bits");
-  need_vec(a, type(d).bits, "vfma_b");
+// The ops whose second operand is one element at m broadcast to every lane (an EVEX {1toN}
+// memory operand): 256 or 512 bits.
+void Builder::bcast_mem_op(Op op, const char* what, V d, V a, Mem m) {
+  need_vec(d, 0, what);
+  if (type(d).bits < 256)
+    throw std::logic_error(std::string("kir: ") + what + " takes 256 or 512 bits");
+  need_vec(a, type(d).bits, what);
   need_mem(m);
-  emit(Op::VFmaB, d, a).mem = m;
+  emit(op, d, a).mem = m;
+}
+void Builder::vfma_b(V d, V a, Mem m) {
+  bcast_mem_op(Op::VFmaB, "vfma_b", d, a, m);
 }
 void Builder::vdpbusd_b(V d, V a, Mem m) {
-  need_vec(d, 0, "vdpbusd_b");
-  if (type(d).bits < 256) throw std::logic_error("kir: vdpbusd_b takes 256 or 512 bits");
-  need_vec(a, type(d).bits, "vdpbusd_b");
-  need_mem(m);
-  emit(Op::VDpBusdB, d, a).mem = m;
+  bcast_mem_op(Op::VDpBusdB, "vdpbusd_b", d, a, m);
 }
 void Builder::vadd_i32_b(V d, V a, Mem m) {
-  need_vec(d, 0, "vadd_i32_b");
-  if (type(d).bits < 256) throw std::logic_error("kir: vadd_i32_b takes 256 or 512 bits");
-  need_vec(a, type(d).bits, "vadd_i32_b");
-  need_mem(m);
-  emit(Op::VAddI32B, d, a).mem = m;
+  bcast_mem_op(Op::VAddI32B, "vadd_i32_b", d, a, m);
 }
 void Builder::vpermil_f(V d, V a, int imm) {
   need_vec(d, 0, "vpermil_f");

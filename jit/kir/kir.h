@@ -428,6 +428,7 @@ class Builder {
   void need_vec(V v, int bits, const char* what) const;  // bits 0 = any width
   void need_writable(V v) const;
   void need_mem(const Mem& m) const;
+  void bcast_mem_op(Op op, const char* what, V d, V a, Mem m);
   Module& m_;
   int index_;
   int open_ = 0;  // open for/if blocks
