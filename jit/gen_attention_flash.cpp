@@ -117,7 +117,7 @@ void select16(Lanes16& L, V16 d, Mask16 m, V16 a, V16 x) {  // d = m ? a : x
 //   scores  per cell a sequential FMA chain over head_dim of K (the widened row, each value an
 //           embedded broadcast) times the rows' q (a transposed stack tile), fl(· scale),
 //           + mask (0, or -inf from -1 · 2^100 · 2^100 by the cell's distance to each row);
-//           16 cells per pass at AVX-512 (16 chains: 8 left the FMAs waiting on latency), 4 at AVX2
+//           16 cells a pass at AVX-512 (16 chains; 8 waited on FMA latency), 4 at AVX2
 //   max     lane-wise over the tile's 64 cells in order (maxps = ggml's MAX(max, x))
 //   rescale skip = (max == -inf): the row ignores the tile, as ggml; else Mnew = fmaxf(M,
 //           max) (maxps(max, M): M is never NaN) and ms = expf(M - Mnew) (libm's, on 16 lanes)
