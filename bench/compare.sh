@@ -27,21 +27,12 @@ rounds=${ROUNDS:-1}
 
 tmp="$(mktemp -d "${TMPDIR:-/tmp}/cke-compare.XXXXXX")"
 trap 'rm -rf "$tmp"' EXIT
-# The prebuilt tree's version links (libllama.so.0 -> libllama.so.0.0.0) may arrive as small
-# files naming their target (a copy that does not keep links): the loader then reads such a
-# file as the library ("file too short"). A linked copy in $tmp runs the same binaries.
+# The prebuilt tree's version links may arrive as small files naming their target (a copy
+# that does not keep links): then it runs from a linked copy in $tmp.
 if [ -z "${LLAMA_BENCH:-}" ]; then
   pre="$root/../shared/tools/llama.cpp/lib"
-  if [ -f "$pre/libllama.so.0" ] && ! [ -L "$pre/libllama.so.0" ] &&
-    [ "$(stat -c %s "$pre/libllama.so.0")" -lt 64 ]; then
-    mkdir -p "$tmp/llama.cpp/lib"
-    for f in "$pre"/*; do
-      if [ "$(stat -c %s "$f")" -lt 64 ] && ! [ -x "$f" ]; then
-        ln -s "$(cat "$f")" "$tmp/llama.cpp/lib/$(basename "$f")"
-      else
-        ln -s "$f" "$tmp/llama.cpp/lib/$(basename "$f")"
-      fi
-    done
+  if [ -f "$pre/libllama.so.0" ] && ! [ -L "$pre/libllama.so.0" ]; then
+    bash "$root/scripts/llama-links.sh" "$pre" "$tmp/llama.cpp/lib"
     printf '#!/usr/bin/env bash\nexport LD_LIBRARY_PATH="%s"\nexec "%s/$1" "${@:2}"\n' \
       "$tmp/llama.cpp/lib" "$tmp/llama.cpp/lib" >"$tmp/llama.cpp/run"
     chmod +x "$tmp/llama.cpp/run"

@@ -32,18 +32,9 @@ cmake -S "$src" -B "$out/ggml-build" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON
 cmake --build "$out/ggml-build" -j"$(nproc)" >"$out/ggml-build.log" 2>&1
 
 # The prebuilt tree's version links (libggml-cpu.so.0 -> libggml-cpu.so.0.15.3) are remade
-# here, relative, so that they reach the libraries built above; they may arrive as links or
-# as small files naming their target. Everything else is linked to the prebuilt file.
-for f in "$prebuilt"/*; do
-  n="$(basename "$f")"
-  if [ -L "$f" ]; then
-    ln -sfn "$(readlink "$f")" "$out/lib/$n"
-  elif [ "$(stat -c %s "$f")" -lt 64 ] && ! [ -x "$f" ]; then
-    ln -sfn "$(cat "$f")" "$out/lib/$n"
-  else
-    ln -sfn "$f" "$out/lib/$n"
-  fi
-done
+# here, relative, so that they reach the libraries built above; everything else is linked to
+# the prebuilt file.
+bash "$root/scripts/llama-links.sh" "$prebuilt" "$out/lib"
 for n in libggml-base libggml-cpu libggml; do
   rm -f "$out/lib/$n.so.0.15.3"
   cp "$out/ggml-build/src/$n.so.0.15.3" "$out/lib/"

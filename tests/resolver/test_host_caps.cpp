@@ -107,7 +107,7 @@ TEST(HostCaps, FeatureNamesRoundTrip) {
             (std::vector<std::string>{"avx2", "amx_int8"}));
 }
 
-// A sysfs tree of `cpus` CPUs whose thread_siblings masks are `masks[cpu]`.
+// A sysfs tree of masks.size() CPUs, CPU i with the thread_siblings mask masks[i].
 std::string fake_sysfs(const std::string& name, const std::vector<std::string>& masks) {
   namespace fs = std::filesystem;
   const fs::path root = fs::temp_directory_path() / (name + std::to_string(getpid()));
