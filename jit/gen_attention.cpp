@@ -23,6 +23,9 @@ constexpr int kMaxHeads = 4;
 // Rows of V^T the one-accumulator tinyBLAS KQV (AVX2, or head_dim % 16 != 0) sums together.
 constexpr int kRowsTogether = 4;
 static_assert(4 % kRowsTogether == 0);
+// Probability rows one KQV pass shares each V^T load among at AVX-512 (kqv_rows): a block
+// of kRows / H tokens times the H heads of a KV group.
+constexpr int kRows = 8;
 
 struct Masks {
   Lanes16& L;
@@ -99,7 +102,11 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
   Lanes16 L(b, isa);
   const ExpConsts ec = exp_consts(L);
   Masks masks(L);
-  const V e = b.stack(int64_t(cells) * 4, "probs");
+  // Probabilities: kRows rows of `cells` floats (AVX-512; one row at AVX2), row r at
+  // e + r * row_bytes. The 16 floats past a row's cells are the zeros a shorter row of a
+  // token block shows the shared KQV loop (kqv_rows).
+  const int64_t row_bytes = int64_t(cells) * 4 + 64;
+  const V e = b.stack((L.parts == 1 ? kRows : 1) * row_bytes, "probs");
   const V16 ninf = L.splat(kNegInf, "ninf");
   V ninf1 = b.vec(128, Cls::F, "ninf1");
   b.vsplat32(ninf1, kNegInf);
@@ -139,12 +146,11 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
   b.muli(vrow_bytes, nctx, 4);
   b.mul(vhead_bytes, vrow_bytes, hd);
   // V^T row offsets of a 16-row block: 1, 3, 5, 7, 8 and 16 rows.
-  V rb, rb3, rb5, rb7, rb4, rb8, rb16;
+  V rb, rb3, rb5, rb7, rb8, rb16;
   if (L.parts == 1) {
     rb = b.i64("rb"), rb3 = b.i64("rb3"), rb5 = b.i64("rb5"), rb7 = b.i64("rb7");
-    rb4 = b.i64("rb4"), rb8 = b.i64("rb8"), rb16 = b.i64("rb16");
+    rb8 = b.i64("rb8"), rb16 = b.i64("rb16");
     b.mov(rb, vrow_bytes);
-    b.muli(rb4, vrow_bytes, 4);
     b.muli(rb3, vrow_bytes, 3);
     b.muli(rb5, vrow_bytes, 5);
     b.muli(rb7, vrow_bytes, 7);
@@ -155,13 +161,10 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
   b.andi(np, hd, ~int64_t(63));
   b.muli(np_bytes, np, 4);
   // Heads go together (heads_together, below) with the 16-row tinyBLAS KQV and no score
-  // tail; the other heads' probabilities live in e2, e3, e4.
-  V pair_ok, e2, e3, e4;
+  // tail, and runs tokens in blocks (token_block, below).
+  V pair_ok;
   if (L.parts == 1) {
     pair_ok = b.imm(0, "pair_ok");
-    e2 = b.stack(int64_t(cells) * 4, "probs2");
-    e3 = b.stack(int64_t(cells) * 4, "probs3");
-    e4 = b.stack(int64_t(cells) * 4, "probs4");
     b.if_(tiny16, Cmp::EQ, 1);
     b.if_(np, Cmp::EQ, hd);
     b.movi(pair_ok, 1);
@@ -183,22 +186,28 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
   V hstep = b.i64("hstep"), together = b.i64("together"), hn = b.i64("hn"), hg = b.i64("hg"),
     c8 = b.imm(8, "c8"), c4 = L.parts == 1 ? b.imm(4, "c4") : V{};
 
-  b.for_(t, zero, T, one);
-  b.add(p, pos0, t);
-  b.addi(len, p, 1);
-  b.addi(len16, len, 15);
-  b.andi(len16, len16, ~int64_t(15));
-  b.movi(first, 0);
-  b.if_(window, Cmp::GT, 0);
-  b.sub(f, p, window);
-  b.addi(f, f, 1);
-  b.if_(f, Cmp::GT, 0);
-  b.mov(first, f);
-  b.end_if();
-  b.end_if();
-  b.mul(off, t, tok_bytes);
-  b.ptr_add(qt, q, off, 1);
-  b.ptr_add(ot, out, off, 1);
+  // Token t's causal range [first, len) (len16: len rounded up to 16 cells) and its rows
+  // of q and out (qh, oh: head h's).
+  V hoff = b.i64("hoff");
+  auto token_setup = [&](V tv) {
+    b.add(p, pos0, tv);
+    b.addi(len, p, 1);
+    b.addi(len16, len, 15);
+    b.andi(len16, len16, ~int64_t(15));
+    b.movi(first, 0);
+    b.if_(window, Cmp::GT, 0);
+    b.sub(f, p, window);
+    b.addi(f, f, 1);
+    b.if_(f, Cmp::GT, 0);
+    b.mov(first, f);
+    b.end_if();
+    b.end_if();
+    b.mul(off, tv, tok_bytes);
+    b.ptr_add(qt, q, off, 1);
+    b.ptr_add(ot, out, off, 1);
+    b.ptr_add(qh, qt, hoff, 1);
+    b.ptr_add(oh, ot, hoff, 1);
+  };
 
   // V^T row `row` % 8 of a block of rows at `base` (rows 8 apart share one base).
   auto row_mem = [&](int row, V base) {
@@ -449,29 +458,33 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
     exp_sub_groups(L, ec, ex, ex, len16, mxv, sum);
     scale_groups(L, ex, len16, inv_of_sum(b, one_d, sum));
   };
-  // tinyBLAS on AVX-512 with head_dim % 16 == 0: 16 / H rows of V^T at a time for each of
-  // H heads, each row loaded 16 cells by 16 once for the H heads' probabilities; the 16
-  // sums reduced as one vector. Row i of the block is at va + c (+ 8 rows for i >= 8) + a
-  // multiple of vrow_bytes.
-  auto kqv16 = [&](const V* ex, const V* ox, int H) {
-    const int rows = 16 / H;
+  // tinyBLAS on AVX-512 with head_dim % 16 == 0 for R probability rows (rows r of e: H
+  // heads of one token, or a block of tokens times H heads) over cells [0, n): 16 / R rows
+  // of V^T at a time, each loaded 16 cells by 16 once for all R rows; the 16 sums reduced as
+  // one vector, row r's in lanes [16 / R * r, 16 / R * (r + 1)) stored at row_out(ptr, r).
+  // Row i of V^T's block is at va + c (+ 8 rows for i >= 8) + a multiple of vrow_bytes.
+  // A row whose own cells end before n reads zeros past them (softmax's exp(-inf) up to its
+  // len16, the 16 zeros token_block stores after that): each of its sums adds +0 * v, which
+  // leaves it as it is (tinyBLAS, too, runs every row over the whole cache).
+  auto kqv_rows = [&](int R, V n, auto&& row_out) {
+    const int rows = 16 / R;
     V full = b.i64("full"), full_bytes = b.i64("full_bytes"), va = b.ptr("va"), vb = b.ptr("vb");
-    b.andi(full, len, ~int64_t(15));
+    b.andi(full, n, ~int64_t(15));
     b.muli(full_bytes, full, 4);
     b.mov(vrow, vh);
-    b.sub(r, len, full);
-    b.for_(d, zero, hd, H == 1 ? c16 : H == 2 ? c8 : c4);
+    b.sub(r, n, full);
+    b.for_(d, zero, hd, b.imm(rows, "rows"));
     {
-      V16 acc[16], px[kMaxHeads];
+      V16 acc[16], px[kRows];
       for (int k = 0; k < 16; ++k) acc[k] = L.zero("acc");
-      for (int i = 0; i < H; ++i) px[i] = L.vec("px");
+      for (int i = 0; i < R; ++i) px[i] = L.vec("px");
       auto block = [&](bool tail) {
         if (rows > 8) b.ptr_add(vb, va, rb8, 1);
-        for (int i = 0; i < H; ++i) {
+        for (int i = 0; i < R; ++i) {
           if (tail)
-            masks.load_first(px[i], Mem{ex[i], full, 4, 0}, r);
+            masks.load_first(px[i], Mem{e, full, 4, int32_t(i * row_bytes)}, r);
           else
-            L.load(px[i], Mem{ex[i], c, 1, 0});
+            L.load(px[i], Mem{e, c, 1, int32_t(i * row_bytes)});
         }
         for (int row = 0; row < rows; ++row) {
           V16 vx = L.vec("vx");
@@ -480,7 +493,7 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
             masks.load_first(vx, m, r);
           else
             L.load(vx, m);
-          for (int i = 0; i < H; ++i) L.fma(acc[rows * i + row], vx, px[i]);
+          for (int i = 0; i < R; ++i) L.fma(acc[rows * i + row], vx, px[i]);
         }
       };
       b.for_(c, zero, full_bytes, c64b);
@@ -491,8 +504,22 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
       b.ptr_add(va, vrow, full_bytes, 1);
       block(true);
       b.end_if();
-      store_lanes(L.reduce_add16(acc), ox, d, H);
-      b.ptr_add(vrow, vrow, H == 1 ? rb16 : H == 2 ? rb8 : rb4, 1);
+      const V16 sums = L.reduce_add16(acc);
+      V o = b.ptr("o");
+      for (int i = 0; i < R; ++i) {
+        row_out(o, i);
+        if (R == 1) {
+          L.store(Mem{o, d, 4, 0}, sums);
+          continue;
+        }
+        V lanes = b.mask("lanes");
+        b.kimm(lanes, ((uint64_t(1) << rows) - 1) << (rows * i));
+        b.vstore_mk(Mem{o, d, 4, -4 * rows * i}, sums.part[0], lanes);
+      }
+      if (rows == 16)
+        b.ptr_add(vrow, vrow, rb16, 1);
+      else
+        b.ptr_add(vrow, vrow, rb, rows);
     }
     b.end_for();
   };
@@ -501,7 +528,7 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
     V full = b.i64("full1"), full_bytes = b.i64("full1_bytes");
     if (L.parts == 1) {
       b.if_(tiny16, Cmp::EQ, 1);
-      kqv16(&ex, &ox, 1);
+      kqv_rows(1, len, [&](V o, int) { b.mov(o, ox); });
       b.end_if();
     }
 
@@ -579,27 +606,92 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
     b.end_for();
     b.end_if();
   };
-  // H (2 or 4) heads of one KV group (AVX-512, tinyBLAS KQV, head_dim % 64 == 0): every K
-  // row and every V^T load serves them all; each cell's arithmetic is the single head's.
-  auto heads_together = [&](int H) {
-    V qx[kMaxHeads] = {qh}, ox[kMaxHeads] = {oh};
-    const V ex[kMaxHeads] = {e, e2, e3, e4};
+  // Probability row i of token block row k (rows k * H + i) and head h + i's query row.
+  auto head_rows = [&](V* ex, V* qx, int H, V k) {
+    ex[0] = b.ptr("ex0");
+    b.muli(off, k, H * row_bytes);
+    b.ptr_add(ex[0], e, off, 1);
+    qx[0] = qh;
     for (int i = 1; i < H; ++i) {
-      qx[i] = b.ptr("qhi");
-      ox[i] = b.ptr("ohi");
+      ex[i] = b.ptr("exi");
+      qx[i] = b.ptr("qxi");
+      b.ptr_add(ex[i], ex[0], b.imm(i * row_bytes, "row_off"), 1);
       b.muli(off, hd_bytes, i);
       b.ptr_add(qx[i], qh, off, 1);
-      b.ptr_add(ox[i], oh, off, 1);
     }
+  };
+  // H (2 or 4) heads of one KV group (AVX-512, tinyBLAS KQV, head_dim % 64 == 0) for one
+  // token: every K row and every V^T load serves them all; each cell's arithmetic is the
+  // single head's.
+  auto heads_together = [&](int H) {
+    V ex[kMaxHeads], qx[kMaxHeads];
+    head_rows(ex, qx, H, zero);
     scores(qx, ex, H);
     for (int i = 0; i < H; ++i) softmax(ex[i]);
-    kqv16(ex, ox, H);
+    kqv_rows(H, len, [&](V o, int i) {
+      b.muli(off, hd_bytes, i);
+      b.ptr_add(o, oh, off, 1);
+    });
   };
+  // Tokens t .. t + kRows / H - 1 for heads h .. h + H - 1 (AVX-512 pair path): the scores
+  // and softmax of each (token, head) row as alone, then one KQV pass for all kRows rows,
+  // so each V^T load serves kRows / H tokens too (the V^T of a KV head at head_dim 128 and
+  // 2048 cells is 1 MiB: per token it streamed from L3).
+  V kb = b.i64("kb"), tk = b.i64("tk"), ob = b.ptr("ob"), koff = b.i64("koff");
+  auto token_block = [&](int H) {
+    const int TB = kRows / H;
+    b.for_(kb, zero, b.imm(TB, "tb"), one);
+    {
+      b.add(tk, t, kb);
+      token_setup(tk);
+      V ex[kMaxHeads], qx[kMaxHeads];
+      head_rows(ex, qx, H, kb);
+      scores(qx, ex, H);
+      const V16 zeros = L.zero("zeros");
+      for (int i = 0; i < H; ++i) {
+        softmax(ex[i]);
+        L.store(Mem{ex[i], len16, 4, 0}, zeros);
+      }
+    }
+    b.end_for();
+    // len: the last token's, the longest row.
+    b.mul(off, t, tok_bytes);
+    b.ptr_add(ob, out, off, 1);
+    b.ptr_add(ob, ob, hoff, 1);
+    kqv_rows(kRows, len, [&](V o, int row) {
+      b.muli(off, tok_bytes, row / H);
+      b.muli(koff, hd_bytes, row % H);
+      b.add(off, off, koff);
+      b.ptr_add(o, ob, off, 1);
+    });
+  };
+  // Tokens [0, tb_end) in blocks (token_block), the rest one at a time.
+  V tb_end = b.i64("tb_end");
+  auto tokens = [&](int H) {
+    b.movi(tb_end, 0);
+    if (L.parts == 1) {
+      b.if_(pair_ok, Cmp::EQ, 1);
+      b.andi(tb_end, T, -int64_t(kRows / H));
+      b.for_(t, zero, tb_end, b.imm(kRows / H, "tb"));
+      token_block(H);
+      b.end_for();
+      b.end_if();
+    }
+    b.for_(t, tb_end, T, one);
+    token_setup(t);
+    if (H == 1) {
+      scores(&qh, &e, 1);
+      softmax(e);
+      kqv(e, oh);
+    } else {
+      heads_together(H);
+    }
+    b.end_for();
+  };
+
   b.movi(hstep, 1);
   b.for_(h, h0, h1, hstep);
-  b.mul(off, h, hd_bytes);
-  b.ptr_add(qh, qt, off, 1);
-  b.ptr_add(oh, ot, off, 1);
+  b.mul(hoff, h, hd_bytes);
   b.div(hk, h, group);
   b.mul(off, hk, hd_bytes);
   b.ptr_add(kh, kc, off, 1);
@@ -625,18 +717,15 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
   }
   b.mov(hstep, together);
   b.if_(together, Cmp::EQ, 1);
-  scores(&qh, &e, 1);
-  softmax(e);
-  kqv(e, oh);
+  tokens(1);
   b.end_if();
   if (L.parts == 1)
     for (int H : {2, kMaxHeads}) {
       b.if_(together, Cmp::EQ, H);
-      heads_together(H);
+      tokens(H);
       b.end_if();
     }
   b.end_for();  // h
-  b.end_for();  // t
   return true;
 }
 
