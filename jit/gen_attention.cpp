@@ -26,6 +26,8 @@ static_assert(4 % kRowsTogether == 0);
 // Probability rows one KQV pass shares each V^T load among at AVX-512 (kqv_rows): a block
 // of kRows / H tokens times the H heads of a KV group.
 constexpr int kRows = 8;
+// Cells of K a token block's scores share before moving on (32 KiB at head_dim 128).
+constexpr int kChunk = 64;
 
 struct Masks {
   Lanes16& L;
@@ -176,6 +178,7 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
     c64b = b.imm(64, "c64b"), c256b = b.imm(256, "c256b");
   V t = b.i64("t"), h = b.i64("h"), j = b.i64("j"), g = b.i64("g"), d = b.i64("d"), c = b.i64("c"),
     i = b.i64("i");
+  V lo = b.i64("lo"), hi = b.i64("hi");  // the cells [lo, hi) scores_range computes
   V p = b.i64("p"), len = b.i64("len"), len16 = b.i64("len16"), first = b.i64("first"),
     f = b.i64("f"), hk = b.i64("hk"), off = b.i64("off"), r = b.i64("r"), lim = b.i64("lim");
   V jb = b.i64("jb"), nb = b.i64("nb");
@@ -245,7 +248,7 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
     b.end_for();
   };
   auto scores_one_by_one = [&](V qx, V ex) {
-    b.for_(j, jb, len, one);  // one cell at a time: the rest, or all of them
+    b.for_(j, jb, hi, one);  // one cell at a time: the rest, or all of them
     {
       V16 acc[4];
       dot_chunks(acc, kj, qx, np_bytes);
@@ -301,10 +304,10 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
         lane_mask[i] = b.mask("lanes");
         b.kimm(lane_mask[i], uint64_t(3) << (2 * i));
       }
-    b.sub(nb, len, first);
+    b.sub(nb, hi, lo);
     b.andi(nb, nb, -int64_t(keys));
-    b.add(jb, first, nb);
-    b.for_(j, first, jb, b.imm(keys, "keys"));
+    b.add(jb, lo, nb);
+    b.for_(j, lo, jb, b.imm(keys, "keys"));
     {
       V s8[8], w[4];
       bool made[8] = {}, paired[4] = {};
@@ -360,19 +363,24 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
     }
     b.end_for();
   };
-  auto scores = [&](const V* qx, const V* ex, int H) {
-    // Scores of cells [first, len); -inf for [0, first) and the padding [len, len16).
+  // -inf for the cells [0, first) and the padding [len, len16) of H rows; the scores of
+  // [first, len) overwrite the rest.
+  auto scores_fill = [&](const V* ex, int H) {
     b.addi(off, len16, -16);
     for (int i = 0; i < H; ++i) L.store(Mem{ex[i], off, 4, 0}, ninf);
     b.for_(j, zero, first, one);
     for (int i = 0; i < H; ++i) b.vstore_ss(Mem{ex[i], j, 4, 0}, ninf1);
     b.end_for();
-    b.mul(off, first, kv_bytes);
+  };
+  // Scores of the cells [lo, hi) (lo < hi) of H rows: each cell's arithmetic is the same
+  // whatever the range, so a row's cells may be computed in pieces.
+  auto scores_range = [&](const V* qx, const V* ex, int H) {
+    b.mul(off, lo, kv_bytes);
     b.ptr_add(kj, kh, off, 1);
     // AVX-512 with no tail past the 64-chunks: 16 / H cells of each head at a time (each K
     // row loaded once for the H heads), their 16 folded vectors reduced as one
     // (reduce_add16: lanes 16 / H * i on for head i), scaled and stored as one vector.
-    b.mov(jb, first);
+    b.mov(jb, lo);
     if (L.parts == 1) {
       b.movi(qdone, 0);
       for (int C : {1, 2})
@@ -385,10 +393,10 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
       const int keys = 16 / H;
       b.if_(qdone, Cmp::EQ, 0);
       b.if_(np, Cmp::EQ, hd);
-      b.sub(nb, len, first);
+      b.sub(nb, hi, lo);
       b.andi(nb, nb, -int64_t(keys));
-      b.add(jb, first, nb);
-      b.for_(j, first, jb, H == 1 ? c16 : H == 2 ? c8 : c4);
+      b.add(jb, lo, nb);
+      b.for_(j, lo, jb, H == 1 ? c16 : H == 2 ? c8 : c4);
       {
         V16 r[16];
         for (int key = 0; key < keys; ++key) {
@@ -416,10 +424,10 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
       // AVX2: 8 cells at a time, their folded vectors reduced as one (reduce_add8): the
       // per-cell horizontal sum was most of a score's instructions.
       b.if_(np, Cmp::EQ, hd);
-      b.sub(nb, len, first);
+      b.sub(nb, hi, lo);
       b.andi(nb, nb, -int64_t(8));
-      b.add(jb, first, nb);
-      b.for_(j, first, jb, c8);
+      b.add(jb, lo, nb);
+      b.for_(j, lo, jb, c8);
       {
         V s8[8];
         for (int key = 0; key < 8; ++key) {
@@ -440,6 +448,13 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
       b.ptr_add(kj, kh, off, 1);
       scores_one_by_one(qx[i], ex[i]);
     }
+  };
+  // Scores of the whole row [first, len) (a token alone).
+  auto scores = [&](const V* qx, const V* ex, int H) {
+    scores_fill(ex, H);
+    b.mov(lo, first);
+    b.mov(hi, len);
+    scores_range(qx, ex, H);
   };
   auto softmax = [&](V ex) {
     // Row max, then ex = exp(w - max) per 16-group with the group sums added in double.
@@ -607,15 +622,17 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
     b.end_if();
   };
   // Probability row i of token block row k (rows k * H + i) and head h + i's query row.
+  // (qx: null where no query row is read.)
   auto head_rows = [&](V* ex, V* qx, int H, V k) {
     ex[0] = b.ptr("ex0");
     b.muli(off, k, H * row_bytes);
     b.ptr_add(ex[0], e, off, 1);
-    qx[0] = qh;
+    if (qx) qx[0] = qh;
     for (int i = 1; i < H; ++i) {
       ex[i] = b.ptr("exi");
-      qx[i] = b.ptr("qxi");
       b.ptr_add(ex[i], ex[0], b.imm(i * row_bytes, "row_off"), 1);
+      if (!qx) continue;
+      qx[i] = b.ptr("qxi");
       b.muli(off, hd_bytes, i);
       b.ptr_add(qx[i], qh, off, 1);
     }
@@ -633,32 +650,53 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
       b.ptr_add(o, oh, off, 1);
     });
   };
-  // Tokens t .. t + kRows / H - 1 for heads h .. h + H - 1 (AVX-512 pair path): the scores
-  // and softmax of each (token, head) row as alone, then one KQV pass for all kRows rows,
-  // so each V^T load serves kRows / H tokens too (the V^T of a KV head at head_dim 128 and
-  // 2048 cells is 1 MiB: per token it streamed from L3).
-  V kb = b.i64("kb"), tk = b.i64("tk"), ob = b.ptr("ob"), koff = b.i64("koff");
+  // Tokens t .. t + kRows / H - 1 for heads h .. h + H - 1 (AVX-512 pair path): each
+  // (token, head) row's scores and softmax as alone, then one KQV pass for all kRows rows.
+  // The scores go in pieces of kChunk cells, every token's piece before the next one's, so
+  // the piece's K rows stay in L1 for the block's tokens; and each V^T load of the KQV
+  // serves kRows / H tokens. (A KV head's K, and its V^T, is 1 MiB at head_dim 128 and
+  // 2048 cells: per token, both streamed from L3.)
+  V kb = b.i64("kb"), tk = b.i64("tk"), ob = b.ptr("ob"), koff = b.i64("koff"), cs = b.i64("cs"),
+    ce = b.i64("ce"), n_block = b.i64("n_block");
   auto token_block = [&](int H) {
     const int TB = kRows / H;
-    b.for_(kb, zero, b.imm(TB, "tb"), one);
-    {
+    const V tb = b.imm(TB, "tb");
+    auto each_token = [&](bool query, auto&& body) {
+      b.for_(kb, zero, tb, one);
       b.add(tk, t, kb);
       token_setup(tk);
       V ex[kMaxHeads], qx[kMaxHeads];
-      head_rows(ex, qx, H, kb);
-      scores(qx, ex, H);
+      head_rows(ex, query ? qx : nullptr, H, kb);
+      body(ex, qx);
+      b.end_for();
+    };
+    each_token(false, [&](V* ex, V*) { scores_fill(ex, H); });
+    b.add(n_block, pos0, t);  // the last token's len: the longest row
+    b.addi(n_block, n_block, TB);
+    b.for_(cs, zero, n_block, b.imm(kChunk, "chunk"));
+    b.addi(ce, cs, kChunk);
+    each_token(true, [&](V* ex, V* qx) {
+      b.mov(lo, first);
+      b.if_(lo, Cmp::LT, cs);
+      b.mov(lo, cs);
+      b.end_if();
+      b.min(hi, len, ce);
+      b.if_(hi, Cmp::GT, lo);
+      scores_range(qx, ex, H);
+      b.end_if();
+    });
+    b.end_for();
+    each_token(false, [&](V* ex, V*) {
       const V16 zeros = L.zero("zeros");
       for (int i = 0; i < H; ++i) {
         softmax(ex[i]);
         L.store(Mem{ex[i], len16, 4, 0}, zeros);
       }
-    }
-    b.end_for();
-    // len: the last token's, the longest row.
+    });
     b.mul(off, t, tok_bytes);
     b.ptr_add(ob, out, off, 1);
     b.ptr_add(ob, ob, hoff, 1);
-    kqv_rows(kRows, len, [&](V o, int row) {
+    kqv_rows(kRows, n_block, [&](V o, int row) {
       b.muli(off, tok_bytes, row / H);
       b.muli(koff, hd_bytes, row % H);
       b.add(off, off, koff);
