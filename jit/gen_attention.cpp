@@ -449,13 +449,6 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
       scores_one_by_one(qx[i], ex[i]);
     }
   };
-  // Scores of the whole row [first, len) (a token alone).
-  auto scores = [&](const V* qx, const V* ex, int H) {
-    scores_fill(ex, H);
-    b.mov(lo, first);
-    b.mov(hi, len);
-    scores_range(qx, ex, H);
-  };
   auto softmax = [&](V ex) {
     // Row max, then ex = exp(w - max) per 16-group with the group sums added in double.
     V16 mx = L.vec("mx");
@@ -481,7 +474,7 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
   // A row whose own cells end before n reads zeros past them (softmax's exp(-inf) up to its
   // len16, the 16 zeros token_block stores after that): each of its sums adds +0 * v, which
   // leaves it as it is (tinyBLAS, too, runs every row over the whole cache).
-  auto kqv_rows = [&](int R, V n, auto&& row_out) {
+  auto kqv_rows = [&](int R, V rows_at, V n, auto&& row_out) {
     const int rows = 16 / R;
     V full = b.i64("full"), full_bytes = b.i64("full_bytes"), va = b.ptr("va"), vb = b.ptr("vb");
     b.andi(full, n, ~int64_t(15));
@@ -497,9 +490,9 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
         if (rows > 8) b.ptr_add(vb, va, rb8, 1);
         for (int i = 0; i < R; ++i) {
           if (tail)
-            masks.load_first(px[i], Mem{e, full, 4, int32_t(i * row_bytes)}, r);
+            masks.load_first(px[i], Mem{rows_at, full, 4, int32_t(i * row_bytes)}, r);
           else
-            L.load(px[i], Mem{e, c, 1, int32_t(i * row_bytes)});
+            L.load(px[i], Mem{rows_at, c, 1, int32_t(i * row_bytes)});
         }
         for (int row = 0; row < rows; ++row) {
           V16 vx = L.vec("vx");
@@ -543,7 +536,7 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
     V full = b.i64("full1"), full_bytes = b.i64("full1_bytes");
     if (L.parts == 1) {
       b.if_(tiny16, Cmp::EQ, 1);
-      kqv_rows(1, len, [&](V o, int) { b.mov(o, ox); });
+      kqv_rows(1, ex, len, [&](V o, int) { b.mov(o, ox); });
       b.end_if();
     }
 
@@ -621,110 +614,127 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
     b.end_for();
     b.end_if();
   };
-  // Probability row i of token block row k (rows k * H + i) and head h + i's query row.
-  // (qx: null where no query row is read.)
-  auto head_rows = [&](V* ex, V* qx, int H, V k) {
+  // Heads h .. h + H - 1 (H = together: one KV group) for tokens t .. t + nt - 1, nt <= TB
+  // (AVX-512 pair path: TB = kRows / H; else 1). Probability row kb * H + i is token
+  // t + kb's for head h + i. The scores go in pieces of `piece` cells (kChunk when nt > 1),
+  // every token's piece before the next one's, so a piece's K rows stay in L1 for all the
+  // block's tokens; each cell's arithmetic is the same whatever the piece. A whole block's
+  // KQV is one pass over the kRows rows, each V^T load serving all of them. (A KV head's K,
+  // and its V^T, is 1 MiB at head_dim 128 and 2048 cells: per token both streamed from L3.)
+  V kb = b.i64("kb"), tk = b.i64("tk"), ib = b.i64("ib"), ob = b.ptr("ob"), koff = b.i64("koff"),
+    cs = b.i64("cs"), ce = b.i64("ce"), n_block = b.i64("n_block"), piece = b.i64("piece"),
+    TB = b.i64("TB"), nt = b.i64("nt"), ex1 = b.ptr("ex1");
+  // Runs body() for each token kb of the block after token_setup.
+  auto each_token = [&](auto&& body) {
+    b.for_(kb, zero, nt, one);
+    b.add(tk, t, kb);
+    token_setup(tk);
+    body();
+    b.end_for();
+  };
+  // ... and for each of its H rows, ex1 = the row's probabilities.
+  auto each_row = [&](auto&& body) {
+    each_token([&] {
+      b.for_(ib, zero, together, one);
+      b.mul(off, kb, together);
+      b.add(off, off, ib);
+      b.muli(off, off, row_bytes);
+      b.ptr_add(ex1, e, off, 1);
+      body();
+      b.end_for();
+    });
+  };
+  // Row pointers of token kb's H rows and its H query rows.
+  auto head_rows = [&](V* ex, V* qx, int H) {
     ex[0] = b.ptr("ex0");
-    b.muli(off, k, H * row_bytes);
+    b.muli(off, kb, H * row_bytes);
     b.ptr_add(ex[0], e, off, 1);
-    if (qx) qx[0] = qh;
+    qx[0] = qh;
     for (int i = 1; i < H; ++i) {
       ex[i] = b.ptr("exi");
       b.ptr_add(ex[i], ex[0], b.imm(i * row_bytes, "row_off"), 1);
-      if (!qx) continue;
       qx[i] = b.ptr("qxi");
       b.muli(off, hd_bytes, i);
       b.ptr_add(qx[i], qh, off, 1);
     }
   };
-  // H (2 or 4) heads of one KV group (AVX-512, tinyBLAS KQV, head_dim % 64 == 0) for one
-  // token: every K row and every V^T load serves them all; each cell's arithmetic is the
-  // single head's.
-  auto heads_together = [&](int H) {
-    V ex[kMaxHeads], qx[kMaxHeads];
-    head_rows(ex, qx, H, zero);
-    scores(qx, ex, H);
-    for (int i = 0; i < H; ++i) softmax(ex[i]);
-    kqv_rows(H, len, [&](V o, int i) {
-      b.muli(off, hd_bytes, i);
-      b.ptr_add(o, oh, off, 1);
-    });
+  // The heads' dispatch: body(H) for together == H.
+  auto for_heads = [&](auto&& body) {
+    for (int H : {1, 2, kMaxHeads}) {
+      if (H > 1 && L.parts != 1) break;
+      b.if_(together, Cmp::EQ, H);
+      body(H);
+      b.end_if();
+    }
   };
-  // Tokens t .. t + kRows / H - 1 for heads h .. h + H - 1 (AVX-512 pair path): each
-  // (token, head) row's scores and softmax as alone, then one KQV pass for all kRows rows.
-  // The scores go in pieces of kChunk cells, every token's piece before the next one's, so
-  // the piece's K rows stay in L1 for the block's tokens; and each V^T load of the KQV
-  // serves kRows / H tokens. (A KV head's K, and its V^T, is 1 MiB at head_dim 128 and
-  // 2048 cells: per token, both streamed from L3.)
-  V kb = b.i64("kb"), tk = b.i64("tk"), ob = b.ptr("ob"), koff = b.i64("koff"), cs = b.i64("cs"),
-    ce = b.i64("ce"), n_block = b.i64("n_block");
-  auto token_block = [&](int H) {
-    const int TB = kRows / H;
-    const V tb = b.imm(TB, "tb");
-    auto each_token = [&](bool query, auto&& body) {
-      b.for_(kb, zero, tb, one);
-      b.add(tk, t, kb);
-      token_setup(tk);
-      V ex[kMaxHeads], qx[kMaxHeads];
-      head_rows(ex, query ? qx : nullptr, H, kb);
-      body(ex, qx);
-      b.end_for();
-    };
-    each_token(false, [&](V* ex, V*) { scores_fill(ex, H); });
+  auto block = [&] {
+    each_row([&] { scores_fill(&ex1, 1); });
     b.add(n_block, pos0, t);  // the last token's len: the longest row
-    b.addi(n_block, n_block, TB);
-    b.for_(cs, zero, n_block, b.imm(kChunk, "chunk"));
-    b.addi(ce, cs, kChunk);
-    each_token(true, [&](V* ex, V* qx) {
+    b.add(n_block, n_block, nt);
+    b.mov(piece, n_block);
+    b.if_(nt, Cmp::GT, 1);
+    b.movi(piece, kChunk);
+    b.end_if();
+    b.for_(cs, zero, n_block, piece);
+    b.add(ce, cs, piece);
+    each_token([&] {
       b.mov(lo, first);
       b.if_(lo, Cmp::LT, cs);
       b.mov(lo, cs);
       b.end_if();
       b.min(hi, len, ce);
       b.if_(hi, Cmp::GT, lo);
-      scores_range(qx, ex, H);
+      for_heads([&](int H) {
+        V ex[kMaxHeads], qx[kMaxHeads];
+        head_rows(ex, qx, H);
+        scores_range(qx, ex, H);
+      });
       b.end_if();
     });
     b.end_for();
-    each_token(false, [&](V* ex, V*) {
-      const V16 zeros = L.zero("zeros");
-      for (int i = 0; i < H; ++i) {
-        softmax(ex[i]);
-        L.store(Mem{ex[i], len16, 4, 0}, zeros);
-      }
+    each_row([&] {
+      softmax(ex1);
+      // Zeros past the row's cells: what a shorter row shows the whole block's KQV.
+      if (L.parts == 1) L.store(Mem{ex1, len16, 4, 0}, L.zero("zeros"));
     });
-    b.mul(off, t, tok_bytes);
-    b.ptr_add(ob, out, off, 1);
-    b.ptr_add(ob, ob, hoff, 1);
-    kqv_rows(kRows, n_block, [&](V o, int row) {
-      b.muli(off, tok_bytes, row / H);
-      b.muli(koff, hd_bytes, row % H);
-      b.add(off, off, koff);
-      b.ptr_add(o, ob, off, 1);
-    });
-  };
-  // Tokens [0, tb_end) in blocks (token_block), the rest one at a time.
-  V tb_end = b.i64("tb_end");
-  auto tokens = [&](int H) {
-    b.movi(tb_end, 0);
+    // KQV: the whole block in one pass, else token by token.
+    V whole = b.imm(0, "whole");
     if (L.parts == 1) {
+      b.if_(nt, Cmp::EQ, TB);
       b.if_(pair_ok, Cmp::EQ, 1);
-      b.andi(tb_end, T, -int64_t(kRows / H));
-      b.for_(t, zero, tb_end, b.imm(kRows / H, "tb"));
-      token_block(H);
-      b.end_for();
+      b.movi(whole, 1);
+      b.end_if();
+      b.end_if();
+      b.mul(off, t, tok_bytes);
+      b.ptr_add(ob, out, off, 1);
+      b.ptr_add(ob, ob, hoff, 1);
+      b.if_(whole, Cmp::EQ, 1);
+      for_heads([&](int H) {
+        kqv_rows(kRows, e, n_block, [&](V o, int row) {
+          b.muli(off, tok_bytes, row / H);
+          b.muli(koff, hd_bytes, row % H);
+          b.add(off, off, koff);
+          b.ptr_add(o, ob, off, 1);
+        });
+      });
       b.end_if();
     }
-    b.for_(t, tb_end, T, one);
-    token_setup(t);
-    if (H == 1) {
-      scores(&qh, &e, 1);
-      softmax(e);
-      kqv(e, oh);
-    } else {
-      heads_together(H);
-    }
-    b.end_for();
+    b.if_(whole, Cmp::EQ, 0);
+    each_token([&] {
+      for_heads([&](int H) {
+        b.muli(off, kb, H * row_bytes);
+        b.ptr_add(ex1, e, off, 1);
+        if (H == 1) {
+          kqv(ex1, oh);
+          return;
+        }
+        kqv_rows(H, ex1, len, [&](V o, int i) {
+          b.muli(off, hd_bytes, i);
+          b.ptr_add(o, oh, off, 1);
+        });
+      });
+    });
+    b.end_if();
   };
 
   b.movi(hstep, 1);
@@ -737,8 +747,9 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
   b.ptr_add(vh, vc, off, 1);
 
   // Heads h .. h + H - 1 go together (H = 4, else 2) when all are in [h0, h1) and in
-  // h's KV group: `together` is H, or 1.
+  // h's KV group: `together` is H, or 1. Their tokens go in blocks of TB.
   b.movi(together, 1);
+  b.movi(TB, 1);
   if (L.parts == 1) {
     b.if_(pair_ok, Cmp::EQ, 1);
     b.div(tmp, h, group);
@@ -751,18 +762,16 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
       b.end_if();
       b.end_if();
     }
+    b.movi(TB, kRows);
+    b.div(TB, TB, together);
     b.end_if();
   }
   b.mov(hstep, together);
-  b.if_(together, Cmp::EQ, 1);
-  tokens(1);
-  b.end_if();
-  if (L.parts == 1)
-    for (int H : {2, kMaxHeads}) {
-      b.if_(together, Cmp::EQ, H);
-      tokens(H);
-      b.end_if();
-    }
+  b.for_(t, zero, T, TB);
+  b.sub(nt, T, t);
+  b.min(nt, nt, TB);
+  block();
+  b.end_for();
   b.end_for();  // h
   return true;
 }
