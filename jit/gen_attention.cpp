@@ -28,6 +28,10 @@ static_assert(4 % kRowsTogether == 0);
 constexpr int kRows = 8;
 // Cells of K a token block's scores share before moving on (32 KiB at head_dim 128).
 constexpr int kChunk = 64;
+// Cells of a token block's KQV piece (kRows rows of probabilities: 16 KiB), and the
+// largest head_dim whose accumulators (kRows x head_dim x 16 lanes) the frame holds.
+constexpr int kKqvCells = 512;
+constexpr int kMaxBlockHeadDim = 256;
 
 struct Masks {
   Lanes16& L;
@@ -109,6 +113,8 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
   // token block shows the shared KQV loop (kqv_rows).
   const int64_t row_bytes = int64_t(cells) * 4 + 64;
   const V e = b.stack((L.parts == 1 ? kRows : 1) * row_bytes, "probs");
+  const V accs = L.parts == 1 ? b.stack(int64_t(kRows) * kMaxBlockHeadDim * 64, "kqv_accs") : V{};
+  const V kqv_out = L.parts == 1 ? b.stack(int64_t(kRows) * kMaxBlockHeadDim * 4, "kqv_out") : V{};
   const V16 ninf = L.splat(kNegInf, "ninf");
   V ninf1 = b.vec(128, Cls::F, "ninf1");
   b.vsplat32(ninf1, kNegInf);
@@ -474,40 +480,86 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
   // A row whose own cells end before n reads zeros past them (softmax's exp(-inf) up to its
   // len16, the 16 zeros token_block stores after that): each of its sums adds +0 * v, which
   // leaves it as it is (tinyBLAS, too, runs every row over the whole cache).
+  //
+  // A whole token block (R = kRows) goes over the cells in pieces of kKqvCells, every
+  // V^T row pair per piece, its accumulators kept in `accs` between pieces (the same sums in
+  // the same order): the piece's probabilities (16 KiB) stay in L1, where the whole rows
+  // (64 KiB at 2048 cells) came from L2 for every pair of V^T rows.
   auto kqv_rows = [&](int R, V rows_at, V n, auto&& row_out) {
     const int rows = 16 / R;
+    const bool pieces = R == kRows;
     V full = b.i64("full"), full_bytes = b.i64("full_bytes"), va = b.ptr("va"), vb = b.ptr("vb");
     b.andi(full, n, ~int64_t(15));
     b.muli(full_bytes, full, 4);
-    b.mov(vrow, vh);
     b.sub(r, n, full);
-    b.for_(d, zero, hd, b.imm(rows, "rows"));
-    {
-      V16 acc[16], px[kRows];
-      for (int k = 0; k < 16; ++k) acc[k] = L.zero("acc");
-      for (int i = 0; i < R; ++i) px[i] = L.vec("px");
-      auto block = [&](bool tail) {
-        if (rows > 8) b.ptr_add(vb, va, rb8, 1);
-        for (int i = 0; i < R; ++i) {
-          if (tail)
-            masks.load_first(px[i], Mem{rows_at, full, 4, int32_t(i * row_bytes)}, r);
-          else
-            L.load(px[i], Mem{rows_at, c, 1, int32_t(i * row_bytes)});
-        }
-        for (int row = 0; row < rows; ++row) {
-          V16 vx = L.vec("vx");
-          const Mem m = row_mem(row, row < 8 ? va : vb);
-          if (tail)
-            masks.load_first(vx, m, r);
-          else
-            L.load(vx, m);
-          for (int i = 0; i < R; ++i) L.fma(acc[rows * i + row], vx, px[i]);
-        }
-      };
-      b.for_(c, zero, full_bytes, c64b);
+    V16 acc[16], px[kRows];
+    for (int k = 0; k < 16; ++k) acc[k] = L.vec("acc");
+    for (int i = 0; i < R; ++i) px[i] = L.vec("px");
+    auto block = [&](bool tail) {
+      if (rows > 8) b.ptr_add(vb, va, rb8, 1);
+      for (int i = 0; i < R; ++i) {
+        if (tail)
+          masks.load_first(px[i], Mem{rows_at, full, 4, int32_t(i * row_bytes)}, r);
+        else
+          L.load(px[i], Mem{rows_at, c, 1, int32_t(i * row_bytes)});
+      }
+      for (int row = 0; row < rows; ++row) {
+        V16 vx = L.vec("vx");
+        const Mem m = row_mem(row, row < 8 ? va : vb);
+        if (tail)
+          masks.load_first(vx, m, r);
+        else
+          L.load(vx, m);
+        for (int i = 0; i < R; ++i) L.fma(acc[rows * i + row], vx, px[i]);
+      }
+    };
+    auto next_rows = [&] {
+      if (rows == 16)
+        b.ptr_add(vrow, vrow, rb16, 1);
+      else
+        b.ptr_add(vrow, vrow, rb, rows);
+    };
+    const V step = b.imm(rows, "rows");
+    // The accumulators of V^T rows d .. d + rows - 1: zeros before the first piece, else
+    // the last piece's.
+    V aoff = b.i64("aoff");
+    auto acc_start = [&](V started) {
+      for (int k = 0; k < 16; ++k) b.vzero(acc[k].part[0]);
+      if (!pieces) return;
+      b.muli(aoff, d, 16 * 64 / rows);
+      b.if_(started, Cmp::GT, 0);
+      for (int k = 0; k < 16; ++k) L.load(acc[k], Mem{accs, aoff, 1, 64 * k});
+      b.end_if();
+    };
+    if (pieces) {
+      V cb = b.i64("cb"), cend = b.i64("cend"), piece = b.imm(kKqvCells * 4, "kqv_piece");
+      b.for_(cb, zero, full_bytes, piece);
+      b.add(cend, cb, piece);
+      b.min(cend, cend, full_bytes);
+      b.mov(vrow, vh);
+      b.for_(d, zero, hd, step);
+      acc_start(cb);
+      b.for_(c, cb, cend, c64b);
       b.ptr_add(va, vrow, c, 1);
       block(false);
       b.end_for();
+      for (int k = 0; k < 16; ++k) L.store(Mem{accs, aoff, 1, 64 * k}, acc[k]);
+      next_rows();
+      b.end_for();
+      b.end_for();
+    }
+    b.mov(vrow, vh);
+    b.for_(d, zero, hd, step);
+    {
+      if (pieces) {
+        acc_start(full_bytes);
+      } else {
+        acc_start(zero);
+        b.for_(c, zero, full_bytes, c64b);
+        b.ptr_add(va, vrow, c, 1);
+        block(false);
+        b.end_for();
+      }
       b.if_(r, Cmp::GT, 0);
       b.ptr_add(va, vrow, full_bytes, 1);
       block(true);
@@ -524,10 +576,7 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
         b.kimm(lanes, ((uint64_t(1) << rows) - 1) << (rows * i));
         b.vstore_mk(Mem{o, d, 4, -4 * rows * i}, sums.part[0], lanes);
       }
-      if (rows == 16)
-        b.ptr_add(vrow, vrow, rb16, 1);
-      else
-        b.ptr_add(vrow, vrow, rb, rows);
+      next_rows();
     }
     b.end_for();
   };
@@ -621,9 +670,9 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
   // block's tokens; each cell's arithmetic is the same whatever the piece. A whole block's
   // KQV is one pass over the kRows rows, each V^T load serving all of them. (A KV head's K,
   // and its V^T, is 1 MiB at head_dim 128 and 2048 cells: per token both streamed from L3.)
-  V kb = b.i64("kb"), tk = b.i64("tk"), ib = b.i64("ib"), ob = b.ptr("ob"), koff = b.i64("koff"),
-    cs = b.i64("cs"), ce = b.i64("ce"), n_block = b.i64("n_block"), piece = b.i64("piece"),
-    TB = b.i64("TB"), nt = b.i64("nt"), ex1 = b.ptr("ex1");
+  V kb = b.i64("kb"), tk = b.i64("tk"), ib = b.i64("ib"), ob = b.ptr("ob"), cs = b.i64("cs"),
+    ce = b.i64("ce"), n_block = b.i64("n_block"), piece = b.i64("piece"), TB = b.i64("TB"),
+    nt = b.i64("nt"), ex1 = b.ptr("ex1"), ox1 = b.ptr("ox1");
   // Runs body() for each token kb of the block after token_setup.
   auto each_token = [&](auto&& body) {
     b.for_(kb, zero, nt, one);
@@ -702,20 +751,30 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
     if (L.parts == 1) {
       b.if_(nt, Cmp::EQ, TB);
       b.if_(pair_ok, Cmp::EQ, 1);
+      b.if_(hd, Cmp::LE, kMaxBlockHeadDim);
       b.movi(whole, 1);
       b.end_if();
       b.end_if();
-      b.mul(off, t, tok_bytes);
-      b.ptr_add(ob, out, off, 1);
-      b.ptr_add(ob, ob, hoff, 1);
+      b.end_if();
+      // Row r's outputs go to row r of `kqv_out`, then to their token and head: one KQV
+      // for any head count.
       b.if_(whole, Cmp::EQ, 1);
-      for_heads([&](int H) {
-        kqv_rows(kRows, e, n_block, [&](V o, int row) {
-          b.muli(off, tok_bytes, row / H);
-          b.muli(koff, hd_bytes, row % H);
-          b.add(off, off, koff);
-          b.ptr_add(o, ob, off, 1);
-        });
+      kqv_rows(kRows, e, n_block, [&](V o, int row) {
+        b.muli(off, hd_bytes, row);
+        b.ptr_add(o, kqv_out, off, 1);
+      });
+      each_row([&] {
+        b.mul(off, kb, together);
+        b.add(off, off, ib);
+        b.mul(off, off, hd_bytes);
+        b.ptr_add(ob, kqv_out, off, 1);
+        b.mul(off, ib, hd_bytes);
+        b.ptr_add(ox1, oh, off, 1);
+        b.for_(c, zero, hd_bytes, c64b);
+        V16 x = L.vec("x");
+        L.load(x, Mem{ob, c, 1, 0});
+        L.store(Mem{ox1, c, 1, 0}, x);
+        b.end_for();
       });
       b.end_if();
     }

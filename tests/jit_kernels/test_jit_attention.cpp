@@ -3,10 +3,11 @@
 // against its machine code (memcmp): every output bit-identical (a NaN matches any NaN).
 // Cases: head dims around the 64-element chunks and the tinyBLAS rule (head_dim % 4),
 // GQA groups, decode (T = 1) at positions around the 16- and 64-cell boundaries, prefill
-// chunks, sliding windows, head ranges, caches whose unwritten cells hold NaN (a kernel that
-// reads past the visible cells turns them into NaN outputs), K and V at the very end of a
-// guard page, huge scores (probabilities underflow through the subnormals), NaN and Inf
-// queries, and calls outside the contract (nothing written).
+// chunks, sliding windows, head ranges, long caches (the pieces of a token block), caches
+// whose unwritten cells hold NaN (a kernel that reads past the visible cells turns them
+// into NaN outputs), K and V at the very end of a guard page, huge scores (probabilities
+// underflow through the subnormals), NaN and Inf queries, and calls outside the contract
+// (nothing written).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -202,6 +203,26 @@ void subnormal_probabilities(const Loaded& l) {
   }
 }
 
+// Prefill over a long cache: token blocks (AVX-512: 8 / H tokens of H heads) whose scores
+// go in 64-cell pieces and whose KQV goes in 512-cell pieces with the accumulators kept
+// between them; blocks then a remainder, rows of a block ending in different 16-cell
+// groups, a window cutting the first pieces off, head_dim 64 with four heads a group, 128
+// with two, 256 with one, and a block of eight heads' worth split by a head range.
+void long_cache(const Loaded& l) {
+  std::mt19937 rng(29);
+  for (const Shape& s : {Shape{64, 16, 4, 1300}, Shape{128, 4, 2, 1300}, Shape{256, 2, 2, 1300}}) {
+    for (auto [pos0, T] : {std::pair<int64_t, int64_t>{1020, 19}, {1187, 13}, {500, 24}}) {
+      const Cache c = make_cache(s, pos0 + T, rng);
+      const std::vector<float> q = make_q(s, T, 1.0f, rng);
+      const float scale = 1.0f / std::sqrt(float(s.hd));
+      for (int64_t window : {int64_t(0), int64_t(700)})
+        EXPECT_EQ(compare(l, s, c.k.data(), c.v.data(), q, Call{pos0, T, window, 0, s.nh, scale}),
+                  "");
+      EXPECT_EQ(compare(l, s, c.k.data(), c.v.data(), q, Call{pos0, T, 0, 1, s.nh - 1, scale}), "");
+    }
+  }
+}
+
 // K and V end exactly at an inaccessible page with the visible cells at the end of the
 // cache (n_ctx = pos0 + T, not a multiple of 16): a read past the last cell faults.
 void guard_pages(const Loaded& l) {
@@ -272,6 +293,10 @@ void run_all(const std::string& id) {
   {
     SCOPED_TRACE("subnormal probabilities");
     subnormal_probabilities(l);
+  }
+  {
+    SCOPED_TRACE("long cache");
+    long_cache(l);
   }
   {
     SCOPED_TRACE("guard pages");
