@@ -17,8 +17,17 @@
 //           4 x 16 lanes by cell index (decode), lanes past p untouched (zero-masked loads
 //           that read nothing: fma(0, 0, acc) = acc as acc is never -0).
 //
-// The probabilities live in a frame buffer of `cells` floats (a generator parameter); the
-// map requires n_ctx <= cells, and the kernel returns without writing if pos0 + T > cells.
+// At AVX-512 with head_dim % 64 == 0 and T >= 2, prefill goes in blocks of 8 / H tokens of
+// the H heads of one KV group (H = 4, 2 or 1): scores in 64-cell pieces for all of the
+// block's rows while K is in L1, one tinyBLAS KQV over the eight rows (a row whose cells end
+// before the block's last token's reads zero probabilities there: fma(v, +0, acc) = acc for
+// any finite v, and tinyBLAS itself runs every row over the whole cache) in 512-cell pieces
+// with the accumulators kept in the frame between pieces. The order of every sum is the
+// one-token order.
+//
+// The probabilities live in a frame buffer of `cells` floats a row (a generator parameter;
+// eight rows at AVX-512); the map requires n_ctx <= cells, and the kernel returns without
+// writing if pos0 + T > cells.
 #pragma once
 
 #include <string>
