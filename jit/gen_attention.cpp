@@ -203,14 +203,7 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
     b.addi(len, p, 1);
     b.addi(len16, len, 15);
     b.andi(len16, len16, ~int64_t(15));
-    b.movi(first, 0);
-    b.if_(window, Cmp::GT, 0);
-    b.sub(f, p, window);
-    b.addi(f, f, 1);
-    b.if_(f, Cmp::GT, 0);
-    b.mov(first, f);
-    b.end_if();
-    b.end_if();
+    window_first(b, first, p, window, f);
     b.mul(off, tv, tok_bytes);
     b.ptr_add(qt, q, off, 1);
     b.ptr_add(ot, out, off, 1);

@@ -594,14 +594,7 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
   b.for_(t, zero, T, one);
   b.add(p, pos0, t);
   b.addi(len, p, 1);
-  b.movi(first, 0);
-  b.if_(window, Cmp::GT, 0);
-  b.sub(f, p, window);
-  b.addi(f, f, 1);
-  b.if_(f, Cmp::GT, 0);
-  b.mov(first, f);
-  b.end_if();
-  b.end_if();
+  window_first(b, first, p, window, f);
   b.mul(off, t, tok);
   b.ptr_add(qt, q, off, 1);
   b.ptr_add(ot, out, off, 1);

@@ -103,6 +103,17 @@ void ret_if(Builder& b, V a, kir::Cmp c, int64_t x) {
   b.end_if();
 }
 
+void window_first(Builder& b, V first, V p, V window, V f) {
+  b.movi(first, 0);
+  b.if_(window, kir::Cmp::GT, 0);
+  b.sub(f, p, window);
+  b.addi(f, f, 1);
+  b.if_(f, kir::Cmp::GT, 0);
+  b.mov(first, f);
+  b.end_if();
+  b.end_if();
+}
+
 std::vector<V> tile_rows(Builder& b, const TileArgs& t, int rows) {
   std::vector<V> r{t.w};
   if (rows == 1) return r;

@@ -65,6 +65,10 @@ kir::V hsum8_rows(kir::Builder& b, const kir::V acc[8]);
 void ret_if(kir::Builder& b, kir::V a, kir::Cmp c, kir::V x);
 void ret_if(kir::Builder& b, kir::V a, kir::Cmp c, int64_t x);
 
+// The attentions' causal window: first = the first cache cell a token at position p sees,
+// max(0, p - window + 1) when window > 0, else 0 (f: scratch).
+void window_first(kir::Builder& b, kir::V first, kir::V p, kir::V window, kir::V f);
+
 // r[i] = w + min(i, nrows - 1) * row_bytes.
 std::vector<kir::V> tile_rows(kir::Builder& b, const TileArgs& t, int rows);
 
