@@ -168,8 +168,8 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
   V np = b.i64("np"), np_bytes = b.i64("np_bytes");
   b.andi(np, hd, ~int64_t(63));
   b.muli(np_bytes, np, 4);
-  // Heads go together (heads_together, below) with the 16-row tinyBLAS KQV and no score
-  // tail, and runs tokens in blocks (token_block, below).
+  // The pair path (AVX-512, 16-row tinyBLAS KQV, no score tail): heads of a KV group go
+  // together and prefill's tokens go in blocks (block, below).
   V pair_ok;
   if (L.parts == 1) {
     pair_ok = b.imm(0, "pair_ok");
@@ -471,7 +471,7 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
   // one vector, row r's in lanes [16 / R * r, 16 / R * (r + 1)) stored at row_out(ptr, r).
   // Row i of V^T's block is at va + c (+ 8 rows for i >= 8) + a multiple of vrow_bytes.
   // A row whose own cells end before n reads zeros past them (softmax's exp(-inf) up to its
-  // len16, the 16 zeros token_block stores after that): each of its sums adds +0 * v, which
+  // len16, the 16 zeros `block` stores after that): each of its sums adds +0 * v, which
   // leaves it as it is (tinyBLAS, too, runs every row over the whole cache).
   //
   // A whole token block (R = kRows) goes over the cells in pieces of kKqvCells, every
