@@ -665,7 +665,7 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
   // and its V^T, is 1 MiB at head_dim 128 and 2048 cells: per token both streamed from L3.)
   V kb = b.i64("kb"), tk = b.i64("tk"), ib = b.i64("ib"), ob = b.ptr("ob"), cs = b.i64("cs"),
     ce = b.i64("ce"), n_block = b.i64("n_block"), piece = b.i64("piece"), TB = b.i64("TB"),
-    nt = b.i64("nt"), ex1 = b.ptr("ex1"), ox1 = b.ptr("ox1");
+    nt = b.i64("nt"), ex1 = b.ptr("ex1"), ox1 = b.ptr("ox1"), row = b.i64("row");
   // Runs body() for each token kb of the block after token_setup.
   auto each_token = [&](auto&& body) {
     b.for_(kb, zero, nt, one);
@@ -674,13 +674,13 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
     body();
     b.end_for();
   };
-  // ... and for each of its H rows, ex1 = the row's probabilities.
+  // ... and for each of its H rows: row = kb * H + ib, ex1 = its probabilities.
   auto each_row = [&](auto&& body) {
     each_token([&] {
       b.for_(ib, zero, together, one);
-      b.mul(off, kb, together);
-      b.add(off, off, ib);
-      b.muli(off, off, row_bytes);
+      b.mul(row, kb, together);
+      b.add(row, row, ib);
+      b.muli(off, row, row_bytes);
       b.ptr_add(ex1, e, off, 1);
       body();
       b.end_for();
@@ -752,14 +752,12 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
       // Row r's outputs go to row r of `kqv_out`, then to their token and head: one KQV
       // for any head count.
       b.if_(whole, Cmp::EQ, 1);
-      kqv_rows(kRows, e, n_block, [&](V o, int row) {
-        b.muli(off, hd_bytes, row);
+      kqv_rows(kRows, e, n_block, [&](V o, int i) {
+        b.muli(off, hd_bytes, i);
         b.ptr_add(o, kqv_out, off, 1);
       });
       each_row([&] {
-        b.mul(off, kb, together);
-        b.add(off, off, ib);
-        b.mul(off, off, hd_bytes);
+        b.mul(off, row, hd_bytes);
         b.ptr_add(ob, kqv_out, off, 1);
         b.mul(off, ib, hd_bytes);
         b.ptr_add(ox1, oh, off, 1);
