@@ -27,8 +27,7 @@ int vector_registers(Isa isa, int R, int TT) {
   return (isa == Isa::Avx2 ? 2 : 1) * R * TT + TT + 1;
 }
 
-int emit_tile(kir::Module& m, const std::string& name, Isa isa, Elem el, int R, int TT,
-              bool flush) {
+int emit_tile(kir::Module& m, const std::string& name, Isa isa, Elem el, int R, int TT) {
   Builder b = open_tile(m, name);
   Lanes16 ft(b, isa);
   const int esz = el == Elem::F32 ? 4 : 2;
@@ -55,12 +54,8 @@ int emit_tile(kir::Module& m, const std::string& name, Isa isa, Elem el, int R, 
     for (int t = 0; t < TT; ++t) acc[i][t] = ft.zero("acc");
 
   // Over the 16-element steps of K (a.n of them): byte offsets [0, 16 * esz * n).
-  V off = b.i64("off"), end = b.i64("end"), csr;
+  V off = b.i64("off"), end = b.i64("end");
   b.muli(end, a.n, 16 * esz);
-  if (flush) {
-    csr = b.i64("mxcsr");
-    b.mxcsr_flush(csr);
-  }
   b.for_(off, b.imm(0, "zero"), end, b.imm(16 * esz, "step_bytes"));
   for (int h = 0; h < ft.parts; ++h) {
     const int32_t disp = 8 * h * esz;
@@ -76,7 +71,6 @@ int emit_tile(kir::Module& m, const std::string& name, Isa isa, Elem el, int R, 
     }
   }
   b.end_for();
-  if (flush) b.mxcsr_set(csr);  // the reductions run in the default environment
 
   V yt = b.ptr("yt");
   b.mov(yt, a.y);
@@ -115,7 +109,7 @@ bool build(const char* generator, Isa isa, Elem el, const GeneratorParams& param
       el == Elem::F16 ? " over vcvtph2ps-widened f16" : "");
   Builder e = open_linear_entry(*m, m->name);
   const Grid g = token_grid(m->name, rows, tokens, [&](const std::string& fn, int t) {
-    return emit_tile(*m, fn, isa, el, rows, t, false);
+    return emit_tile(*m, fn, isa, el, rows, t);
   });
   const int esz = el == Elem::F32 ? 4 : 2;
   // Blocks of 16 elements: the entry rejects K % 16 != 0 and hands the tiles K / 16.
@@ -124,14 +118,6 @@ bool build(const char* generator, Isa isa, Elem el, const GeneratorParams& param
 }
 
 }  // namespace
-
-int emit_tinyblas_f32_tile(kir::Module& m, const std::string& name, Isa isa, int R, int TT,
-                           bool flush) {
-  return emit_tile(m, name, isa, Elem::F32, R, TT, flush);
-}
-int tinyblas_vector_registers(Isa isa, int R, int TT) {
-  return vector_registers(isa, R, TT);
-}
 
 bool build_linear_f32_tinyblas_avx512(const GeneratorParams& p, kir::Module* m, std::string* err) {
   return build("linear_f32_tinyblas__avx512", Isa::Avx512, Elem::F32, p, m, err);

@@ -12,7 +12,6 @@
 
 #include <string>
 
-#include "jit/gen_tile.h"
 #include "jit/generators.h"
 #include "jit/kir/kir.h"
 
@@ -24,12 +23,5 @@ bool build_linear_f32_tinyblas_avx512(const GeneratorParams& p, kir::Module* m, 
 bool build_linear_f32_tinyblas_avx2(const GeneratorParams& p, kir::Module* m, std::string* err);
 bool build_linear_f16_tinyblas_avx512(const GeneratorParams& p, kir::Module* m, std::string* err);
 bool build_linear_f16_tinyblas_avx2(const GeneratorParams& p, kir::Module* m, std::string* err);
-
-// The F32 tile (16-lane steps of f32 weights and activations, a.n steps), for kernels that
-// make f32 copies first (gen_linear_tinyblas_wide.h); flush: MXCSR DAZ|FTZ around its FMAs,
-// restored before the reductions. Vector registers a tile of R x TT needs.
-int emit_tinyblas_f32_tile(kir::Module& m, const std::string& name, Isa isa, int R, int TT,
-                           bool flush);
-int tinyblas_vector_registers(Isa isa, int R, int TT);
 
 }  // namespace cke::jit::gen

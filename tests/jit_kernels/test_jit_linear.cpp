@@ -496,8 +496,8 @@ TEST(JitLinear, linear_f16_tinyblas_f32_4x6__avx512) {
 TEST(JitLinear, linear_f16_tinyblas_f32_3x2__avx2) {
   run_all("linear_f16_tinyblas_f32_3x2__avx2");
 }
-TEST(JitLinear, linear_f16_tinyblas_wide_f32_3x2__avx2) {
-  run_all("linear_f16_tinyblas_wide_f32_3x2__avx2");
+TEST(JitLinear, linear_f16_tinyblas_wide_f32_4x3__avx2) {
+  run_all("linear_f16_tinyblas_wide_f32_4x3__avx2");
 }
 TEST(JitLinear, linear_f32_tinyblas_f32_4x6__avx512) {
   run_all("linear_f32_tinyblas_f32_4x6__avx512");
@@ -523,8 +523,8 @@ TEST(JitLinear, linear_bf16_tinyblas_f32_4x3__avx512) {
 TEST(JitLinear, linear_bf16_f32_2x1__avx2) {
   run_all("linear_bf16_f32_2x1__avx2");
 }
-TEST(JitLinear, linear_bf16_tinyblas_wide_f32_3x2__avx2) {
-  run_all("linear_bf16_tinyblas_wide_f32_3x2__avx2");
+TEST(JitLinear, linear_bf16_tinyblas_wide_f32_4x3__avx2) {
+  run_all("linear_bf16_tinyblas_wide_f32_4x3__avx2");
 }
 TEST(JitLinear, linear_bf16_tinyblas_f32_2x2__avx2) {
   run_all("linear_bf16_tinyblas_f32_2x2__avx2");
@@ -778,7 +778,7 @@ TEST(JitLinear, EveryGeneratedProviderHasATest) {
       "linear_f32_f32_1x1__avx2",
       "linear_f16_tinyblas_f32_4x6__avx512",
       "linear_f16_tinyblas_f32_3x2__avx2",
-      "linear_f16_tinyblas_wide_f32_3x2__avx2",
+      "linear_f16_tinyblas_wide_f32_4x3__avx2",
       "linear_f32_tinyblas_f32_4x6__avx512",
       "linear_f32_tinyblas_f32_3x2__avx2",
       "linear_bf16_f32_4x1__avx512bf16",
@@ -788,7 +788,7 @@ TEST(JitLinear, EveryGeneratedProviderHasATest) {
       "linear_bf16_tinyblas_f32_4x3__avx512",
       "linear_bf16_f32_2x1__avx2",
       "linear_bf16_tinyblas_f32_2x2__avx2",
-      "linear_bf16_tinyblas_wide_f32_3x2__avx2",
+      "linear_bf16_tinyblas_wide_f32_4x3__avx2",
       "linear_q8_0_f32_8x4__avx512vnni",
       "linear_q5_K_f32_1x4__avx512vnni",
       "linear_q5_K_f32_1x1__avx512vnni",
