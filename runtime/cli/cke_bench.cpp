@@ -29,6 +29,7 @@
 #include "runtime/cli/llama_flags.h"
 #include "runtime/cli/machine_probe.h"
 #include "runtime/core/engine.h"
+#include "runtime/core/process_heap.h"
 
 namespace {
 
@@ -91,6 +92,7 @@ std::string human_size(int64_t b) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  cke::tune_process_heap();
   CLI::App app{"cke-bench: prefill and decode tokens/s of a compiled model"};
   std::vector<std::string> models;
   std::string isas = "", threads_list = "0", out_format = "md";

@@ -26,6 +26,7 @@
 #include "runtime/chat/session.h"
 #include "runtime/cli/llama_flags.h"
 #include "runtime/core/engine.h"
+#include "runtime/core/process_heap.h"
 #include "runtime/core/sampler.h"
 
 namespace {
@@ -122,6 +123,7 @@ int run_chat(cke::Engine& engine, cke::ChatTemplate tmpl, const cke::SamplerPara
 }  // namespace
 
 int main(int argc, char** argv) {
+  cke::tune_process_heap();
   CLI::App app{"cke-run: compile a GGUF model for this CPU and generate"};
   cke::EngineOptions eo;
   cke::SamplerParams sp;

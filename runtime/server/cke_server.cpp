@@ -17,6 +17,7 @@
 
 #include "runtime/chat/chat_prompt.h"
 #include "runtime/cli/llama_flags.h"
+#include "runtime/core/process_heap.h"
 #include "runtime/server/batch_scheduler.h"
 #include "runtime/server/http_server.h"
 
@@ -35,6 +36,7 @@ int wait_for_signal(const sigset_t& set, const std::atomic<bool>& running) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  cke::tune_process_heap();
   CLI::App app{"cke-server: an OpenAI-compatible HTTP server over CKE"};
   cke::EngineOptions eo;
   cke::server::ServerConfig cfg;
