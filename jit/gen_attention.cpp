@@ -26,6 +26,9 @@ static_assert(4 % kRowsTogether == 0);
 // Probability rows one KQV pass shares each V^T load among at AVX-512 (kqv_rows): a block
 // of kRows / H tokens times the H heads of a KV group.
 constexpr int kRows = 8;
+// The same at AVX2 for one head (kqv_block_avx2): a block of kRowsAvx2 tokens, each row's
+// 16-lane accumulator two ymm.
+constexpr int kRowsAvx2 = 4;
 // Cells of K a token block's scores share before moving on (32 KiB at head_dim 128).
 constexpr int kChunk = 64;
 // Cells of a token block's KQV piece (kRows rows of probabilities: 16 KiB), and the
@@ -108,11 +111,11 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
   Lanes16 L(b, isa);
   const ExpConsts ec = exp_consts(L);
   Masks masks(L);
-  // Probabilities: kRows rows of `cells` floats (AVX-512; one row at AVX2), row r at
+  // Probabilities: kRows rows of `cells` floats (kRowsAvx2 at AVX2), row r at
   // e + r * row_bytes. The 16 floats past a row's cells are the zeros a shorter row of a
-  // token block shows the shared KQV loop (kqv_rows).
+  // token block shows the shared KQV loop (kqv_rows, kqv_block_avx2).
   const int64_t row_bytes = int64_t(cells) * 4 + 64;
-  const V e = b.stack((L.parts == 1 ? kRows : 1) * row_bytes, "probs");
+  const V e = b.stack((L.parts == 1 ? kRows : kRowsAvx2) * row_bytes, "probs");
   const V accs = L.parts == 1 ? b.stack(int64_t(kRows) * kMaxBlockHeadDim * 64, "kqv_accs") : V{};
   const V kqv_out = L.parts == 1 ? b.stack(int64_t(kRows) * kMaxBlockHeadDim * 4, "kqv_out") : V{};
   const V16 ninf = L.splat(kNegInf, "ninf");
@@ -573,6 +576,53 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
     }
     b.end_for();
   };
+  // AVX2, one head, a whole block of kRowsAvx2 tokens (rows 0.. of e) over cells [0, n):
+  // per row d of V^T, each 16-cell load of it serves all the block's rows (their
+  // accumulators: 8 ymm). The arithmetic of kqv's tinyBLAS rows, sum for sum; a row whose
+  // cells end before n reads the zeros `block` stores past them (as kqv_rows). Per token,
+  // V^T (512 KiB a KV head at head_dim 64 and 2048 cells) came from L2 for every token.
+  auto kqv_block_avx2 = [&](V n, V ob) {
+    V full = b.i64("fullb"), full_bytes = b.i64("fullb_bytes");
+    b.andi(full, n, ~int64_t(15));
+    b.muli(full_bytes, full, 4);
+    b.sub(r, n, full);
+    V orow[kRowsAvx2];
+    for (int i = 0; i < kRowsAvx2; ++i) {
+      orow[i] = b.ptr("orow");
+      if (i == 0)
+        b.mov(orow[i], ob);
+      else
+        b.ptr_add(orow[i], orow[i - 1], tok_bytes, 1);
+    }
+    b.mov(vrow, vh);
+    b.for_(d, zero, hd, one);
+    {
+      V16 acc[kRowsAvx2];
+      for (int i = 0; i < kRowsAvx2; ++i) acc[i] = L.zero("acc");
+      b.for_(c, zero, full_bytes, c64b);
+      {
+        V16 vx = L.vec("vx");
+        L.load(vx, Mem{vrow, c, 1, 0});
+        for (int i = 0; i < kRowsAvx2; ++i)
+          L.fma_m(acc[i], vx, Mem{e, c, 1, int32_t(i * row_bytes)});
+      }
+      b.end_for();
+      b.if_(r, Cmp::GT, 0);
+      {
+        V16 vx = L.vec("vx");
+        masks.load_first(vx, Mem{vrow, full, 4, 0}, r);
+        for (int i = 0; i < kRowsAvx2; ++i) {
+          V16 px = L.vec("px");
+          masks.load_first(px, Mem{e, full, 4, int32_t(i * row_bytes)}, r);
+          L.fma(acc[i], vx, px);
+        }
+      }
+      b.end_if();
+      for (int i = 0; i < kRowsAvx2; ++i) b.vstore_ss(Mem{orow[i], d, 4, 0}, L.reduce_add(acc[i]));
+      b.ptr_add(vrow, vrow, vrow_bytes, 1);
+    }
+    b.end_for();
+  };
   auto kqv = [&](V ex, V ox) {
     // out[d] = V^T row d . p over cells [0, len).
     V full = b.i64("full1"), full_bytes = b.i64("full1_bytes");
@@ -737,7 +787,7 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
     each_row([&] {
       softmax(ex1);
       // Zeros past the row's cells: what a shorter row shows the whole block's KQV.
-      if (L.parts == 1) L.store(Mem{ex1, len16, 4, 0}, L.zero("zeros"));
+      L.store(Mem{ex1, len16, 4, 0}, L.zero("zeros"));
     });
     // KQV: the whole block in one pass, else token by token.
     V whole = b.imm(0, "whole");
@@ -767,6 +817,16 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
         L.store(Mem{ox1, c, 1, 0}, x);
         b.end_for();
       });
+      b.end_if();
+    } else {
+      b.if_(nt, Cmp::EQ, TB);
+      b.if_(TB, Cmp::EQ, kRowsAvx2);
+      b.movi(whole, 1);
+      b.mul(off, t, tok_bytes);
+      b.ptr_add(ob, out, off, 1);
+      b.ptr_add(ob, ob, hoff, 1);
+      kqv_block_avx2(n_block, ob);
+      b.end_if();
       b.end_if();
     }
     b.if_(whole, Cmp::EQ, 0);
@@ -814,6 +874,10 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
     }
     b.movi(TB, kRows);
     b.div(TB, TB, together);
+    b.end_if();
+  } else {
+    b.if_(tiny, Cmp::EQ, 1);  // T >= 2, tinyBLAS KQV
+    b.movi(TB, kRowsAvx2);
     b.end_if();
   }
   b.mov(hstep, together);
