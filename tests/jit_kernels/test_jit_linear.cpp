@@ -523,6 +523,9 @@ TEST(JitLinear, linear_bf16_tinyblas_f32_4x3__avx512) {
 TEST(JitLinear, linear_bf16_f32_2x1__avx2) {
   run_all("linear_bf16_f32_2x1__avx2");
 }
+TEST(JitLinear, linear_bf16_f32_1x1__avx2) {
+  run_all("linear_bf16_f32_1x1__avx2");
+}
 TEST(JitLinear, linear_bf16_tinyblas_wide_f32_4x3__avx2) {
   run_all("linear_bf16_tinyblas_wide_f32_4x3__avx2");
 }
@@ -787,6 +790,7 @@ TEST(JitLinear, EveryGeneratedProviderHasATest) {
       "linear_bf16_f32_4x1__avx512",
       "linear_bf16_tinyblas_f32_4x3__avx512",
       "linear_bf16_f32_2x1__avx2",
+      "linear_bf16_f32_1x1__avx2",
       "linear_bf16_tinyblas_f32_2x2__avx2",
       "linear_bf16_tinyblas_wide_f32_4x3__avx2",
       "linear_q8_0_f32_8x4__avx512vnni",
