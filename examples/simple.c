@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   const int n_predict = argc > 3 ? atoi(argv[3]) : 32;
+  cke_tune_process_heap();           /* optional: a faster compile (cke.h) */
   cke_options opt = {0, 0, 1, NULL}; /* default context and batch, 1 thread, probed ISA */
   cke_engine* e = cke_engine_load(argv[1], &opt);
   if (!e) {

@@ -39,6 +39,13 @@ typedef struct cke_options {
 /* The message of the last failed call on this thread ("" if none). */
 CKE_API const char* cke_last_error(void);
 
+/* Optional, once, before the first load: glibc's heap keeps blocks up to 64 MiB and the
+ * memory freed (up to 256 MiB) for reuse, and part of it is advised to transparent huge
+ * pages, which halves a compile on a virtual machine (its page faults were a quarter of it).
+ * It changes malloc for the whole process, so it is the application's choice; the cke
+ * command-line tools make it. Does nothing on another libc. */
+CKE_API void cke_tune_process_heap(void);
+
 CKE_API cke_engine* cke_engine_load(const char* model_path, const cke_options* options);
 CKE_API void cke_engine_free(cke_engine* e);
 

@@ -6,6 +6,7 @@
 #include "runtime/capi/cke.h"
 #include "runtime/chat/generate_session.h"
 #include "runtime/core/engine.h"
+#include "runtime/core/process_heap.h"
 
 struct cke_engine {
   std::unique_ptr<cke::Engine> impl;
@@ -22,6 +23,10 @@ void set_error(std::string e) {
 }  // namespace
 
 extern "C" {
+
+void cke_tune_process_heap(void) {
+  cke::tune_process_heap();
+}
 
 const char* cke_last_error(void) {
   return g_error.c_str();
