@@ -55,12 +55,7 @@ int emit_tile(kir::Module& m, const std::string& name, Isa isa, int accs, int R,
   const bool native = isa == Isa::Avx512Bf16;
   const TileArgs a = begin_tile(b);
   const std::vector<V> r = tile_rows(b, a, R);
-  std::vector<V> xt{a.a};
-  for (int t = 1; t < TT; ++t) {
-    V p = b.ptr("xt");
-    b.ptr_add(p, xt.back(), a.as, 1);
-    xt.push_back(p);
-  }
+  std::vector<V> xt = tile_tokens(b, a, TT);
   V16 acc[kMaxTile][kMaxTile][2];
   for (int i = 0; i < R; ++i)
     for (int t = 0; t < TT; ++t)

@@ -39,12 +39,7 @@ int emit_tile(kir::Module& m, const std::string& name, Isa isa, Elem el, int R, 
   const TileArgs a = begin_tile(b);
   const V K = a.n;
   const std::vector<V> r = tile_rows(b, a, R);
-  std::vector<V> xt{a.a};
-  for (int t = 1; t < TT; ++t) {
-    V p = b.ptr("xt");
-    b.ptr_add(p, xt.back(), a.as, 1);
-    xt.push_back(p);
-  }
+  std::vector<V> xt = tile_tokens(b, a, TT);
   V16 acc[4][3][4];
   for (int i = 0; i < R; ++i)
     for (int t = 0; t < TT; ++t)

@@ -100,12 +100,7 @@ int emit_halves_tile(kir::Module& m, const std::string& name, Src s, int R, int 
   Lanes16 ft(b, Isa::Avx2);
   const TileArgs a = begin_tile(b);
   const std::vector<V> r = tile_rows(b, a, R);
-  std::vector<V> xt{a.a};
-  for (int t = 1; t < TT; ++t) {
-    V p = b.ptr("xt");
-    b.ptr_add(p, xt.back(), a.as, 1);
-    xt.push_back(p);
-  }
+  std::vector<V> xt = tile_tokens(b, a, TT);
   // Lanes 0-7 of every output, kept while lanes 8-15 run.
   V lo = b.ptr("lo");
   b.ptr_align(lo, b.stack(32 * R * TT + 32, "lo_raw"), 32);

@@ -130,6 +130,16 @@ std::vector<V> tile_rows(Builder& b, const TileArgs& t, int rows) {
   return r;
 }
 
+std::vector<V> tile_tokens(Builder& b, const TileArgs& t, int tokens) {
+  std::vector<V> x{t.a};
+  for (int k = 1; k < tokens; ++k) {
+    V p = b.ptr("xt");
+    b.ptr_add(p, x.back(), t.as, 1);
+    x.push_back(p);
+  }
+  return x;
+}
+
 RowPrefetch row_prefetch(Builder& b, const TileArgs& t, int rows) {
   // dist = rows * rb, doubled while below kPrefetchMin (at most 3 times: no division per tile).
   RowPrefetch pf{b.i64("pf_dist")};

@@ -71,6 +71,8 @@ void window_first(kir::Builder& b, kir::V first, kir::V p, kir::V window, kir::V
 
 // r[i] = w + min(i, nrows - 1) * row_bytes.
 std::vector<kir::V> tile_rows(kir::Builder& b, const TileArgs& t, int rows);
+// x[k] = a + k * a_stride, the group's `tokens` activation rows (k = 0 is t.a itself).
+std::vector<kir::V> tile_tokens(kir::Builder& b, const TileArgs& t, int tokens);
 
 // Software prefetch for weight rows streamed from memory. A tile of R row-major rows reads R
 // streams side by side, and what it reads next lies R * row_bytes further: the same offset in
