@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>
+#include <mutex>
 #include <string>
 
 #if defined(__GLIBC__)
@@ -30,20 +31,20 @@ bool thp_on_madvise() {
 
 void tune_process_heap() {
 #if defined(__GLIBC__)
-  static bool done = false;
-  if (done) return;
-  done = true;
-  mallopt(M_MMAP_THRESHOLD, int(kHeapBlockMax));
-  mallopt(M_TRIM_THRESHOLD, int(kHeapKeep));
-  if (!thp_on_madvise()) return;
-  // One block below the mmap threshold grows the heap (brk) by its size without touching it;
-  // the advice covers its whole huge pages, and freeing it leaves the range to malloc.
-  void* p = std::malloc(kHugeAdvised);
-  if (!p) return;
-  const uintptr_t b = (uintptr_t(p) + kHugePage - 1) & ~(kHugePage - 1),
-                  e = (uintptr_t(p) + kHugeAdvised) & ~(kHugePage - 1);
-  if (e > b) madvise(reinterpret_cast<void*>(b), e - b, MADV_HUGEPAGE);
-  std::free(p);
+  static std::once_flag once;  // the C API may be called from several threads
+  std::call_once(once, [] {
+    mallopt(M_MMAP_THRESHOLD, int(kHeapBlockMax));
+    mallopt(M_TRIM_THRESHOLD, int(kHeapKeep));
+    if (!thp_on_madvise()) return;
+    // One block below the mmap threshold grows the heap (brk) by its size without touching it;
+    // the advice covers its whole huge pages, and freeing it leaves the range to malloc.
+    void* p = std::malloc(kHugeAdvised);
+    if (!p) return;
+    const uintptr_t b = (uintptr_t(p) + kHugePage - 1) & ~(kHugePage - 1),
+                    e = (uintptr_t(p) + kHugeAdvised) & ~(kHugePage - 1);
+    if (e > b) madvise(reinterpret_cast<void*>(b), e - b, MADV_HUGEPAGE);
+    std::free(p);
+  });
 #endif
 }
 

@@ -20,7 +20,7 @@
 
 namespace cke {
 
-// Idempotent; does nothing on a libc other than glibc.
+// Idempotent and thread-safe; does nothing on a libc other than glibc.
 void tune_process_heap();
 
 }  // namespace cke
