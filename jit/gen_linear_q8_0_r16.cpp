@@ -21,6 +21,16 @@
 // -128 runs through sign-move tiles (q = u xor 0x80, |q| times the activation with q's sign
 // moved onto it, wrapping as vpsignb does): ggml's bits in both cases.
 //
+// What bounds it on AMD Zen 4 (measured 2026-12-06 with loops of independent ops): vpdpbusd,
+// vfmadd, vpmaddubsw, vpmaddwd and vpmullw all issue on the same two FP pipes (8 of one kind
+// take 8 cycles, 8 of any two kinds 16), so the contract's vpdpbusd + FMA per 64 MACs caps a
+// core at 32 MACs a cycle (about 117 GMAC/s at 3.67 GHz, 109 with the scale products);
+// vcvtdq2ps, vbroadcastss from memory and vpaddd partly take those pipes as well. The tile
+// runs 97-101 GMAC/s. Tried and slower there: the correction as the accumulator's start
+// (vbroadcastss or vpbroadcastd, 81-92), the scale product as an FMA with a {1to16} operand
+// (86), the conversion as a float subtract of a 2^23 magic (85-93): each adds a register at
+// the 32-register limit or a broadcast uop.
+//
 // Tiles: 16 rows x G tokens (G = 3 for prefill: 24 lane accumulators, the register file's
 // limit with a weight vector, the tokens' scale products and temporaries; G = 1 for
 // decode), activations packed per group of G tokens (the offset pack, kOffPack bytes a
