@@ -102,6 +102,15 @@ void prefetch_rows(kir::Builder& b, const std::vector<kir::V>& rows, kir::V off,
 //  - AMD EPYC Zen 4 (2026-12-01): prefetcht0 2 KiB on made Q4_K_M decode 1.6x slower than
 //    none (26 vs 42 tok/s), Q4_0 1.15x; prefetcht1 8 KiB on made q8_0_r16 faster (one core
 //    13-15 -> 18-20 GB/s). prefetcht1 8 KiB for q4_0_r16 / q4_K_r16 is not yet measured there.
+//  - AMD EPYC Zen 4 (2026-12-06), the engine's copies now in 2 MiB pages (the Intel and
+//    12-01 numbers were 4 KiB pages), cke-bench tg32, distance 8 KiB vs prefetches aimed at
+//    the line being loaded (no lead), alternated: decode faster WITHOUT the lead: Q4_0 1
+//    thread 29-32 -> 35-39 tok/s, 2 threads 57-60 -> 67-69; Q4_K_M 32 -> 41-42, 43-46 ->
+//    47-48; Q8_0 1 thread 15-16 -> 18-19 (the file's row-major q8_0 4x1 tile, --no-repack:
+//    18-22), 2 threads alike. Prefill is better with the lead (Q8_0 pp128 186-196 vs
+//    173-178). The next step is a host-probed choice for the decode tiles only (a HostCaps
+//    value passed to generators through plan_params, as decode_group is), after measuring
+//    the Intel host in 2 MiB pages; generation itself never looks at the machine.
 constexpr int kStreamPrefetchAhead = 8192;
 
 // Token t of a group at base + t * stride: addressed as [base + stride * s] for t = 1, 2
