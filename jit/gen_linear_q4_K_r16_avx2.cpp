@@ -116,7 +116,8 @@ int emit_tile(kir::Module& m, const std::string& name, bool vnni) {
   b.ptr_add(wb, a.w, off, 1);
   auto act = [&](int32_t disp) { return Mem{ap, {}, 1, disp}; };
   auto w = [&](int32_t disp) { return Mem{wb, {}, 1, disp}; };
-  for (int l = 0; l < kQ4KR16Block; l += 64) b.vprefetch(w(kStreamPrefetchAhead + l));
+  if (decode_stream_prefetch())  // the decode tile (gen_tile.h)
+    for (int l = 0; l < kQ4KR16Block; l += 64) b.vprefetch(w(kStreamPrefetchAhead + l));
   V da = ymm.f("da");
   b.vbcast_f32(da, act(0));
   {  // the token's bsum32 pairs as int16 words
@@ -286,7 +287,8 @@ int emit_prefill_tile(kir::Module& m, const std::string& name, int tokens, bool 
   b.for_(off, b.imm(0, "zero_i"), end, b.imm(kQ4KR16Block, "block_bytes"));
   b.ptr_add(wb, a.w, off, 1);
   auto w = [&](int32_t disp) { return Mem{wb, {}, 1, disp}; };
-  for (int l = 0; l < kQ4KR16Block; l += 64) b.vprefetch(w(kStreamPrefetchAhead + l));
+  if (tokens > 1 || decode_stream_prefetch())
+    for (int l = 0; l < kQ4KR16Block; l += 64) b.vprefetch(w(kStreamPrefetchAhead + l));
   {
     const V ones16 = ymm.splat("ones16", 0x00010001u);
     for (int t = 0; t < tokens; ++t) {  // the tokens' bsum32 pairs as int16 words

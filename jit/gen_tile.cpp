@@ -288,4 +288,18 @@ bool int_params(const GeneratorParams& p, std::string_view generator,
   return true;
 }
 
+namespace {
+thread_local bool t_decode_prefetch = true;  // one build at a time per thread
+}  // namespace
+
+bool decode_stream_prefetch() {
+  return t_decode_prefetch;
+}
+DecodePrefetchScope::DecodePrefetchScope(bool on) : saved_(t_decode_prefetch) {
+  t_decode_prefetch = on;
+}
+DecodePrefetchScope::~DecodePrefetchScope() {
+  t_decode_prefetch = saved_;
+}
+
 }  // namespace cke::jit::gen

@@ -108,10 +108,26 @@ void prefetch_rows(kir::Builder& b, const std::vector<kir::V>& rows, kir::V off,
 //    thread 29-32 -> 35-39 tok/s, 2 threads 57-60 -> 67-69; Q4_K_M 32 -> 41-42, 43-46 ->
 //    47-48; Q8_0 1 thread 15-16 -> 18-19 (the file's row-major q8_0 4x1 tile, --no-repack:
 //    18-22), 2 threads alike. Prefill is better with the lead (Q8_0 pp128 186-196 vs
-//    173-178). The next step is a host-probed choice for the decode tiles only (a HostCaps
-//    value passed to generators through plan_params, as decode_group is), after measuring
-//    the Intel host in 2 MiB pages; generation itself never looks at the machine.
+//    173-178). So the decode tiles (one token) ask decode_stream_prefetch(): the host's
+//    choice (HostCaps::decode_stream_prefetch, off on Zen 4), passed by plan_params as the
+//    kernel's "decode_prefetch" parameter; generation itself never looks at the machine.
+//    Prefill tiles keep the lead everywhere. The Intel host is to be measured again in
+//    2 MiB pages.
 constexpr int kStreamPrefetchAhead = 8192;
+// Whether the kernel being generated prefetches its weight stream in its one-token (decode)
+// tiles: true unless build_kernel was given "decode_prefetch": "0" (DecodePrefetchScope,
+// set on the generating thread for one build).
+bool decode_stream_prefetch();
+class DecodePrefetchScope {
+ public:
+  explicit DecodePrefetchScope(bool on);
+  ~DecodePrefetchScope();
+  DecodePrefetchScope(const DecodePrefetchScope&) = delete;
+  DecodePrefetchScope& operator=(const DecodePrefetchScope&) = delete;
+
+ private:
+  bool saved_;
+};
 
 // Token t of a group at base + t * stride: addressed as [base + stride * s] for t = 1, 2
 // and through a precomputed 3 * stride for t = 3, so the loop advances one pointer.

@@ -1,5 +1,7 @@
 #include "jit/generators.h"
 
+#include <fmt/format.h>
+
 #include <array>
 
 #include "jit/gen_act_quant.h"
@@ -21,6 +23,7 @@
 #include "jit/gen_moe.h"
 #include "jit/gen_rmsnorm.h"
 #include "jit/gen_rope.h"
+#include "jit/gen_tile.h"
 #include "jit/jit_runtime.h"
 #include "jit/kir/kir_asmjit.h"
 #include "jit/kir/kir_c.h"
@@ -550,11 +553,12 @@ const Generator* find_generator(std::string_view name) {
 }
 
 GeneratorParams plan_params(std::string_view generator, const GeneratorParams& map_params,
-                            bool decode_batch, bool plan_batches) {
+                            bool decode_batch, bool plan_batches, bool decode_prefetch) {
   GeneratorParams p = map_params;
   const Generator* g = find_generator(generator);
   if (g && g->decode_group && decode_batch && !plan_batches)
     p.insert_or_assign("decode_group", std::string("1"));
+  if (!decode_prefetch) p.insert_or_assign(std::string(kDecodePrefetchParam), std::string("0"));
   return p;
 }
 
@@ -565,10 +569,23 @@ bool build_kernel(std::string_view name, const GeneratorParams& params, const st
     *err = "unknown kernel generator '" + std::string(name) + "'";
     return false;
   }
+  // decode_prefetch is build_kernel's, not the generator's: taken out, set for this build.
+  GeneratorParams own = params;
+  bool prefetch = true;
+  if (auto it = own.find(std::string(kDecodePrefetchParam)); it != own.end()) {
+    if (it->second != "0" && it->second != "1") {
+      *err =
+          fmt::format("generator '{}': {} = '{}' (0 or 1)", name, kDecodePrefetchParam, it->second);
+      return false;
+    }
+    prefetch = it->second == "1";
+    own.erase(it);
+  }
+  const gen::DecodePrefetchScope scope(prefetch);
   kir::Module m;
   m.name = id;
   try {
-    if (!g->build(params, &m, err)) return false;
+    if (!g->build(own, &m, err)) return false;
   } catch (const std::exception& e) {  // a generator bug (kir::Builder misuse)
     *err = "generator '" + std::string(name) + "': " + e.what();
     return false;

@@ -92,8 +92,13 @@ using LinearFn = void (*)(const void* x, const void* w, float* y, int64_t K, int
 // q6_K_r16 decode kernel's 25 ms of JIT. The kernel stays correct for any T (one token per
 // group); the JIT and --emit-c use the same parameters, so they emit the same kernel.
 // (An unknown generator gets the map's parameters; generating then reports it.)
+//
+// decode_prefetch false (the host's HostCaps::decode_stream_prefetch) adds "decode_prefetch":
+// "0": the kernel's one-token tiles do not prefetch their weight stream (jit/gen_tile.h).
+// build_kernel takes that parameter for any generator. Neither changes a bit of the results.
+constexpr std::string_view kDecodePrefetchParam = "decode_prefetch";
 GeneratorParams plan_params(std::string_view generator, const GeneratorParams& map_params,
-                            bool decode_batch, bool plan_batches);
+                            bool decode_batch, bool plan_batches, bool decode_prefetch);
 
 std::span<const Generator> generators();
 const Generator* find_generator(std::string_view name);

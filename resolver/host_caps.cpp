@@ -107,6 +107,11 @@ HostCaps HostCaps::probe() {
   const bool zmm = (x & 0xe6) == 0xe6;          // + opmask, ZMM_Hi256, Hi16_ZMM
   const bool tiles = (x & 0x60000) == 0x60000;  // XTILECFG + XTILEDATA
   const Cpuid l70 = cpuid(7, 0), l71 = cpuid(7, 1);
+  const Cpuid l0 = cpuid(0, 0), l1 = cpuid(1, 0);
+  const bool amd = l0.b == 0x68747541 && l0.d == 0x69746e65 && l0.c == 0x444d4163;  // AuthenticAMD
+  const uint32_t base_family = l1.a >> 8 & 0xf;
+  const uint32_t family = base_family == 0xf ? base_family + (l1.a >> 20 & 0xff) : base_family;
+  if (amd && family == 0x19 && h.has(Feature::avx512f)) h.decode_stream_prefetch = false;
   if (zmm && (l70.d >> 23 & 1)) h.features.add(Feature::avx512fp16);
   if (ymm && (l71.a >> 4 & 1)) h.features.add(Feature::avxvnni);
   const bool amx_tile = l70.d >> 24 & 1, amx_bf16 = l70.d >> 22 & 1, amx_int8 = l70.d >> 25 & 1;

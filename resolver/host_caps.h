@@ -29,6 +29,11 @@ struct HostCaps {
   bool amx_cpu = false;         // CPUID and XCR0 report AMX tile state
   bool amx_permission = false;  // the kernel granted XTILEDATA to this process
   std::string origin;           // "probed", "synthetic", plus ", capped to <spec>"
+  // Whether decode tiles prefetch their weight stream in software (jit/gen_tile.h): a
+  // choice of speed, never of bits. Off on AMD family 19h with AVX-512 (Zen 4), where
+  // decode measured 10-30 % faster without it (2026-12-06); on elsewhere. Capping the ISA
+  // keeps it (it is the memory system's, not the instruction set's).
+  bool decode_stream_prefetch = true;
 
   // The machine this process runs on.
   static HostCaps probe();

@@ -191,7 +191,8 @@ bool emit_c(const EmitInput& in, EmittedC* out, std::string* err) {
     if (!jit::kernel_c_source(
             s.provider->impl.generator,
             jit::plan_params(s.provider->impl.generator, s.provider->impl.generator_params,
-                             s.provider->selection.decode_batch, in.batch != nullptr),
+                             s.provider->selection.decode_batch, in.batch != nullptr,
+                             in.decode_prefetch),
             s.provider->id, &c, err)) {
       *err = fmt::format("--emit-c: provider '{}': {}", s.provider->id, *err);
       return false;

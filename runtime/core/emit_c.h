@@ -36,7 +36,8 @@ struct EmitInput {
   std::map<Repack, size_t> repack_offset;
   int n_state = 0;
   std::string plan_sha256;
-  std::string model_name;  // for the header comment
+  std::string model_name;       // for the header comment
+  bool decode_prefetch = true;  // HostCaps::decode_stream_prefetch (jit::plan_params)
 };
 
 struct EmittedC {

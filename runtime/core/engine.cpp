@@ -189,6 +189,7 @@ EmitInput Engine::Impl::emit_input() const {
   for (size_t i = 0; i < repacks.size(); ++i) in.repack_offset[repacks[i]] = repack_offset[i];
   in.plan_sha256 = plan_sha256;
   in.model_name = std::filesystem::path(opt.model_path).filename().string();
+  in.decode_prefetch = caps.decode_stream_prefetch;
   return in;
 }
 
@@ -203,10 +204,11 @@ std::optional<KernelSymbol> Engine::Impl::kernel_for(const KernelMap& m, std::st
   }
   auto& mod = modules[m.id];
   if (!mod) {
-    mod = jit::generate_kernel(m.impl.generator,
-                               jit::plan_params(m.impl.generator, m.impl.generator_params,
-                                                m.selection.decode_batch, has_batch()),
-                               m.id, err);
+    mod = jit::generate_kernel(
+        m.impl.generator,
+        jit::plan_params(m.impl.generator, m.impl.generator_params, m.selection.decode_batch,
+                         has_batch(), caps.decode_stream_prefetch),
+        m.id, err);
     if (!mod) return std::nullopt;
   }
   KernelSymbol k{m.id, mod->entry(), g->n_args, {}};
@@ -345,11 +347,11 @@ bool Engine::Impl::build_plans(std::string* err) {
   std::vector<std::unique_ptr<jit::KernelModule>> made(gen.size());
   std::vector<std::string> errs(gen.size());
   tbb::parallel_for(size_t(0), gen.size(), [&](size_t i) {
-    made[i] =
-        jit::generate_kernel(gen[i]->impl.generator,
-                             jit::plan_params(gen[i]->impl.generator, gen[i]->impl.generator_params,
-                                              gen[i]->selection.decode_batch, has_batch()),
-                             gen[i]->id, &errs[i]);
+    made[i] = jit::generate_kernel(
+        gen[i]->impl.generator,
+        jit::plan_params(gen[i]->impl.generator, gen[i]->impl.generator_params,
+                         gen[i]->selection.decode_batch, has_batch(), caps.decode_stream_prefetch),
+        gen[i]->id, &errs[i]);
   });
   for (size_t i = 0; i < gen.size(); ++i) {
     if (!made[i]) {

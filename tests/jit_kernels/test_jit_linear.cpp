@@ -16,6 +16,7 @@
 
 #include "jit/kir/kir_c.h"
 #include "jit_test_util.h"
+#include "resolver/host_caps.h"
 #include "tests/common/generated_linear.h"
 
 namespace cke::test {
@@ -69,8 +70,11 @@ Loaded load(const std::string& id, std::string* skip, bool single_sequence = fal
     return l;
   }
   std::string err, c;
-  const jit::GeneratorParams params = jit::plan_params(
-      gen->name, l.map->impl.generator_params, l.map->selection.decode_batch, !single_sequence);
+  // The host's decode prefetch choice, as its plans make the kernel (same bits either way:
+  // test_decode_prefetch.cpp).
+  const jit::GeneratorParams params =
+      jit::plan_params(gen->name, l.map->impl.generator_params, l.map->selection.decode_batch,
+                       !single_sequence, HostCaps::probe().decode_stream_prefetch);
   l.module = jit::generate_kernel(gen->name, params, id, &err);
   if (!l.module) {
     ADD_FAILURE() << err;
