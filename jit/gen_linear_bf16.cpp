@@ -72,15 +72,18 @@ int emit_tile(kir::Module& m, const std::string& name, Isa isa, int accs, int R,
   } else {
     b.muli(end, a.n, step);
   }
-  RowPrefetch pf;  // decode streams the weights once: prefetched a tile ahead
-  if (TT == 1) pf = row_prefetch(b, a, R);
+  // Decode streams the weights once: prefetched a tile ahead where the host wants it
+  // (decode_stream_prefetch, gen_tile.h).
+  const bool prefetch = TT == 1 && decode_stream_prefetch();
+  RowPrefetch pf;
+  if (prefetch) pf = row_prefetch(b, a, R);
   V csr;
   if (!native) {
     csr = b.i64("mxcsr");
     b.mxcsr_flush(csr);
   }
   b.for_(off, b.imm(0, "zero"), end, b.imm(step, "step_bytes"));
-  if (TT == 1) prefetch_rows(b, r, off, step, pf);
+  if (prefetch) prefetch_rows(b, r, off, step, pf);
   for (int j = 0; j < accs; ++j) {
     if (native) {
       V xv[kMaxTile];

@@ -49,12 +49,14 @@ int emit_tile(kir::Module& m, const std::string& name, Isa isa, Elem el, int R, 
   V off = b.i64("off"), end = b.i64("end");
   b.andi(end, K, ~int64_t(63));
   b.muli(end, end, esz);
-  // Decode streams the weights once: prefetched a tile ahead. Prefill tiles reread them
-  // from cache, once per token group.
+  // Decode streams the weights once: prefetched a tile ahead where the host wants it
+  // (decode_stream_prefetch, gen_tile.h). Prefill tiles reread them from cache, once per
+  // token group.
+  const bool prefetch = TT == 1 && decode_stream_prefetch();
   RowPrefetch pf;
-  if (TT == 1) pf = row_prefetch(b, a, R);
+  if (prefetch) pf = row_prefetch(b, a, R);
   b.for_(off, b.imm(0, "zero"), end, b.imm(64 * esz, "chunk_bytes"));
-  if (TT == 1) prefetch_rows(b, r, off, 64 * esz, pf);
+  if (prefetch) prefetch_rows(b, r, off, 64 * esz, pf);
   for (int j = 0; j < 4; ++j)
     for (int h = 0; h < parts; ++h) {
       const int32_t disp = (16 * j + 8 * h) * esz;

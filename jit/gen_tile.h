@@ -108,7 +108,11 @@ void prefetch_rows(kir::Builder& b, const std::vector<kir::V>& rows, kir::V off,
 //    thread 29-32 -> 35-39 tok/s, 2 threads 57-60 -> 67-69; Q4_K_M 32 -> 41-42, 43-46 ->
 //    47-48; Q8_0 1 thread 15-16 -> 18-19 (the file's row-major q8_0 4x1 tile, --no-repack:
 //    18-22), 2 threads alike. Prefill is better with the lead (Q8_0 pp128 186-196 vs
-//    173-178). So the decode tiles (one token) ask decode_stream_prefetch(): the host's
+//    173-178). The F16 / BF16 / F32 one-row decode tiles (a tile ahead, row_prefetch) alike:
+//    BF16 tg32 1 thread 9.3-10.2 -> 10.5-12.4, 2 threads 12.5-13.6 -> 17.7-21.2; F16 2
+//    threads 13.6-17.4 -> 17.1-20.6 (1 thread alike); q6_K_r16's own lead (two super-blocks)
+//    is faster WITH it (Q6_K 1 thread 23.5 vs 17.0) and stays.
+//    So the decode tiles (one token) ask decode_stream_prefetch(): the host's
 //    choice (HostCaps::decode_stream_prefetch, off on Zen 4), passed by plan_params as the
 //    kernel's "decode_prefetch" parameter; generation itself never looks at the machine.
 //    Prefill tiles keep the lead everywhere. The Intel host is to be measured again in
