@@ -84,7 +84,7 @@ int emit_tile(kir::Module& m, const std::string& name, bool vnni) {
     b.ptr_add(ap, a.a, off, 1);
     auto act = [&](int32_t disp) { return Mem{ap, {}, 1, disp}; };
     auto w = [&](int32_t disp) { return Mem{wb, {}, 1, disp}; };
-    if (decode_stream_prefetch())  // the decode tile (gen_tile.h)
+    if (stream_prefetch(1))  // the decode tile
       for (int l = 0; l < kQ4_0R16Block; l += 64) b.vprefetch(w(kStreamPrefetchAhead + l));
     // fl(d_w * d_a) of each half's rows.
     V dd[2];
@@ -220,7 +220,7 @@ int emit_q4_0_r16_gemm_tile_avx2(kir::Module& m, const std::string& name, int to
     b.ptr_add(wb, a.w, off, 1);
     auto w = [&](int32_t disp) { return Mem{wb, {}, 1, disp}; };
     auto act = [&](int t, int dword) { return Mem{pk, {}, 1, 32 * t + 4 * dword}; };
-    if (h == 0 && (tokens > 1 || decode_stream_prefetch()))
+    if (h == 0 && stream_prefetch(tokens))
       for (int l = 0; l < kQ4_0R16Block; l += 64) b.vprefetch(w(kStreamPrefetchAhead + l));
     V isum[4], isum_hi[4];
     for (int d = 0; d < 4; ++d) {

@@ -236,7 +236,7 @@ int Tile::build() {
   b.for_(off, b.imm(0, "zero_i"), end, b.imm(wblock(), "block_bytes"));
   b.ptr_add(wb_, a_.w, off, 1);  // this super-block of row 0 (r16: of the group)
   if (r16_) {
-    if (tokens_ > 1 || decode_stream_prefetch())
+    if (stream_prefetch(tokens_))
       for (int l = 0; l < wblock(); l += 64) b.vprefetch(r16(kStreamPrefetchAhead + l));
   } else {
     V ahead = b.ptr("ahead");

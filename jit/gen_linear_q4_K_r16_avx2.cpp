@@ -116,7 +116,7 @@ int emit_tile(kir::Module& m, const std::string& name, bool vnni) {
   b.ptr_add(wb, a.w, off, 1);
   auto act = [&](int32_t disp) { return Mem{ap, {}, 1, disp}; };
   auto w = [&](int32_t disp) { return Mem{wb, {}, 1, disp}; };
-  if (decode_stream_prefetch())  // the decode tile (gen_tile.h)
+  if (stream_prefetch(1))  // the decode tile
     for (int l = 0; l < kQ4KR16Block; l += 64) b.vprefetch(w(kStreamPrefetchAhead + l));
   V da = ymm.f("da");
   b.vbcast_f32(da, act(0));
@@ -287,7 +287,7 @@ int emit_prefill_tile(kir::Module& m, const std::string& name, int tokens, bool 
   b.for_(off, b.imm(0, "zero_i"), end, b.imm(kQ4KR16Block, "block_bytes"));
   b.ptr_add(wb, a.w, off, 1);
   auto w = [&](int32_t disp) { return Mem{wb, {}, 1, disp}; };
-  if (tokens > 1 || decode_stream_prefetch())
+  if (stream_prefetch(tokens))
     for (int l = 0; l < kQ4KR16Block; l += 64) b.vprefetch(w(kStreamPrefetchAhead + l));
   {
     const V ones16 = ymm.splat("ones16", 0x00010001u);

@@ -95,7 +95,7 @@ int emit_q4_K_r16_gemv1(kir::Module& m, const std::string& name) {
   auto act = [&](int32_t disp) { return Mem{ap, {}, 1, disp}; };
   // Every line prefetched kStreamPrefetchAhead on, next to its load (gen_tile.h).
   auto load_w = [&](V v, int32_t disp) {
-    if (decode_stream_prefetch()) b.vprefetch(Mem{wb, {}, 1, disp + kStreamPrefetchAhead});
+    if (stream_prefetch(1)) b.vprefetch(Mem{wb, {}, 1, disp + kStreamPrefetchAhead});
     b.vload(v, Mem{wb, {}, 1, disp});
   };
 

@@ -93,7 +93,7 @@ int emit_tile(kir::Module& m, const std::string& name, int tokens, Products prod
   // q8_0 needs twice q4_0's bytes per MAC and its kernel consumes them at about the rate
   // DRAM supplies one core; without the prefetch one core streamed 13-15 GB/s, with it 18-20
   // (bench_kernels, AMD EPYC Zen 4).
-  if (tokens > 1 || decode_stream_prefetch())
+  if (stream_prefetch(tokens))
     for (int l = 0; l < kQ8_0R16Block; l += 64)
       b.vprefetch(Mem{wb, {}, 1, kStreamPrefetchAhead + l});
   // d[t] = fl(d_w * d_a) for the 16 rows: one product per row and token, as ggml's.

@@ -107,7 +107,7 @@ int emit_q8_0_r16_tile_avx2(kir::Module& m, const std::string& name, int tokens,
       b.ptr_add(wb, a.w, off, 1);
       auto w = [&](int32_t disp) { return Mem{wb, {}, 1, disp}; };
       // into L2, as the AVX-512 kernel (gen_linear_q8_0_r16.cpp)
-      if (h == 0 && p == 0 && (tokens > 1 || decode_stream_prefetch()))
+      if (h == 0 && p == 0 && stream_prefetch(tokens))
         for (int l = 0; l < kQ8_0R16Block; l += 64) b.vprefetch(w(kStreamPrefetchAhead + l));
       // d[t] = fl(d_w * d_a) for the half's 8 rows: made by the first pass, then reloaded.
       V d[4];

@@ -173,7 +173,7 @@ int emit_tile(kir::Module& m, const std::string& name, int tokens, Products prod
   V Q[4], dw = b.vec(512, Cls::F, "dw");
   for (int d = 0; d < 4; ++d) Q[d] = b.vec(512, Cls::I, "Q");
   if (r16) {
-    if (tokens > 1 || decode_stream_prefetch())
+    if (stream_prefetch(tokens))
       for (int l = 0; l < kQ4_0R16Block; l += 64)
         b.vprefetch(Mem{wb, {}, 1, kStreamPrefetchAhead + l});
     for (int d = 0; d < 4; ++d) b.vload(Q[d], Mem{wb, {}, 1, 64 * d});  // lane r = row r

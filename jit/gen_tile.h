@@ -122,6 +122,11 @@ constexpr int kStreamPrefetchAhead = 8192;
 // tiles: true unless build_kernel was given "decode_prefetch": "0" (DecodePrefetchScope,
 // set on the generating thread for one build).
 bool decode_stream_prefetch();
+// Whether a tile of `tokens` tokens prefetches its weight stream: tiles of several tokens
+// always, one-token tiles as decode_stream_prefetch() says.
+inline bool stream_prefetch(int tokens) {
+  return tokens > 1 || decode_stream_prefetch();
+}
 class DecodePrefetchScope {
  public:
   explicit DecodePrefetchScope(bool on);
