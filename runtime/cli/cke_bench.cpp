@@ -2,6 +2,7 @@
 //
 //   cke-bench -m model.gguf -p 512 -n 128 -t 2 --isa avx2,avx512 -r 3 [--probe]
 //   cke-bench -m model.gguf -p 128,512 -n 32 -d 0,2048
+//   cke-bench -m model.gguf -p 0 -n 32 --decode-prefetch on,off   (a new host's prefetch choice)
 //
 // Every (model, ISA cap, threads) combination compiles its own plan; pp<N> evaluates N
 // prompt tokens from an empty cache (prefill plan, chunks of -b, the next token's logits
@@ -115,6 +116,10 @@ int main(int argc, char** argv) {
                  "on|off|auto: flash attention (auto: with an f16 cache, as llama.cpp; also -fa)");
   app.add_option("-t,--threads", threads_list, "comma-separated thread counts (0: physical cores)");
   app.add_option("--isa", isas, "comma-separated ISA caps to compare (empty: as probed)");
+  std::string prefetches = "";
+  app.add_option("--decode-prefetch", prefetches,
+                 "comma-separated on|off: the decode tiles' prefetch ahead of the weights, to "
+                 "compare on a new host (empty: the host's probed choice)");
   app.add_option("-r,--repetitions", reps, "repetitions")->check(CLI::Range(1, 1000));
   app.add_option("-o,--output", out_format, "md or json")->check(CLI::IsMember({"md", "json"}));
   app.add_option("--parallel", n_parallel,
@@ -136,6 +141,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::vector<std::string> caps = isas.empty() ? std::vector<std::string>{""} : split(isas);
+  std::vector<std::string> pfs =
+      prefetches.empty() ? std::vector<std::string>{""} : split(prefetches);
   std::vector<int> threads, prompts, gens, depths;
   for (auto [flag, text, out] : {std::tuple{"-t", &threads_list, &threads},
                                  {"-p", &prompt_list, &prompts},
@@ -159,138 +166,143 @@ int main(int argc, char** argv) {
         probe ? " of limit |" : "", probe ? "---|" : "");
   for (const std::string& model : models)
     for (const std::string& isa : caps)
-      for (int t : threads) {
-        cke::EngineOptions o;
-        o.model_path = model;
-        o.isa = isa;
-        o.n_threads = t;
-        o.n_batch = n_batch;
-        o.cache_type = cache_type;
-        o.no_repack = no_repack;
-        o.n_ctx = max_depth + std::max(max_prompt, max_gen + 1);
-        o.n_seq = n_parallel;
-        std::string err;
-        auto e = cke::Engine::load(o, &err);
-        if (!e) {
-          fmt::print(stderr, "cke-bench: {}\n", err);
-          return 1;
-        }
-        const cke::EngineStats& es = e->stats();
-        if (probe && !limits.count(e->n_threads())) {
-          const cke::MachineLimits m = cke::probe_machine(host, e->n_threads());
-          limits[e->n_threads()] = m;
-          limits_json[std::to_string(e->n_threads())] = {{"read_gbps", m.read_gbps},
-                                                         {"f32_gflops", m.f32_gflops},
-                                                         {"fma_isa", m.fma_isa},
-                                                         {"int8_gops", m.int8_gops},
-                                                         {"int8_isa", m.int8_isa}};
-          if (out_format == "md")
-            fmt::print(stderr,
-                       "cke-bench: {} threads: read {:.1f} GB/s, f32 FMA {:.0f} GFLOPS ({}), "
-                       "int8 {:.0f} GOPS ({})\n",
-                       e->n_threads(), m.read_gbps, m.f32_gflops, m.fma_isa, m.int8_gops,
-                       m.int8_isa);
-        }
-        std::mt19937 rng(1234);
-        std::uniform_int_distribution<int32_t> tok(0, e->n_vocab() - 1);
-        // seqs > 1: decode steps of `seqs` sequences in one batched call each; depth > 0:
-        // each sequence holds `depth` tokens before the timed part.
-        auto run = [&](const std::string& test, int n, bool prefill, int depth, int seqs = 1) {
-          std::vector<double> tps;
-          std::vector<int32_t> ids(static_cast<size_t>(n * seqs), 0),
-              context(static_cast<size_t>(depth));
-          for (auto& id : ids) id = tok(rng);
-          for (auto& id : context) id = tok(rng);
-          std::vector<int32_t> seq_ids(static_cast<size_t>(seqs));
-          for (int s = 0; s < seqs; ++s) seq_ids[size_t(s)] = s;
-          std::vector<float> logits;
-          for (int r = 0; r < reps + 1; ++r) {  // the first run warms caches, pages in weights
-            for (int s = 0; s < seqs; ++s) {
-              e->rewind(s, 0);
-              if (depth > 0 && !e->eval(s, context, nullptr, false, &err)) return false;
-            }
-            auto t0 = std::chrono::steady_clock::now();
-            if (prefill) {
-              if (!e->eval(ids, &logits, false, &err)) return false;
-            } else if (seqs == 1) {
-              for (int i = 0; i < n; ++i)
-                if (!e->eval({&ids[size_t(i)], 1}, &logits, false, &err)) return false;
-            } else {
-              for (int i = 0; i < n; ++i)
-                if (!e->decode_batch(seq_ids, {&ids[size_t(i * seqs)], size_t(seqs)}, &logits,
-                                     &err))
-                  return false;
-            }
-            const double s =
-                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-            if (r > 0) tps.push_back(double(n) * seqs / s);
-          }
-          const Stat st = stat(tps);
-          const std::string isa_name = isa.empty() ? "probed" : isa;
-          // Fractions of the machine's limits.
-          const double gbps = st.mean * double(es.decode_weight_bytes) / 1e9;
-          const double gops = st.mean * 2.0 * double(es.decode_weight_elements) / 1e9;
-          std::string frac;
-          nlohmann::json row = {{"model", model},
-                                {"size_bytes", es.file_bytes},
-                                {"params", es.n_params},
-                                {"isa", isa_name},
-                                {"cache_type", cache_type},
-                                {"threads", e->n_threads()},
-                                {"test", test},
-                                {"n", n},
-                                {"n_depth", depth},
-                                {"sequences", seqs},
-                                {"tokens_per_second", st.mean},
-                                {"stddev", st.sd},
-                                {"samples", tps},
-                                {"load_ms", es.load_ms},
-                                {"compile_ms", es.compile_ms},
-                                {"compile_maps_ms", es.maps_ms},
-                                {"compile_resolve_ms", es.resolve_ms},
-                                {"compile_jit_ms", es.jit_ms},
-                                {"repack_ms", es.repack_ms},
-                                {"repack_bytes", es.repack_bytes}};
-          if (probe) {
-            const cke::MachineLimits& m = limits[e->n_threads()];
-            if (prefill) {
-              frac = fmt::format("{:.0f} GOPS: {:.0f}% f32 FMA, {:.0f}% int8", gops,
-                                 100 * gops / m.f32_gflops, 100 * gops / m.int8_gops);
-              row["gops"] = gops;
-              row["fraction_of_f32_peak"] = gops / m.f32_gflops;
-              row["fraction_of_int8_peak"] = gops / m.int8_gops;
-            } else {
-              frac = fmt::format("{:.1f} GB/s: {:.0f}% read", gbps, 100 * gbps / m.read_gbps);
-              row["weight_gbps"] = gbps;
-              row["fraction_of_read_bandwidth"] = gbps / m.read_gbps;
-            }
-          }
-          if (out_format == "md")
-            fmt::print(
-                "| {} | {} | {} | {} | {} | {} | {:.2f} ± {:.2f} | {:.1f} | {:.1f} | {:.1f} |{}\n",
-                model.substr(model.find_last_of('/') + 1), human_size(es.file_bytes),
-                human_params(es.n_params), isa_name, e->n_threads(), test, st.mean, st.sd,
-                es.load_ms, es.compile_ms, es.repack_ms, probe ? " " + frac + " |" : "");
-          rows.push_back(row);
-          return true;
-        };
-        // llama-bench's order and names: per depth, the pp tests, then the tg tests.
-        for (int d : depths) {
-          const std::string at = d > 0 ? fmt::format(" @ d{}", d) : "";
-          bool ok = true;
-          for (int n : prompts)
-            ok = ok && (n == 0 || run(fmt::format("pp{}{}", n, at), n, true, d));
-          for (int n : gens) {
-            ok = ok && (n == 0 || run(fmt::format("tg{}{}", n, at), n, false, d));
-            ok = ok && (n == 0 || n_parallel == 1 ||
-                        run(fmt::format("tg{}x{}{}", n, n_parallel, at), n, false, d, n_parallel));
-          }
-          if (!ok) {
+      for (const std::string& pf : pfs)
+        for (int t : threads) {
+          cke::EngineOptions o;
+          o.model_path = model;
+          o.isa = isa;
+          o.decode_prefetch = pf;
+          o.n_threads = t;
+          o.n_batch = n_batch;
+          o.cache_type = cache_type;
+          o.no_repack = no_repack;
+          o.n_ctx = max_depth + std::max(max_prompt, max_gen + 1);
+          o.n_seq = n_parallel;
+          std::string err;
+          auto e = cke::Engine::load(o, &err);
+          if (!e) {
             fmt::print(stderr, "cke-bench: {}\n", err);
             return 1;
           }
+          const cke::EngineStats& es = e->stats();
+          if (probe && !limits.count(e->n_threads())) {
+            const cke::MachineLimits m = cke::probe_machine(host, e->n_threads());
+            limits[e->n_threads()] = m;
+            limits_json[std::to_string(e->n_threads())] = {{"read_gbps", m.read_gbps},
+                                                           {"f32_gflops", m.f32_gflops},
+                                                           {"fma_isa", m.fma_isa},
+                                                           {"int8_gops", m.int8_gops},
+                                                           {"int8_isa", m.int8_isa}};
+            if (out_format == "md")
+              fmt::print(stderr,
+                         "cke-bench: {} threads: read {:.1f} GB/s, f32 FMA {:.0f} GFLOPS ({}), "
+                         "int8 {:.0f} GOPS ({})\n",
+                         e->n_threads(), m.read_gbps, m.f32_gflops, m.fma_isa, m.int8_gops,
+                         m.int8_isa);
+          }
+          std::mt19937 rng(1234);
+          std::uniform_int_distribution<int32_t> tok(0, e->n_vocab() - 1);
+          // seqs > 1: decode steps of `seqs` sequences in one batched call each; depth > 0:
+          // each sequence holds `depth` tokens before the timed part.
+          auto run = [&](const std::string& test, int n, bool prefill, int depth, int seqs = 1) {
+            std::vector<double> tps;
+            std::vector<int32_t> ids(static_cast<size_t>(n * seqs), 0),
+                context(static_cast<size_t>(depth));
+            for (auto& id : ids) id = tok(rng);
+            for (auto& id : context) id = tok(rng);
+            std::vector<int32_t> seq_ids(static_cast<size_t>(seqs));
+            for (int s = 0; s < seqs; ++s) seq_ids[size_t(s)] = s;
+            std::vector<float> logits;
+            for (int r = 0; r < reps + 1; ++r) {  // the first run warms caches, pages in weights
+              for (int s = 0; s < seqs; ++s) {
+                e->rewind(s, 0);
+                if (depth > 0 && !e->eval(s, context, nullptr, false, &err)) return false;
+              }
+              auto t0 = std::chrono::steady_clock::now();
+              if (prefill) {
+                if (!e->eval(ids, &logits, false, &err)) return false;
+              } else if (seqs == 1) {
+                for (int i = 0; i < n; ++i)
+                  if (!e->eval({&ids[size_t(i)], 1}, &logits, false, &err)) return false;
+              } else {
+                for (int i = 0; i < n; ++i)
+                  if (!e->decode_batch(seq_ids, {&ids[size_t(i * seqs)], size_t(seqs)}, &logits,
+                                       &err))
+                    return false;
+              }
+              const double s =
+                  std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+              if (r > 0) tps.push_back(double(n) * seqs / s);
+            }
+            const Stat st = stat(tps);
+            const std::string isa_name =
+                (isa.empty() ? "probed" : isa) + (pf.empty() ? "" : " prefetch " + pf);
+            // Fractions of the machine's limits.
+            const double gbps = st.mean * double(es.decode_weight_bytes) / 1e9;
+            const double gops = st.mean * 2.0 * double(es.decode_weight_elements) / 1e9;
+            std::string frac;
+            nlohmann::json row = {{"model", model},
+                                  {"size_bytes", es.file_bytes},
+                                  {"params", es.n_params},
+                                  {"isa", isa_name},
+                                  {"cache_type", cache_type},
+                                  {"threads", e->n_threads()},
+                                  {"test", test},
+                                  {"n", n},
+                                  {"n_depth", depth},
+                                  {"sequences", seqs},
+                                  {"tokens_per_second", st.mean},
+                                  {"stddev", st.sd},
+                                  {"samples", tps},
+                                  {"load_ms", es.load_ms},
+                                  {"compile_ms", es.compile_ms},
+                                  {"compile_maps_ms", es.maps_ms},
+                                  {"compile_resolve_ms", es.resolve_ms},
+                                  {"compile_jit_ms", es.jit_ms},
+                                  {"repack_ms", es.repack_ms},
+                                  {"repack_bytes", es.repack_bytes}};
+            if (probe) {
+              const cke::MachineLimits& m = limits[e->n_threads()];
+              if (prefill) {
+                frac = fmt::format("{:.0f} GOPS: {:.0f}% f32 FMA, {:.0f}% int8", gops,
+                                   100 * gops / m.f32_gflops, 100 * gops / m.int8_gops);
+                row["gops"] = gops;
+                row["fraction_of_f32_peak"] = gops / m.f32_gflops;
+                row["fraction_of_int8_peak"] = gops / m.int8_gops;
+              } else {
+                frac = fmt::format("{:.1f} GB/s: {:.0f}% read", gbps, 100 * gbps / m.read_gbps);
+                row["weight_gbps"] = gbps;
+                row["fraction_of_read_bandwidth"] = gbps / m.read_gbps;
+              }
+            }
+            if (out_format == "md")
+              fmt::print(
+                  "| {} | {} | {} | {} | {} | {} | {:.2f} ± {:.2f} | {:.1f} | {:.1f} | {:.1f} "
+                  "|{}\n",
+                  model.substr(model.find_last_of('/') + 1), human_size(es.file_bytes),
+                  human_params(es.n_params), isa_name, e->n_threads(), test, st.mean, st.sd,
+                  es.load_ms, es.compile_ms, es.repack_ms, probe ? " " + frac + " |" : "");
+            rows.push_back(row);
+            return true;
+          };
+          // llama-bench's order and names: per depth, the pp tests, then the tg tests.
+          for (int d : depths) {
+            const std::string at = d > 0 ? fmt::format(" @ d{}", d) : "";
+            bool ok = true;
+            for (int n : prompts)
+              ok = ok && (n == 0 || run(fmt::format("pp{}{}", n, at), n, true, d));
+            for (int n : gens) {
+              ok = ok && (n == 0 || run(fmt::format("tg{}{}", n, at), n, false, d));
+              ok =
+                  ok && (n == 0 || n_parallel == 1 ||
+                         run(fmt::format("tg{}x{}{}", n, n_parallel, at), n, false, d, n_parallel));
+            }
+            if (!ok) {
+              fmt::print(stderr, "cke-bench: {}\n", err);
+              return 1;
+            }
+          }
         }
-      }
   if (out_format == "json") {
     nlohmann::json out = {{"results", rows}};
     if (probe) out["machine_limits_by_threads"] = limits_json;

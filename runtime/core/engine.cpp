@@ -325,6 +325,13 @@ bool Engine::Impl::resolve_kernels(std::string* err) {
     }
     caps = *capped;
   }
+  if (opt.decode_prefetch == "on" || opt.decode_prefetch == "off") {
+    caps.decode_stream_prefetch = opt.decode_prefetch == "on";
+  } else if (!opt.decode_prefetch.empty()) {
+    *err = fmt::format("--decode-prefetch: '{}' is not on, off or empty (the host's choice)",
+                       opt.decode_prefetch);
+    return false;
+  }
   resolve_options.allow_candidate = opt.allow_candidate;
   resolve_options.allow_repack = !opt.no_repack;
   res = resolve(*graph, *registry, caps, resolve_options);

@@ -30,6 +30,9 @@ struct EngineOptions {
   int32_t n_threads = 0;  // 0: physical cores
   std::string isa;        // HostCaps cap ("avx2", "avx512", "scalar", feature list); "" = probed
   bool allow_candidate = false;
+  // The decode tiles' software prefetch ahead of their weight stream: "" the host's choice
+  // (HostCaps::decode_stream_prefetch, probed), "on" or "off" to measure both on a new host.
+  std::string decode_prefetch;
   // Only providers that read the file's own weight blocks (no repacked copies at load).
   bool no_repack = false;
   std::vector<std::string> kernel_map_dirs;  // empty: CKE_KERNEL_MAPS or the build's
