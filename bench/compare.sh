@@ -41,10 +41,11 @@ if [ -z "${LLAMA_BENCH:-}" ]; then
 fi
 llama=${LLAMA_BENCH:-"$root/../shared/tools/llama.cpp/run llama-bench"}
 
-# test -> t/s from a markdown table whose test and t/s columns are given (1-based, after
-# the leading '|').
-rows() { awk -F'|' -v tc="$2" -v vc="$3" 'NF > 5 && $tc ~ /(pp|tg)[0-9]+/ {
-  gsub(/ /, "", $tc); split($vc, v, "±"); gsub(/ /, "", v[1]); print $tc, v[1] }' <<<"$1"; }
+# test,t<threads> -> t/s from a markdown table whose threads, test and t/s columns are
+# given (1-based, after the leading '|'): "tg32,t1" and "tg32,t2" apart when -t lists both.
+rows() { awk -F'|' -v hc="$2" -v tc="$3" -v vc="$4" 'NF > 5 && $tc ~ /(pp|tg)[0-9]+/ {
+  gsub(/ /, "", $tc); gsub(/ /, "", $hc); split($vc, v, "±"); gsub(/ /, "", v[1])
+  print $tc ",t" $hc, v[1] }' <<<"$1"; }
 
 # One line per (round, model, test): model test llama_tps cke_tps ratio.
 for ((r = 1; r <= rounds; ++r)); do
@@ -55,9 +56,9 @@ for ((r = 1; r <= rounds; ++r)); do
     c=$($cke -m "$m" $args 2>/dev/null)
     # shellcheck disable=SC2086
     l2=$($llama -m "$m" $args 2>/dev/null)
-    join <(rows "$l1" 7 8 | sort) <(rows "$l2" 7 8 | sort) | awk '{print $1, ($2 + $3) / 2}' |
+    join <(rows "$l1" 6 7 8 | sort) <(rows "$l2" 6 7 8 | sort) | awk '{print $1, ($2 + $3) / 2}' |
       sort >"$tmp/llama"
-    rows "$c" 7 8 | sort >"$tmp/cke"
+    rows "$c" 6 7 8 | sort >"$tmp/cke"
     join "$tmp/llama" "$tmp/cke" |
       awk -v m="$(basename "$m")" '{ printf "%s %s %.2f %.2f %.3f\n", m, $1, $2, $3, $3 / $2 }' \
         >>"$tmp/all"

@@ -494,8 +494,8 @@ TEST(JitLinear, linear_f16_f32_1x1__avx512) {
 TEST(JitLinear, linear_f16_f32_1x1__avx2) {
   run_all("linear_f16_f32_1x1__avx2");
 }
-TEST(JitLinear, linear_f16_tinyblas_f32_4x6__avx512) {
-  run_all("linear_f16_tinyblas_f32_4x6__avx512");
+TEST(JitLinear, linear_f16_tinyblas_f32_6x4__avx512) {
+  run_all("linear_f16_tinyblas_f32_6x4__avx512");
 }
 TEST(JitLinear, linear_f16_tinyblas_f32_3x2__avx2) {
   run_all("linear_f16_tinyblas_f32_3x2__avx2");
@@ -515,8 +515,8 @@ TEST(JitLinear, linear_bf16_f32_4x1__avx512bf16) {
 TEST(JitLinear, linear_bf16_f32_1x1__avx512bf16) {
   run_all("linear_bf16_f32_1x1__avx512bf16");
 }
-TEST(JitLinear, linear_bf16_tinyblas_f32_4x6__avx512bf16) {
-  run_all("linear_bf16_tinyblas_f32_4x6__avx512bf16");
+TEST(JitLinear, linear_bf16_tinyblas_f32_6x4__avx512bf16) {
+  run_all("linear_bf16_tinyblas_f32_6x4__avx512bf16");
 }
 TEST(JitLinear, linear_bf16_f32_4x1__avx512) {
   run_all("linear_bf16_f32_4x1__avx512");
@@ -783,14 +783,14 @@ TEST(JitLinear, EveryGeneratedProviderHasATest) {
       "linear_q4_0x8_f32_4x4__avx2",
       "linear_q4_0x8_f32_4x1__avx2",
       "linear_f32_f32_1x1__avx2",
-      "linear_f16_tinyblas_f32_4x6__avx512",
+      "linear_f16_tinyblas_f32_6x4__avx512",
       "linear_f16_tinyblas_f32_3x2__avx2",
       "linear_f16_tinyblas_wide_f32_4x3__avx2",
       "linear_f32_tinyblas_f32_4x6__avx512",
       "linear_f32_tinyblas_f32_3x2__avx2",
       "linear_bf16_f32_4x1__avx512bf16",
       "linear_bf16_f32_1x1__avx512bf16",
-      "linear_bf16_tinyblas_f32_4x6__avx512bf16",
+      "linear_bf16_tinyblas_f32_6x4__avx512bf16",
       "linear_bf16_f32_4x1__avx512",
       "linear_bf16_tinyblas_f32_4x3__avx512",
       "linear_bf16_f32_2x1__avx2",
