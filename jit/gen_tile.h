@@ -116,7 +116,11 @@ void prefetch_rows(kir::Builder& b, const std::vector<kir::V>& rows, kir::V off,
 //    choice (HostCaps::decode_stream_prefetch, off on Zen 4), passed by plan_params as the
 //    kernel's "decode_prefetch" parameter; generation itself never looks at the machine.
 //    Prefill tiles keep the lead everywhere. The Intel host is to be measured again in
-//    2 MiB pages.
+//    2 MiB pages (`cke-bench -p 0 -n 32 -t 1,2 --decode-prefetch on,off,on,off`).
+//  - AMD EPYC Zen 5 (family 1Ah, 2026-12-06 evening), that command, tok/s on / off (two
+//    rounds): Q4_K_M 1 thread 47-50 / 36-42, 2 threads 79-83 / 55-69; Q4_0, Q8_0, Q6_K,
+//    F16, BF16 within the minute's noise of each other (e.g. Q8_0 22.7-25.3 / 22.6-26.1).
+//    So Zen 5 keeps the lead (HostCaps::probe turns it off on family 19h only).
 constexpr int kStreamPrefetchAhead = 8192;
 // Whether the kernel being generated prefetches its weight stream in its one-token (decode)
 // tiles: true unless build_kernel was given "decode_prefetch": "0" (DecodePrefetchScope,

@@ -111,6 +111,8 @@ HostCaps HostCaps::probe() {
   const bool amd = l0.b == 0x68747541 && l0.d == 0x69746e65 && l0.c == 0x444d4163;  // AuthenticAMD
   const uint32_t base_family = l1.a >> 8 & 0xf;
   const uint32_t family = base_family == 0xf ? base_family + (l1.a >> 20 & 0xff) : base_family;
+  // Zen 4 decodes faster without the decode tiles' prefetch lead, Zen 5 (family 1Ah) with it
+  // (jit/gen_tile.h has the numbers; cke-bench --decode-prefetch measures a new host).
   if (amd && family == 0x19 && h.has(Feature::avx512f)) h.decode_stream_prefetch = false;
   if (zmm && (l70.d >> 23 & 1)) h.features.add(Feature::avx512fp16);
   if (ymm && (l71.a >> 4 & 1)) h.features.add(Feature::avxvnni);

@@ -280,6 +280,30 @@ TEST(BadEval, PromptLongerThanContext) {
   EXPECT_NE(err.find("600"), std::string::npos) << err;
 }
 
+// cke-bench --decode-prefetch: "on" / "off" replace the host's probed choice (the trace
+// records what the plan used), any other value is an error naming the flag.
+TEST(BadOption, DecodePrefetchOverridesTheHostOrIsNamed) {
+  CKE_REQUIRE_SHARED(src, "models/stories260K.gguf");
+  for (const char* v : {"on", "off"}) {
+    EngineOptions o;
+    o.model_path = src;
+    o.n_threads = 1;
+    o.decode_prefetch = v;
+    std::string err;
+    auto e = Engine::load(o, &err);
+    ASSERT_TRUE(e) << err;
+    EXPECT_EQ(e->trace()["host"]["decode_stream_prefetch"].get<bool>(), std::string(v) == "on")
+        << v;
+  }
+  EngineOptions o;
+  o.model_path = src;
+  o.n_threads = 1;
+  o.decode_prefetch = "sometimes";
+  std::string err;
+  EXPECT_FALSE(Engine::load(o, &err));
+  EXPECT_NE(err.find("--decode-prefetch: 'sometimes'"), std::string::npos) << err;
+}
+
 TEST(BadCli, FlagValuesAreRejectedWithUsageErrors) {
   CKE_REQUIRE_SHARED(src, "models/stories260K.gguf");
   const std::string m = "-m " + src + " -p hi -n 1 ";
