@@ -563,8 +563,8 @@ TEST(JitLinear, linear_q4_1_f32_4x1__avx2) {
 TEST(JitLinear, linear_q5_0_f32_4x4__avx512vnni) {
   run_all("linear_q5_0_f32_4x4__avx512vnni");
 }
-TEST(JitLinear, linear_q5_0_f32_4x1__avx512vnni) {
-  run_all("linear_q5_0_f32_4x1__avx512vnni");
+TEST(JitLinear, linear_q5_0_f32_8x1__avx512vnni) {
+  run_all("linear_q5_0_f32_8x1__avx512vnni");
 }
 TEST(JitLinear, linear_q5_0_f32_4x2__avx2) {
   run_all("linear_q5_0_f32_4x2__avx2");
@@ -822,7 +822,7 @@ TEST(JitLinear, EveryGeneratedProviderHasATest) {
       "linear_q4_1_f32_4x2__avx2",
       "linear_q4_1_f32_4x1__avx2",
       "linear_q5_0_f32_4x4__avx512vnni",
-      "linear_q5_0_f32_4x1__avx512vnni",
+      "linear_q5_0_f32_8x1__avx512vnni",
       "linear_q5_0_f32_4x2__avx2",
       "linear_q5_0_f32_4x1__avx2",
       "linear_q5_1_f32_4x4__avx512vnni",
