@@ -74,7 +74,7 @@ int emit_tile(kir::Module& m, const std::string& name, Isa isa, int accs, int R,
   }
   // Decode streams the weights once: prefetched a tile ahead where the host wants it
   // (decode_stream_prefetch, gen_tile.h).
-  const bool prefetch = TT == 1 && stream_prefetch(TT);
+  const bool prefetch = TT == 1 && decode_stream_prefetch();
   RowPrefetch pf;
   if (prefetch) pf = row_prefetch(b, a, R);
   V csr;

@@ -52,7 +52,7 @@ int emit_tile(kir::Module& m, const std::string& name, Isa isa, Elem el, int R, 
   // Decode streams the weights once: prefetched a tile ahead where the host wants it
   // (decode_stream_prefetch, gen_tile.h). Prefill tiles reread them from cache, once per
   // token group.
-  const bool prefetch = TT == 1 && stream_prefetch(TT);
+  const bool prefetch = TT == 1 && decode_stream_prefetch();
   RowPrefetch pf;
   if (prefetch) pf = row_prefetch(b, a, R);
   b.for_(off, b.imm(0, "zero"), end, b.imm(64 * esz, "chunk_bytes"));
