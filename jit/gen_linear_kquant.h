@@ -14,6 +14,10 @@ namespace cke::jit::gen {
 // impl.params rows (1), tokens (1..4; AVX2: 1).
 bool build_linear_q5_K_avx512vnni(const GeneratorParams& p, kir::Module* m, std::string* err);
 bool build_linear_q5_K_avx2(const GeneratorParams& p, kir::Module* m, std::string* err);
+// The same contract on the weights' q5_K_r16 copy (kernels/formats/layouts.h), AVX-512 VNNI:
+// lane j of 16 rows per zmm (gen_linear_q5_K_r16.cpp). impl.params rows (16), tokens (1..8;
+// 1: decode, with decode_group as q6_K_r16's).
+bool build_linear_q5_K_r16_avx512vnni(const GeneratorParams& p, kir::Module* m, std::string* err);
 bool build_linear_q3_K_avx512vnni(const GeneratorParams& p, kir::Module* m, std::string* err);
 bool build_linear_q3_K_avx2(const GeneratorParams& p, kir::Module* m, std::string* err);
 bool build_linear_q2_K_avx512vnni(const GeneratorParams& p, kir::Module* m, std::string* err);

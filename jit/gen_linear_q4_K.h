@@ -24,6 +24,18 @@ bool build_linear_q2_Kx8_avxvnni(const GeneratorParams& p, kir::Module* m, std::
 // The q4_K tiles on the weights' q4_K_r16 copy (kernels/formats/layouts.h): no transposes;
 // params rows 16, tokens 1 (decode) or 8 (prefill).
 bool build_linear_q4_K_r16_avx512vnni(const GeneratorParams& p, kir::Module* m, std::string* err);
+// The block heads of a 16-row copy of q4_K or q5_K (q4_K_r16, q5_K_r16: lane r of h[k] =
+// dword k of row r's head; gen_linear_q4_K_r16_gemv.cpp): d_w and dmin_w as f32, and ggml's
+// 6-bit scales and mins (get_scale_min_k4) as bytes, byte k of dword lane r = sc[k] of row r
+// (sc_lo: k = 0..3, sc_hi: 4..7; mn_lo, mn_hi the mins alike).
+struct K4HeadConsts {
+  kir::V nib, m63, even_odd;  // 0x0F and 0x3F bytes; the vpermd of d | dmin pairs
+};
+struct K4Head16 {
+  kir::V dw, dminw, sc_lo, sc_hi, mn_lo, mn_hi;
+};
+K4HeadConsts k4_head_consts(kir::Builder& b);
+K4Head16 unpack_k4_head16(kir::Builder& b, const kir::V h[4], const K4HeadConsts& c);
 // Its one-token tile (gen_linear_q4_K_r16_gemv.cpp; gen_tile.h's tile ABI): a new function of
 // m, returning its index.
 int emit_q4_K_r16_gemv1(kir::Module& m, const std::string& name);

@@ -55,6 +55,51 @@ constexpr int kQuants = 256;
 
 }  // namespace
 
+K4HeadConsts k4_head_consts(Builder& b) {
+  const VecOf zmm{b, 512};
+  K4HeadConsts c{zmm.splat("nib", 0x0F0F0F0Fu), zmm.splat("m63", 0x3F3F3F3Fu), zmm.i("even_odd")};
+  std::vector<uint32_t> eo;
+  for (uint32_t l = 0; l < 16; ++l) eo.push_back(l < 8 ? 2 * l : 2 * (l - 8) + 1);
+  b.vconst32(c.even_odd, eo);
+  return c;
+}
+
+K4Head16 unpack_k4_head16(Builder& b, const V h[4], const K4HeadConsts& c) {
+  const VecOf zmm{b, 512};
+  K4Head16 r;
+  // d_w, dmin_w: the fp16 pairs of each half of the rows as f32 [d, dmin, ...], split by
+  // vpermd into [d | dmin] per half, the halves joined.
+  {
+    V hh = b.vec(256, Cls::I, "head0_hi"), f0 = zmm.f("f0"), f1 = zmm.f("f1"), p0 = zmm.f("p0"),
+      p1 = zmm.f("p1");
+    r.dw = zmm.f("dw");
+    r.dminw = zmm.f("dminw");
+    b.vextract(hh, h[0], 1);
+    b.vcvt_f16_f32(f0, b.view(h[0], 256, Cls::I));
+    b.vcvt_f16_f32(f1, hh);
+    b.vperm_d(p0, f0, c.even_odd);
+    b.vperm_d(p1, f1, c.even_odd);
+    b.vshuf128(r.dw, p0, p1, 0x44);
+    b.vshuf128(r.dminw, p0, p1, 0xEE);
+  }
+  // Scales and mins, 6 bits in each byte: sc[k] = byte k of sc_lo (k < 4) or of sc_hi.
+  r.sc_lo = zmm.i("sc_lo");
+  r.sc_hi = zmm.i("sc_hi");
+  r.mn_lo = zmm.i("mn_lo");
+  r.mn_hi = zmm.i("mn_hi");
+  V t = zmm.i("t"), u = zmm.i("u");
+  b.vsrl_i32(t, h[1], 2);
+  b.vternlog(r.sc_hi, h[3], t, c.nib, 0xE4);  // nib ? bytes 8-11 : bytes 0-3 >> 2
+  b.vsrl_i32(t, h[3], 4);
+  b.vsrl_i32(u, h[2], 2);
+  b.vternlog(r.mn_hi, t, u, c.nib, 0xE4);  // nib ? bytes 8-11 >> 4 : bytes 4-7 >> 2
+  b.vand(r.sc_lo, h[1], c.m63);
+  b.vand(r.sc_hi, r.sc_hi, c.m63);
+  b.vand(r.mn_lo, h[2], c.m63);
+  b.vand(r.mn_hi, r.mn_hi, c.m63);
+  return r;
+}
+
 int emit_q4_K_r16_gemv1(kir::Module& m, const std::string& name) {
   Builder b = open_tile(m, name);
   const TileArgs a = begin_tile(b);
@@ -64,18 +109,12 @@ int emit_q4_K_r16_gemv1(kir::Module& m, const std::string& name) {
     b.vconst32(x, lanes);
     return x;
   };
-  const V nib = zmm.splat("nib", 0x0F0F0F0Fu), hib = zmm.splat("hib", 0xF0F0F0F0u),
-          m63 = zmm.splat("m63", 0x3F3F3F3Fu), low8 = zmm.splat("low8", 0xFFu);
+  const K4HeadConsts hc = k4_head_consts(b);
+  const V nib = hc.nib, hib = zmm.splat("hib", 0xF0F0F0F0u), low8 = zmm.splat("low8", 0xFFu);
   const V byte1 = table("byte1", dword_shuffle({1, -1, -1, -1}, 4)),
           byte2 = table("byte2", dword_shuffle({2, -1, -1, -1}, 4)),
           pair01 = table("pair01", dword_shuffle({0, -1, 1, -1}, 4)),
           pair23 = table("pair23", dword_shuffle({2, -1, 3, -1}, 4));
-  V even_odd;
-  {
-    std::vector<uint32_t> eo;
-    for (uint32_t l = 0; l < 16; ++l) eo.push_back(l < 8 ? 2 * l : 2 * (l - 8) + 1);
-    even_odd = table("even_odd", eo);
-  }
   V ones16 = b.vec(256, Cls::I, "ones16");
   b.vsplat32(ones16, 0x00010001u);
   // The token's bsum32 pairs as int16 words (vpackssdw order: pairs 0, 1 at bytes 0, 4;
@@ -105,38 +144,15 @@ int emit_q4_K_r16_gemv1(kir::Module& m, const std::string& name) {
     h[k] = zmm.i("head");
     load_w(h[k], 64 * k);
   }
-  // fl(d_w * d_a), fl(dmin_w * d_a): the fp16 pairs of each half of the rows as f32 [d,
-  // dmin, ...], split by vpermd into [d | dmin] per half, the halves joined.
-  V d, dmin;
+  // fl(d_w * d_a), fl(dmin_w * d_a); the scales and mins.
+  const K4Head16 hd = unpack_k4_head16(b, h, hc);
+  const V sc_lo = hd.sc_lo, sc_hi = hd.sc_hi, mn_lo = hd.mn_lo, mn_hi = hd.mn_hi;
+  V d = zmm.f("d"), dmin = zmm.f("dmin");
   {
-    V hh = b.vec(256, Cls::I, "head0_hi"), f0 = zmm.f("f0"), f1 = zmm.f("f1"), p0 = zmm.f("p0"),
-      p1 = zmm.f("p1"), dw = zmm.f("dw"), dminw = zmm.f("dminw"), da = zmm.f("da");
-    b.vextract(hh, h[0], 1);
-    b.vcvt_f16_f32(f0, b.view(h[0], 256, Cls::I));
-    b.vcvt_f16_f32(f1, hh);
-    b.vperm_d(p0, f0, even_odd);
-    b.vperm_d(p1, f1, even_odd);
-    b.vshuf128(dw, p0, p1, 0x44);
-    b.vshuf128(dminw, p0, p1, 0xEE);
+    V da = zmm.f("da");
     b.vbcast_f32(da, act(0));
-    d = zmm.f("d");
-    dmin = zmm.f("dmin");
-    b.vmul_f(d, dw, da);
-    b.vmul_f(dmin, dminw, da);
-  }
-  // Scales and mins, 6 bits in each byte: sc[k] = byte k of sc_lo (k < 4) or of sc_hi.
-  V sc_lo = zmm.i("sc_lo"), sc_hi = zmm.i("sc_hi"), mn_lo = zmm.i("mn_lo"), mn_hi = zmm.i("mn_hi");
-  {
-    V t = zmm.i("t"), u = zmm.i("u");
-    b.vsrl_i32(t, h[1], 2);
-    b.vternlog(sc_hi, h[3], t, nib, 0xE4);  // nib ? bytes 8-11 : bytes 0-3 >> 2
-    b.vsrl_i32(t, h[3], 4);
-    b.vsrl_i32(u, h[2], 2);
-    b.vternlog(mn_hi, t, u, nib, 0xE4);  // nib ? bytes 8-11 >> 4 : bytes 4-7 >> 2
-    b.vand(sc_lo, h[1], m63);
-    b.vand(sc_hi, sc_hi, m63);
-    b.vand(mn_lo, h[2], m63);
-    b.vand(mn_hi, mn_hi, m63);
+    b.vmul_f(d, hd.dw, da);
+    b.vmul_f(dmin, hd.dminw, da);
   }
   // imin, and accmin's FMA.
   {

@@ -91,7 +91,7 @@ constexpr gen::MoeCombineFn kMoeCombine = nullptr;
 constexpr gen::MoeRouteFn kMoeRoute = nullptr;
 constexpr gen::MoeGroupFn kMoeGroup = nullptr;
 
-const std::array<Generator, 143> kGenerators = {
+const std::array<Generator, 144> kGenerators = {
     make_generator("linear_q8_0__avx512vnni",
                    "q8_0 linear, ggml vec_dot lanes, 2 rows per zmm, vpdpbusd", kAvx512Vnni,
                    kLinear, &gen::build_linear_q8_0_avx512vnni),
@@ -158,6 +158,11 @@ const std::array<Generator, 143> kGenerators = {
     make_generator("linear_q5_K__avx512vnni",
                    "q5_K linear, ggml vec_dot_q5_K lanes, two chunks per zmm, vpdpwssd",
                    kAvx512Vnni, kLinear, &gen::build_linear_q5_K_avx512vnni),
+    with_decode_group(make_generator(
+        "linear_q5_K_r16__avx512vnni",
+        "q5_K linear on the q5_K_r16 weight copy, ggml vec_dot_q5_K lanes, lane j of "
+        "16 rows per zmm (contract linear.q5_K.ggml)",
+        kAvx512Vnni, kLinear, &gen::build_linear_q5_K_r16_avx512vnni)),
     make_generator("linear_q5_K__avx2",
                    "q5_K linear, ggml vec_dot_q5_K lanes, one chunk per ymm, vpmaddubsw", kAvx2,
                    kLinear, &gen::build_linear_q5_K_avx2),

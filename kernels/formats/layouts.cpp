@@ -155,6 +155,36 @@ void q6_K_r16_repack(const uint8_t* src, uint8_t* dst, int64_t K, int64_t N, int
   }
 }
 
+size_t q5_K_r16_bytes(int64_t K, int64_t N) {
+  return size_t(groups(N, kQ5KR16Rows)) * size_t(K / kQK_K) * kQ5KR16Block;
+}
+
+void q5_K_r16_repack(const uint8_t* src, uint8_t* dst, int64_t K, int64_t N, int64_t g0,
+                     int64_t g1) {
+  static_assert(sizeof(block_q5_K) == 176 && offsetof(block_q5_K, qh) == 16 &&
+                offsetof(block_q5_K, qs) == 48);
+  const int64_t nb = K / kQK_K;
+  const size_t gbytes = size_t(nb) * kQ5KR16Block;
+  for (int64_t g = g0; g < g1; ++g) {
+    uint8_t* buf = group_buffer(gbytes, (g + 1) * kQ5KR16Rows > N);
+    for (int64_t b = 0; b < nb; ++b) {
+      uint8_t* out = buf + size_t(b) * kQ5KR16Block;
+      for (int r = 0; r < kQ5KR16Rows; ++r) {
+        const int64_t n = g * kQ5KR16Rows + r;
+        if (n >= N) break;
+        const uint8_t* blk = src + size_t(n * nb + b) * sizeof(block_q5_K);
+        for (int k = 0; k < 4; ++k) std::memcpy(out + 64 * k + 4 * r, blk + 4 * k, 4);
+        for (int l = 0; l < 8; ++l) {
+          uint8_t* q = out + 256 + 320 * l + 4 * r;
+          for (int j = 0; j < 4; ++j) std::memcpy(q + 64 * j, blk + 48 + 32 * j + 4 * l, 4);
+          std::memcpy(q + 256, blk + 16 + 4 * l, 4);  // qh
+        }
+      }
+    }
+    stream_out(dst + size_t(g) * gbytes, buf, gbytes);
+  }
+}
+
 }  // namespace
 
 const std::vector<WeightLayout>& weight_layouts() {
@@ -163,6 +193,7 @@ const std::vector<WeightLayout>& weight_layouts() {
       {"q8_0_r16", DType::Q8_0, kQ8_0R16Rows, &q8_0_r16_bytes, &q8_0_r16_repack},
       {"q4_K_r16", DType::Q4_K, kQ4KR16Rows, &q4_K_r16_bytes, &q4_K_r16_repack},
       {"q6_K_r16", DType::Q6_K, kQ6KR16Rows, &q6_K_r16_bytes, &q6_K_r16_repack},
+      {"q5_K_r16", DType::Q5_K, kQ5KR16Rows, &q5_K_r16_bytes, &q5_K_r16_repack},
   };
   return k;
 }

@@ -56,6 +56,22 @@
 //              scale pair 2p, 2p+1 of row r; each 512-bit load of the quants holds one dword
 //              of all 16 rows (lane r = row r), lane l's 6 of them in 384 bytes; the 16 d's
 //              are one 256-bit load. 210 bytes per row and super-block, as in the file.
+//   q5_K_r16   q5_K rows in groups of 16, super-block-interleaved and transposed for kernels
+//              that keep each row's 8 ggml lanes in 8 vectors of one lane per row. Group g
+//              (rows 16g .. 16g+15; rows past N are zero), super-block b (elements 256b ..
+//              256b+255) is kQ5KR16Block bytes at (g * nb + b) * kQ5KR16Block:
+//                bytes [64 k + 4 r, +4)              dword k of the block head (k = 0: d |
+//                                                    dmin << 16; 1..3: the 12 scale bytes)
+//                                                    of row 16g + r, k = 0..3 (as q4_K_r16)
+//                bytes [256 + 320 l + 64 j + 4 r, +4)
+//                                                    for ggml lane l = 0..7 of that row: j =
+//                                                    0..3: qs bytes 32j + 4l .. +3 (elements
+//                                                    4l.. of chunks 2j, 2j+1 as low, high
+//                                                    nibbles); j = 4: qh bytes 4l .. +3 (bit c
+//                                                    of chunk c)
+//              So each 512-bit load of the quants holds one dword of all 16 rows (lane r =
+//              row r), lane l's 5 of them in 320 bytes. 176 bytes per row and super-block,
+//              as in the file.
 #pragma once
 
 #include <cstddef>
@@ -75,6 +91,8 @@ inline constexpr int kQ4KR16Rows = 16;
 inline constexpr int kQ4KR16Block = 16 * 144;  // bytes of one super-block of a 16-row group
 inline constexpr int kQ6KR16Rows = 16;
 inline constexpr int kQ6KR16Block = 16 * 210;  // bytes of one super-block of a 16-row group
+inline constexpr int kQ5KR16Rows = 16;
+inline constexpr int kQ5KR16Block = 16 * 176;  // bytes of one super-block of a 16-row group
 
 struct WeightLayout {
   std::string_view name;

@@ -199,5 +199,64 @@ TEST(WeightLayouts, q6_K_r16) {
   }
 }
 
+// q5_K_r16: group g, super-block b at (g * nb + b) * 2816; dword k of row 16g + r's 16-byte
+// head (d, dmin, scales) at 64 k + 4 r; for lane l = 0..7 the qs dwords 32j + 4l (j = 0..3)
+// and the qh dword 4l at 256 + 320 l + 64 j + 4 r (j = 4: qh); rows past N zero. Checked
+// byte by byte from the file's offsets (every byte written once), then element by element:
+// each 5-bit quant rebuilt from the copy as a lane-per-row kernel reads it equals ggml's
+// (dequantize_row_q5_K's indexing).
+TEST(WeightLayouts, q5_K_r16) {
+  const WeightLayout& l = *find_weight_layout("q5_K_r16");
+  EXPECT_EQ(l.dtype, DType::Q5_K);
+  for (auto [K, N] : {std::pair<int64_t, int64_t>{256, 16}, {768, 37}, {512, 8}}) {
+    const int64_t nb = K / 256, groups = (N + 15) / 16;
+    const std::vector<uint8_t> src = random_bytes(size_t(N * nb) * sizeof(block_q5_K), 13);
+    ASSERT_EQ(l.bytes(K, N), size_t(groups * nb) * 2816) << "K=" << K << " N=" << N;
+    std::vector<uint8_t> dst(l.bytes(K, N), 0xAB);
+    l.repack(src.data(), dst.data(), K, N, 0, groups);
+    for (int64_t g = 0; g < groups; ++g)
+      for (int64_t b = 0; b < nb; ++b) {
+        const uint8_t* blk = dst.data() + (g * nb + b) * 2816;
+        std::vector<int> hits(2816, 0);
+        auto at = [&](int pos) {
+          ++hits[size_t(pos)];
+          return blk[pos];
+        };
+        for (int r = 0; r < 16; ++r) {
+          const int64_t n = 16 * g + r;
+          const uint8_t* row = src.data() + (n * nb + b) * sizeof(block_q5_K);
+          auto want = [&](int i) { return n < N ? row[i] : uint8_t(0); };
+          for (int i = 0; i < 16; ++i)
+            ASSERT_EQ(at(64 * (i / 4) + 4 * r + i % 4), want(i))
+                << "K=" << K << " N=" << N << " row " << n << " block " << b << " head " << i;
+          for (int i = 0; i < 32; ++i)  // qh[i]: lane i / 4
+            ASSERT_EQ(at(256 + 320 * (i / 4) + 256 + 4 * r + i % 4), want(16 + i))
+                << "K=" << K << " N=" << N << " row " << n << " block " << b << " qh " << i;
+          for (int i = 0; i < 128; ++i) {  // qs[i]: j = i / 32, lane i % 32 / 4
+            const int j = i / 32, m = i % 32;
+            ASSERT_EQ(at(256 + 320 * (m / 4) + 64 * j + 4 * r + m % 4), want(48 + i))
+                << "K=" << K << " N=" << N << " row " << n << " block " << b << " qs " << i;
+          }
+          if (n >= N) continue;
+          // Element e = 64 j + 32 u + m (ggml): nibble u of qs[32j + m], bit 2j + u of qh[m]
+          // as bit 4. The copy: chunk c = 2j + u, ggml lane l = m / 4.
+          for (int e = 0; e < 256; ++e) {
+            const int j = e / 64, u = e % 64 / 32, m = e % 32, c = 2 * j + u;
+            const uint8_t fs = row[48 + 32 * j + m], fh = row[16 + m];
+            const int file_q = (u ? fs >> 4 : fs & 0xF) | ((fh >> c) & 1) << 4;
+            const uint8_t* lane = blk + 256 + 320 * (m / 4) + 4 * r + m % 4;
+            const uint8_t cs = lane[64 * j], ch = lane[256];
+            const int copy_q = (u ? cs >> 4 : cs & 0xF) | ((ch >> c) & 1) << 4;
+            ASSERT_EQ(copy_q, file_q) << "row " << n << " block " << b << " element " << e;
+          }
+        }
+        for (int i = 0; i < 2816; ++i) ASSERT_EQ(hits[size_t(i)], 1) << "byte " << i;
+      }
+    std::vector<uint8_t> parts(l.bytes(K, N), 0x11);
+    for (int64_t g = 0; g < groups; ++g) l.repack(src.data(), parts.data(), K, N, g, g + 1);
+    EXPECT_EQ(parts, dst);
+  }
+}
+
 }  // namespace
 }  // namespace cke
