@@ -91,7 +91,7 @@ constexpr gen::MoeCombineFn kMoeCombine = nullptr;
 constexpr gen::MoeRouteFn kMoeRoute = nullptr;
 constexpr gen::MoeGroupFn kMoeGroup = nullptr;
 
-const std::array<Generator, 144> kGenerators = {
+const std::array<Generator, 145> kGenerators = {
     make_generator("linear_q8_0__avx512vnni",
                    "q8_0 linear, ggml vec_dot lanes, 2 rows per zmm, vpdpbusd", kAvx512Vnni,
                    kLinear, &gen::build_linear_q8_0_avx512vnni),
@@ -163,6 +163,11 @@ const std::array<Generator, 144> kGenerators = {
         "q5_K linear on the q5_K_r16 weight copy, ggml vec_dot_q5_K lanes, lane j of "
         "16 rows per zmm (contract linear.q5_K.ggml)",
         kAvx512Vnni, kLinear, &gen::build_linear_q5_K_r16_avx512vnni)),
+    with_decode_group(make_generator(
+        "linear_q3_K_r16__avx512vnni",
+        "q3_K linear on the q3_K_r16 weight copy, ggml vec_dot_q3_K lanes, lane j of "
+        "16 rows per zmm (contract linear.q3_K.ggml)",
+        kAvx512Vnni, kLinear, &gen::build_linear_q3_K_r16_avx512vnni)),
     make_generator("linear_q5_K__avx2",
                    "q5_K linear, ggml vec_dot_q5_K lanes, one chunk per ymm, vpmaddubsw", kAvx2,
                    kLinear, &gen::build_linear_q5_K_avx2),

@@ -185,6 +185,38 @@ void q5_K_r16_repack(const uint8_t* src, uint8_t* dst, int64_t K, int64_t N, int
   }
 }
 
+size_t q3_K_r16_bytes(int64_t K, int64_t N) {
+  return size_t(groups(N, kQ3KR16Rows)) * size_t(K / kQK_K) * kQ3KR16Block;
+}
+
+void q3_K_r16_repack(const uint8_t* src, uint8_t* dst, int64_t K, int64_t N, int64_t g0,
+                     int64_t g1) {
+  static_assert(sizeof(block_q3_K) == 110 && offsetof(block_q3_K, qs) == 32 &&
+                offsetof(block_q3_K, scales) == 96 && offsetof(block_q3_K, d) == 108);
+  const int64_t nb = K / kQK_K;
+  const size_t gbytes = size_t(nb) * kQ3KR16Block;
+  for (int64_t g = g0; g < g1; ++g) {
+    uint8_t* buf = group_buffer(gbytes, (g + 1) * kQ3KR16Rows > N);
+    for (int64_t b = 0; b < nb; ++b) {
+      uint8_t* out = buf + size_t(b) * kQ3KR16Block;
+      for (int r = 0; r < kQ3KR16Rows; ++r) {
+        const int64_t n = g * kQ3KR16Rows + r;
+        if (n >= N) break;
+        const uint8_t* blk = src + size_t(n * nb + b) * sizeof(block_q3_K);
+        for (int k = 0; k < 3; ++k) std::memcpy(out + 64 * k + 4 * r, blk + 96 + 4 * k, 4);
+        for (int l = 0; l < 8; ++l) {
+          uint8_t* q = out + 192 + 192 * l + 4 * r;
+          std::memcpy(q, blk + 32 + 4 * l, 4);        // qs, chunks 0..3
+          std::memcpy(q + 64, blk + 64 + 4 * l, 4);   // qs, chunks 4..7
+          std::memcpy(q + 128, blk + 4 * l, 4);       // hmask
+        }
+        std::memcpy(out + 1728 + 2 * r, blk + 108, 2);
+      }
+    }
+    stream_out(dst + size_t(g) * gbytes, buf, gbytes);
+  }
+}
+
 }  // namespace
 
 const std::vector<WeightLayout>& weight_layouts() {
@@ -194,6 +226,7 @@ const std::vector<WeightLayout>& weight_layouts() {
       {"q4_K_r16", DType::Q4_K, kQ4KR16Rows, &q4_K_r16_bytes, &q4_K_r16_repack},
       {"q6_K_r16", DType::Q6_K, kQ6KR16Rows, &q6_K_r16_bytes, &q6_K_r16_repack},
       {"q5_K_r16", DType::Q5_K, kQ5KR16Rows, &q5_K_r16_bytes, &q5_K_r16_repack},
+      {"q3_K_r16", DType::Q3_K, kQ3KR16Rows, &q3_K_r16_bytes, &q3_K_r16_repack},
   };
   return k;
 }

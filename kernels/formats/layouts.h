@@ -72,6 +72,21 @@
 //              So each 512-bit load of the quants holds one dword of all 16 rows (lane r =
 //              row r), lane l's 5 of them in 320 bytes. 176 bytes per row and super-block,
 //              as in the file.
+//   q3_K_r16   q3_K rows in groups of 16, super-block-interleaved and transposed for kernels
+//              that keep each row's 8 ggml lanes in 8 vectors of one lane per row. Group g
+//              (rows 16g .. 16g+15; rows past N are zero), super-block b (elements 256b ..
+//              256b+255) is kQ3KR16Block bytes at (g * nb + b) * kQ3KR16Block:
+//                bytes [64 k + 4 r, +4)              scale bytes 4k .. 4k+3 of row 16g + r,
+//                                                    k = 0..2
+//                bytes [192 + 192 l + 64 j + 4 r, +4)
+//                                                    for ggml lane l = 0..7 of that row: j =
+//                                                    0, 1: qs bytes 32j + 4l .. +3 (2 bits of
+//                                                    chunk 4j + s at bit 2s); j = 2: hmask
+//                                                    bytes 4l .. +3 (bit c of chunk c)
+//                bytes [1728 + 2 r, +2)              the row's fp16 d
+//              So each 512-bit load holds one dword of all 16 rows (lane r = row r), lane
+//              l's 3 of them in 192 bytes; the 16 d's are one 256-bit load. 110 bytes per
+//              row and super-block, as in the file.
 #pragma once
 
 #include <cstddef>
@@ -93,6 +108,8 @@ inline constexpr int kQ6KR16Rows = 16;
 inline constexpr int kQ6KR16Block = 16 * 210;  // bytes of one super-block of a 16-row group
 inline constexpr int kQ5KR16Rows = 16;
 inline constexpr int kQ5KR16Block = 16 * 176;  // bytes of one super-block of a 16-row group
+inline constexpr int kQ3KR16Rows = 16;
+inline constexpr int kQ3KR16Block = 16 * 110;  // bytes of one super-block of a 16-row group
 
 struct WeightLayout {
   std::string_view name;

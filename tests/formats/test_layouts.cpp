@@ -258,5 +258,64 @@ TEST(WeightLayouts, q5_K_r16) {
   }
 }
 
+// q3_K_r16: group g, super-block b at (g * nb + b) * 1760; scale dword k of row 16g + r at
+// 64 k + 4 r; for lane l = 0..7 the qs dwords 4l and 32 + 4l and the hmask dword 4l at
+// 192 + 192 l + 64 j + 4 r (j = 0, 1, 2); d at 1728 + 2 r; rows past N zero. Checked byte
+// by byte from the file's offsets (every byte written once), then element by element: each
+// quant (low 2 bits, hmask bit) rebuilt from the copy as a lane-per-row kernel reads it
+// equals ggml's (dequantize_row_q3_K's indexing).
+TEST(WeightLayouts, q3_K_r16) {
+  const WeightLayout& l = *find_weight_layout("q3_K_r16");
+  EXPECT_EQ(l.dtype, DType::Q3_K);
+  for (auto [K, N] : {std::pair<int64_t, int64_t>{256, 16}, {768, 37}, {512, 8}}) {
+    const int64_t nb = K / 256, groups = (N + 15) / 16;
+    const std::vector<uint8_t> src = random_bytes(size_t(N * nb) * sizeof(block_q3_K), 17);
+    ASSERT_EQ(l.bytes(K, N), size_t(groups * nb) * 1760) << "K=" << K << " N=" << N;
+    std::vector<uint8_t> dst(l.bytes(K, N), 0xAB);
+    l.repack(src.data(), dst.data(), K, N, 0, groups);
+    for (int64_t g = 0; g < groups; ++g)
+      for (int64_t b = 0; b < nb; ++b) {
+        const uint8_t* blk = dst.data() + (g * nb + b) * 1760;
+        std::vector<int> hits(1760, 0);
+        auto at = [&](int pos) {
+          ++hits[size_t(pos)];
+          return blk[pos];
+        };
+        for (int r = 0; r < 16; ++r) {
+          const int64_t n = 16 * g + r;
+          const uint8_t* row = src.data() + (n * nb + b) * sizeof(block_q3_K);
+          auto want = [&](int i) { return n < N ? row[i] : uint8_t(0); };
+          for (int i = 0; i < 32; ++i)  // hmask[i]: lane i / 4
+            ASSERT_EQ(at(192 + 192 * (i / 4) + 128 + 4 * r + i % 4), want(i))
+                << "K=" << K << " N=" << N << " row " << n << " block " << b << " hmask " << i;
+          for (int i = 0; i < 64; ++i) {  // qs[i]: j = i / 32, lane i % 32 / 4
+            const int j = i / 32, m = i % 32;
+            ASSERT_EQ(at(192 + 192 * (m / 4) + 64 * j + 4 * r + m % 4), want(32 + i))
+                << "K=" << K << " N=" << N << " row " << n << " block " << b << " qs " << i;
+          }
+          for (int i = 0; i < 12; ++i)
+            ASSERT_EQ(at(64 * (i / 4) + 4 * r + i % 4), want(96 + i))
+                << "scale byte " << i << " of row " << n << " block " << b;
+          for (int i = 0; i < 2; ++i)
+            ASSERT_EQ(at(1728 + 2 * r + i), want(108 + i)) << "d of row " << n << " block " << b;
+          if (n >= N) continue;
+          // Element e = 128 j + 32 s + m (ggml): bits 2s of qs[32j + m], bit 4j + s of
+          // hmask[m]. The copy: chunk c = 4j + s, ggml lane l = m / 4.
+          for (int e = 0; e < 256; ++e) {
+            const int j = e / 128, s = e % 128 / 32, m = e % 32, c = 4 * j + s;
+            const int file_q = ((row[32 + 32 * j + m] >> (2 * s)) & 3) | ((row[m] >> c) & 1) << 2;
+            const uint8_t* lane = blk + 192 + 192 * (m / 4) + 4 * r + m % 4;
+            const int copy_q = ((lane[64 * j] >> (2 * s)) & 3) | ((lane[128] >> c) & 1) << 2;
+            ASSERT_EQ(copy_q, file_q) << "row " << n << " block " << b << " element " << e;
+          }
+        }
+        for (int i = 0; i < 1760; ++i) ASSERT_EQ(hits[size_t(i)], 1) << "byte " << i;
+      }
+    std::vector<uint8_t> parts(l.bytes(K, N), 0x11);
+    for (int64_t g = 0; g < groups; ++g) l.repack(src.data(), parts.data(), K, N, g, g + 1);
+    EXPECT_EQ(parts, dst);
+  }
+}
+
 }  // namespace
 }  // namespace cke
