@@ -111,8 +111,8 @@ constexpr int kAcc = 0, kAccMin = 1, kD = 2, kDMin = 3, kPartA = 4, kPartB = 5, 
 
 class Tile {
  public:
-  // r16: the weights are the q4_K_r16 copy (kernels/formats/layouts.h; AVX-512, q4_K): w is
-  // the 16-row group, each super-block already transposed, so no transposes run.
+  // r16: the weights are the q4_K_r16 / q2_K_r16 copy (kernels/formats/layouts.h; AVX-512):
+  // w is the 16-row group, each super-block already transposed, so no transposes run.
   Tile(kir::Module& m, const std::string& name, const X8Format& f, bool avx512, int n_gemm,
        int n_gemv, bool r16 = false)
       : b_(open_tile(m, name)),
@@ -132,7 +132,7 @@ class Tile {
         r16_(r16),
         vnni_(m.uses("avxvnni")) {
     if (tokens_ < 1 || tokens_ > 8) throw std::logic_error("kir: q4_K tile takes 1..8 tokens");
-    if (r16 && (f.q2 || !avx512)) throw std::logic_error("kir: q4_K_r16 is AVX-512 q4_K only");
+    if (r16 && !avx512) throw std::logic_error("kir: the q4_K_r16 / q2_K_r16 tiles are AVX-512");
   }
 
   int build();
@@ -144,7 +144,9 @@ class Tile {
   Mem act(int t, int32_t disp) const { return tr_[t / 4].at(t % 4, disp); }
   Mem row(int r, int32_t disp) const { return Mem{wb_, roff_[size_t(r)], 1, disp}; }
   Mem r16(int32_t disp) const { return Mem{wb_, {}, 1, disp}; }  // the group's super-block
-  int wblock() const { return r16_ ? kQ4KR16Block : f_.block; }  // weight bytes a super-block
+  int wblock() const {  // weight bytes a super-block
+    return !r16_ ? f_.block : f_.q2 ? kQ2KR16Block : kQ4KR16Block;
+  }
   V vec(const char* n, Cls c = Cls::I) { return b_.vec(bits_, c, n); }
   V splat(const char* n, uint32_t v) {
     V x = vec(n);
@@ -248,15 +250,22 @@ int Tile::build() {
   token_factors();
   V q[8];
   for (int u = 0; u < f_.units; ++u) {
-    if (r16_) {
+    if (r16_ && !f_.q2) {
       for (int d = 0; d < 8; ++d) {
         q[d] = vec("Q");
         b.vload(q[d], r16(256 + 512 * u + 64 * d));  // lane r = dword d of row r's chunk u
       }
     } else if (!f_.q2) {
       transpose_chunk(f_.qs + 32 * u, q);
-    } else if (u % 4 == 0) {  // q2_K: one transpose per half, kept for its 4 groups
-      transpose_chunk(f_.qs + 32 * (u / 4), q);
+    } else if (u % 4 == 0) {  // q2_K: one transpose (r16: 8 loads) per half, kept for its 4
+      if (r16_) {             // groups
+        for (int d = 0; d < 8; ++d) {
+          q[d] = vec("Q");
+          b.vload(q[d], r16(320 + 512 * (u / 4) + 64 * d));  // lane r = dword d of row r's half
+        }
+      } else {
+        transpose_chunk(f_.qs + 32 * (u / 4), q);
+      }
       if (!avx512_)
         for (int d = 0; d < 8; ++d) b.vstore(slot(kWhi + d), q[d]);
     }
@@ -335,9 +344,14 @@ void Tile::heads() {
   V dd = vec("d_dmin"), u[4];  // dd lane r: d | dmin << 16 of row r
   if (f_.q2) {
     for (V& x : u) x = vec("scales");  // scale bytes 4i..4i+3
-    transpose16(0, u);
-    V t[4] = {V{}, V{}, V{}, dd};  // bytes 80-83 of the rows
-    transpose16(80 - 12, t);
+    if (r16_) {
+      for (int i = 0; i < 4; ++i) b.vload(u[i], r16(64 * i));  // lane r = row r's dword i
+      b.vload(dd, r16(256));
+    } else {
+      transpose16(0, u);
+      V t[4] = {V{}, V{}, V{}, dd};  // bytes 80-83 of the rows
+      transpose16(80 - 12, t);
+    }
   } else {
     u[0] = dd;
     for (int i = 1; i < 4; ++i) u[i] = vec("u");  // scale bytes 4(i-1)..4(i-1)+3
@@ -768,10 +782,12 @@ bool build_x8(const X8Format& f, Isa isa, const GeneratorParams& params, kir::Mo
   return true;
 }
 
-// q4_K on its q4_K_r16 copy, AVX-512 VNNI: the tiles of build_x8 reading the transposed
-// super-blocks directly.
-bool build_q4_K_r16(const GeneratorParams& params, kir::Module* m, std::string* err) {
-  const char* gen = "linear_q4_K_r16__avx512vnni";
+// q4_K / q2_K on its q4_K_r16 / q2_K_r16 copy, AVX-512 VNNI: the tiles of build_x8 reading
+// the transposed super-blocks directly (q4_K's decode: its own integer gemv).
+bool build_r16(const X8Format& f, const GeneratorParams& params, kir::Module* m,
+               std::string* err) {
+  const std::string name = fmt::format("linear_{}_r16__avx512vnni", f.name);
+  const char* gen = name.c_str();
   int rows = 16, tokens = 1, decode_group = 8;
   if (!int_params(params, gen,
                   {{"rows", &rows}, {"tokens", &tokens}, {"decode_group", &decode_group}}, err))
@@ -788,14 +804,14 @@ bool build_q4_K_r16(const GeneratorParams& params, kir::Module* m, std::string* 
   }
   m->isa = isa_features(Isa::Avx512Vnni);
   m->comment = fmt::format(
-      "generator {}, rows {}, tokens {}: ggml's repacked q4_K_8x8 gemm/gemv arithmetic of "
-      "contract linear.q4_Kx8.ggml on the\nq4_K_r16 weight copy, one lane per row "
+      "generator {}, rows {}, tokens {}: ggml's repacked {}_8x8 gemm/gemv arithmetic of "
+      "contract linear.{}x8.ggml on the\n{}_r16 weight copy, one lane per row "
       "(activations: Q8_K rows from the plan's act_quant step)",
-      gen, rows, tokens);
+      gen, rows, tokens, f.name, f.name, f.name);
   Builder e = open_linear_entry(*m, m->name);
-  auto tile = [&](const std::string& name, int n_gemm, int n_gemv) {
-    if (n_gemm == 0 && n_gemv == 1) return emit_q4_K_r16_gemv1(*m, name);
-    return Tile(*m, name, kQ4Kx8, true, n_gemm, n_gemv, true).build();
+  auto tile = [&](const std::string& fn, int n_gemm, int n_gemv) {
+    if (!f.q2 && n_gemm == 0 && n_gemv == 1) return emit_q4_K_r16_gemv1(*m, fn);
+    return Tile(*m, fn, f, true, n_gemm, n_gemv, true).build();
   };
   Grid g;
   g.R = 16;
@@ -812,7 +828,7 @@ bool build_q4_K_r16(const GeneratorParams& params, kir::Module* m, std::string* 
     for (int r = 1; r < tokens; ++r)
       g.rem_fn[r] = tile(fmt::format("{}_rest{}", m->name, r), r - r % 4, r % 4);
   }
-  emit_r16_entry(e, g, {kQK_K, int(sizeof(block_q4_K)), kABlock});
+  emit_r16_entry(e, g, {kQK_K, f.block, kABlock});
   return true;
 }
 
@@ -837,7 +853,10 @@ bool build_linear_q2_Kx8_avx2(const GeneratorParams& p, kir::Module* m, std::str
   return build_x8(kQ2Kx8, Isa::Avx2, p, m, err);
 }
 bool build_linear_q4_K_r16_avx512vnni(const GeneratorParams& p, kir::Module* m, std::string* err) {
-  return build_q4_K_r16(p, m, err);
+  return build_r16(kQ4Kx8, p, m, err);
+}
+bool build_linear_q2_K_r16_avx512vnni(const GeneratorParams& p, kir::Module* m, std::string* err) {
+  return build_r16(kQ2Kx8, p, m, err);
 }
 
 }  // namespace cke::jit::gen

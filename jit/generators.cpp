@@ -91,7 +91,7 @@ constexpr gen::MoeCombineFn kMoeCombine = nullptr;
 constexpr gen::MoeRouteFn kMoeRoute = nullptr;
 constexpr gen::MoeGroupFn kMoeGroup = nullptr;
 
-const std::array<Generator, 145> kGenerators = {
+const std::array<Generator, 146> kGenerators = {
     make_generator("linear_q8_0__avx512vnni",
                    "q8_0 linear, ggml vec_dot lanes, 2 rows per zmm, vpdpbusd", kAvx512Vnni,
                    kLinear, &gen::build_linear_q8_0_avx512vnni),
@@ -125,6 +125,11 @@ const std::array<Generator, 145> kGenerators = {
         "q4_K linear on the q4_K_r16 weight copy, ggml's repacked q4_K_8x8 arithmetic "
         "(contract linear.q4_Kx8.ggml)",
         kAvx512Vnni, kLinear, &gen::build_linear_q4_K_r16_avx512vnni)),
+    with_decode_group(make_generator(
+        "linear_q2_K_r16__avx512vnni",
+        "q2_K linear on the q2_K_r16 weight copy, ggml's repacked q2_K_8x8 arithmetic "
+        "(contract linear.q2_Kx8.ggml)",
+        kAvx512Vnni, kLinear, &gen::build_linear_q2_K_r16_avx512vnni)),
     make_generator("linear_f32__avx512",
                    "f32 linear, ggml_vec_dot_f32 4x16 accumulators, reduce_add tree", kAvx512,
                    kLinear, &gen::build_linear_f32_avx512),

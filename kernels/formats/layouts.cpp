@@ -217,6 +217,35 @@ void q3_K_r16_repack(const uint8_t* src, uint8_t* dst, int64_t K, int64_t N, int
   }
 }
 
+size_t q2_K_r16_bytes(int64_t K, int64_t N) {
+  return size_t(groups(N, kQ2KR16Rows)) * size_t(K / kQK_K) * kQ2KR16Block;
+}
+
+void q2_K_r16_repack(const uint8_t* src, uint8_t* dst, int64_t K, int64_t N, int64_t g0,
+                     int64_t g1) {
+  static_assert(sizeof(block_q2_K) == 84 && offsetof(block_q2_K, qs) == 16 &&
+                offsetof(block_q2_K, d) == 80);
+  const int64_t nb = K / kQK_K;
+  const size_t gbytes = size_t(nb) * kQ2KR16Block;
+  for (int64_t g = g0; g < g1; ++g) {
+    uint8_t* buf = group_buffer(gbytes, (g + 1) * kQ2KR16Rows > N);
+    for (int64_t b = 0; b < nb; ++b) {
+      uint8_t* out = buf + size_t(b) * kQ2KR16Block;
+      for (int r = 0; r < kQ2KR16Rows; ++r) {
+        const int64_t n = g * kQ2KR16Rows + r;
+        if (n >= N) break;
+        const uint8_t* blk = src + size_t(n * nb + b) * sizeof(block_q2_K);
+        for (int k = 0; k < 4; ++k) std::memcpy(out + 64 * k + 4 * r, blk + 4 * k, 4);
+        std::memcpy(out + 256 + 4 * r, blk + 80, 4);  // d, dmin
+        for (int h = 0; h < 2; ++h)
+          for (int d = 0; d < 8; ++d)
+            std::memcpy(out + 320 + 512 * h + 64 * d + 4 * r, blk + 16 + 32 * h + 4 * d, 4);
+      }
+    }
+    stream_out(dst + size_t(g) * gbytes, buf, gbytes);
+  }
+}
+
 }  // namespace
 
 const std::vector<WeightLayout>& weight_layouts() {
@@ -227,6 +256,7 @@ const std::vector<WeightLayout>& weight_layouts() {
       {"q6_K_r16", DType::Q6_K, kQ6KR16Rows, &q6_K_r16_bytes, &q6_K_r16_repack},
       {"q5_K_r16", DType::Q5_K, kQ5KR16Rows, &q5_K_r16_bytes, &q5_K_r16_repack},
       {"q3_K_r16", DType::Q3_K, kQ3KR16Rows, &q3_K_r16_bytes, &q3_K_r16_repack},
+      {"q2_K_r16", DType::Q2_K, kQ2KR16Rows, &q2_K_r16_bytes, &q2_K_r16_repack},
   };
   return k;
 }

@@ -87,6 +87,17 @@
 //              So each 512-bit load holds one dword of all 16 rows (lane r = row r), lane
 //              l's 3 of them in 192 bytes; the 16 d's are one 256-bit load. 110 bytes per
 //              row and super-block, as in the file.
+//   q2_K_r16   q2_K rows in groups of 16, super-block-interleaved and transposed for kernels
+//              that keep one int32 lane per row (as q4_K_r16). Group g (rows 16g .. 16g+15;
+//              rows past N are zero), super-block b (elements 256b .. 256b+255) is
+//              kQ2KR16Block bytes at (g * nb + b) * kQ2KR16Block:
+//                bytes [64 k + 4 r, +4)              dword k of row 16g + r's block head: k =
+//                                                    0..3 the 16 scale bytes, k = 4: d | dmin
+//                                                    << 16
+//                bytes [320 + 512 h + 64 d + 4 r, +4)  dword d (quant bytes 32h + 4d .. +3) of
+//                                                    128-element half h of that row, d = 0..7
+//              So one 512-bit load holds one dword of all 16 rows, lane r = row r: 84 bytes
+//              per row and super-block, as in the file.
 #pragma once
 
 #include <cstddef>
@@ -110,6 +121,8 @@ inline constexpr int kQ5KR16Rows = 16;
 inline constexpr int kQ5KR16Block = 16 * 176;  // bytes of one super-block of a 16-row group
 inline constexpr int kQ3KR16Rows = 16;
 inline constexpr int kQ3KR16Block = 16 * 110;  // bytes of one super-block of a 16-row group
+inline constexpr int kQ2KR16Rows = 16;
+inline constexpr int kQ2KR16Block = 16 * 84;  // bytes of one super-block of a 16-row group
 
 struct WeightLayout {
   std::string_view name;

@@ -317,5 +317,47 @@ TEST(WeightLayouts, q3_K_r16) {
   }
 }
 
+// q2_K_r16: group g, super-block b at (g * nb + b) * 1344; dword k of row 16g + r's head
+// (k = 0..3: scale bytes 4k.., k = 4: d, dmin) at 64 k + 4 r; dword d of its half h (quant
+// bytes 16 + 32 h + 4 d) at 320 + 512 h + 64 d + 4 r; rows past N zero; every byte written
+// once.
+TEST(WeightLayouts, q2_K_r16) {
+  const WeightLayout& l = *find_weight_layout("q2_K_r16");
+  EXPECT_EQ(l.dtype, DType::Q2_K);
+  for (auto [K, N] : {std::pair<int64_t, int64_t>{256, 16}, {768, 37}, {512, 8}}) {
+    const int64_t nb = K / 256, groups = (N + 15) / 16;
+    const std::vector<uint8_t> src = random_bytes(size_t(N * nb) * sizeof(block_q2_K), 19);
+    ASSERT_EQ(l.bytes(K, N), size_t(groups * nb) * 1344) << "K=" << K << " N=" << N;
+    std::vector<uint8_t> dst(l.bytes(K, N), 0xAB);
+    l.repack(src.data(), dst.data(), K, N, 0, groups);
+    for (int64_t g = 0; g < groups; ++g)
+      for (int64_t b = 0; b < nb; ++b) {
+        const uint8_t* blk = dst.data() + (g * nb + b) * 1344;
+        std::vector<int> hits(1344, 0);
+        auto at = [&](int pos) {
+          ++hits[size_t(pos)];
+          return blk[pos];
+        };
+        for (int r = 0; r < 16; ++r) {
+          const int64_t n = 16 * g + r;
+          const uint8_t* row = src.data() + (n * nb + b) * sizeof(block_q2_K);
+          auto want = [&](int i) { return n < N ? row[i] : uint8_t(0); };
+          for (int i = 0; i < 16; ++i)
+            ASSERT_EQ(at(64 * (i / 4) + 4 * r + i % 4), want(i))
+                << "K=" << K << " N=" << N << " row " << n << " block " << b << " scale " << i;
+          for (int i = 0; i < 4; ++i)
+            ASSERT_EQ(at(256 + 4 * r + i), want(80 + i)) << "d/dmin of row " << n << " block " << b;
+          for (int i = 0; i < 64; ++i)  // qs[i]: half i / 32, dword i % 32 / 4
+            ASSERT_EQ(at(320 + 512 * (i / 32) + 64 * (i % 32 / 4) + 4 * r + i % 4), want(16 + i))
+                << "K=" << K << " N=" << N << " row " << n << " block " << b << " qs " << i;
+        }
+        for (int i = 0; i < 1344; ++i) ASSERT_EQ(hits[size_t(i)], 1) << "byte " << i;
+      }
+    std::vector<uint8_t> parts(l.bytes(K, N), 0x11);
+    for (int64_t g = 0; g < groups; ++g) l.repack(src.data(), parts.data(), K, N, g, g + 1);
+    EXPECT_EQ(parts, dst);
+  }
+}
+
 }  // namespace
 }  // namespace cke

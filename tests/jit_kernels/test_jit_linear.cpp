@@ -716,6 +716,12 @@ TEST(JitLinear, linear_q3_Kr16_f32_16x4__avx512vnni) {
 TEST(JitLinear, linear_q3_Kr16_f32_16x1__avx512vnni) {
   run_all("linear_q3_Kr16_f32_16x1__avx512vnni");
 }
+TEST(JitLinear, linear_q2_Kr16_f32_16x8__avx512vnni) {
+  run_all("linear_q2_Kr16_f32_16x8__avx512vnni");
+}
+TEST(JitLinear, linear_q2_Kr16_f32_16x1__avx512vnni) {
+  run_all("linear_q2_Kr16_f32_16x1__avx512vnni");
+}
 // AVX-VNNI (ymm vpdpbusd): the AVX2 tiles' integer dot in one instruction.
 TEST(JitLinear, linear_q4_0_f32_4x1__avxvnni) {
   run_all("linear_q4_0_f32_4x1__avxvnni");
@@ -868,6 +874,8 @@ TEST(JitLinear, EveryGeneratedProviderHasATest) {
       "linear_q5_Kr16_f32_16x1__avx512vnni",
       "linear_q3_Kr16_f32_16x4__avx512vnni",
       "linear_q3_Kr16_f32_16x1__avx512vnni",
+      "linear_q2_Kr16_f32_16x8__avx512vnni",
+      "linear_q2_Kr16_f32_16x1__avx512vnni",
       "linear_q4_0_f32_4x1__avxvnni",
       "linear_q4_0_f32_4x2__avxvnni",
       "linear_q4_0x8_f32_4x1__avxvnni",
