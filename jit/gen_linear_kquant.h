@@ -18,6 +18,8 @@ bool build_linear_q5_K_avx2(const GeneratorParams& p, kir::Module* m, std::strin
 // lane j of 16 rows per zmm (gen_linear_q5_K_r16.cpp). impl.params rows (16), tokens (1..8;
 // 1: decode, with decode_group as q6_K_r16's).
 bool build_linear_q5_K_r16_avx512vnni(const GeneratorParams& p, kir::Module* m, std::string* err);
+// Its AVX2 tiles (gen_linear_q5_K_r16_avx2.cpp; params rows 16, tokens 1 or 4).
+bool build_linear_q5_K_r16_avx2(const GeneratorParams& p, kir::Module* m, std::string* err);
 bool build_linear_q3_K_avx512vnni(const GeneratorParams& p, kir::Module* m, std::string* err);
 bool build_linear_q3_K_avx2(const GeneratorParams& p, kir::Module* m, std::string* err);
 // The same contract on the weights' q3_K_r16 copy, AVX-512 VNNI (gen_linear_q3_K_r16.cpp;

@@ -4,7 +4,9 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
+#include "jit/gen_tile.h"
 #include "jit/generators.h"
 #include "jit/kir/kir.h"
 
@@ -39,6 +41,16 @@ struct K4Head16 {
 };
 K4HeadConsts k4_head_consts(kir::Builder& b);
 K4Head16 unpack_k4_head16(kir::Builder& b, const kir::V h[4], const K4HeadConsts& c);
+// At AVX2 (8 rows a ymm; gen_linear_q4_K_r16_avx2.cpp): the rows' 6-bit scales and mins
+// from dwords 1-3 of their block heads (hd[1..3], lane r = row r): sc_lo / mn_lo bytes 0-3 =
+// scales / mins 0-3, sc_hi / mn_hi bytes 0-3 = 4-7 (nib: 0x0F bytes).
+struct ScalesMins {
+  kir::V sc_lo, sc_hi, mn_lo, mn_hi;
+};
+ScalesMins unpack_scales_mins(kir::Builder& b, const VecOf& ymm, const kir::V hd[4], kir::V nib);
+// vpshufb control: the low (k = 0: d) or high (k = 2: dmin) word of the 4 dwords of each
+// 128-bit block into its first 8 bytes (then vpermd {0, 1, 4, 5, ...} and vcvtph2ps).
+std::vector<uint32_t> words_of(int k);
 // Its one-token tile (gen_linear_q4_K_r16_gemv.cpp; gen_tile.h's tile ABI): a new function of
 // m, returning its index.
 int emit_q4_K_r16_gemv1(kir::Module& m, const std::string& name);

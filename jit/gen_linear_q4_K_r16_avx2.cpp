@@ -30,20 +30,12 @@
 #include "kernels/formats/layouts.h"
 
 namespace cke::jit::gen {
-namespace {
 
 using kir::Builder;
 using kir::Cls;
 using kir::Mem;
 using kir::V;
 
-constexpr int kABlock = int(sizeof(block_q8_K));
-constexpr int kAQs = int(offsetof(block_q8_K, qs));
-constexpr int kABsums = int(offsetof(block_q8_K, bsums));
-constexpr int kQuants = 256;  // chunk c's 8 quant dwords of the 16 rows at kQuants + 512 c
-
-// The low (k = 0) or high (k = 2) word of the 4 dwords of each 128-bit block into its
-// first 8 bytes.
 std::vector<uint32_t> words_of(int k) {
   std::vector<uint32_t> c;
   for (uint32_t q = 0; q < 2; ++q) {
@@ -56,12 +48,6 @@ std::vector<uint32_t> words_of(int k) {
   return c;
 }
 
-// The rows' 6-bit scales and mins from dwords 1-3 of their block heads (hd[1..3], lane r =
-// row r; see the AVX-512 tile): sc_lo / mn_lo bytes 0-3 = scales / mins 0-3, sc_hi / mn_hi
-// bytes 0-3 = 4-7.
-struct ScalesMins {
-  V sc_lo, sc_hi, mn_lo, mn_hi;
-};
 ScalesMins unpack_scales_mins(Builder& b, const VecOf& ymm, const V hd[4], V nib) {
   ScalesMins o{ymm.i("sc_lo"), ymm.i("sc_hi"), ymm.i("mn_lo"), ymm.i("mn_hi")};
   const V m63 = ymm.splat("m63", 0x3F3F3F3Fu), m30 = ymm.splat("m30", 0x30303030u);
@@ -79,6 +65,13 @@ ScalesMins unpack_scales_mins(Builder& b, const VecOf& ymm, const V hd[4], V nib
   b.vor(o.mn_hi, o.mn_hi, t);  // high nibble of bytes 8-11, bits 6-7 of bytes 4-7 at 4-5
   return o;
 }
+
+namespace {
+
+constexpr int kABlock = int(sizeof(block_q8_K));
+constexpr int kAQs = int(offsetof(block_q8_K, qs));
+constexpr int kABsums = int(offsetof(block_q8_K, bsums));
+constexpr int kQuants = 256;  // chunk c's 8 quant dwords of the 16 rows at kQuants + 512 c
 
 int emit_tile(kir::Module& m, const std::string& name, bool vnni) {
   Builder b = open_tile(m, name);

@@ -91,7 +91,7 @@ constexpr gen::MoeCombineFn kMoeCombine = nullptr;
 constexpr gen::MoeRouteFn kMoeRoute = nullptr;
 constexpr gen::MoeGroupFn kMoeGroup = nullptr;
 
-const std::array<Generator, 146> kGenerators = {
+const std::array<Generator, 147> kGenerators = {
     make_generator("linear_q8_0__avx512vnni",
                    "q8_0 linear, ggml vec_dot lanes, 2 rows per zmm, vpdpbusd", kAvx512Vnni,
                    kLinear, &gen::build_linear_q8_0_avx512vnni),
@@ -157,6 +157,10 @@ const std::array<Generator, 146> kGenerators = {
                    "q6_K linear on the q6_K_r16 weight copy, ggml_vec_dot_q6_K lanes (1..4 tokens) "
                    "(contract linear.q6_K.ggml), lane j of 8 rows a ymm",
                    kAvx2, kLinear, &gen::build_linear_q6_K_r16_avx2),
+    make_generator("linear_q5_K_r16__avx2",
+                   "q5_K linear on the q5_K_r16 weight copy, ggml_vec_dot_q5_K lanes (1..4 tokens) "
+                   "(contract linear.q5_K.ggml), lane j of 8 rows a ymm",
+                   kAvx2, kLinear, &gen::build_linear_q5_K_r16_avx2),
     make_generator("linear_q6_K__avx2",
                    "q6_K linear, ggml vec_dot_q6_K lanes, one chunk per ymm, vpmaddubsw", kAvx2,
                    kLinear, &gen::build_linear_q6_K_avx2),

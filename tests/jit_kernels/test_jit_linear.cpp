@@ -710,6 +710,12 @@ TEST(JitLinear, linear_q5_Kr16_f32_16x4__avx512vnni) {
 TEST(JitLinear, linear_q5_Kr16_f32_16x1__avx512vnni) {
   run_all("linear_q5_Kr16_f32_16x1__avx512vnni");
 }
+TEST(JitLinear, linear_q5_Kr16_f32_16x1__avx2) {
+  run_all("linear_q5_Kr16_f32_16x1__avx2");
+}
+TEST(JitLinear, linear_q5_Kr16_f32_16x4__avx2) {
+  run_all("linear_q5_Kr16_f32_16x4__avx2");
+}
 TEST(JitLinear, linear_q3_Kr16_f32_16x4__avx512vnni) {
   run_all("linear_q3_Kr16_f32_16x4__avx512vnni");
 }
@@ -872,6 +878,8 @@ TEST(JitLinear, EveryGeneratedProviderHasATest) {
       "linear_q6_Kr16_f32_16x4__avxvnni",
       "linear_q5_Kr16_f32_16x4__avx512vnni",
       "linear_q5_Kr16_f32_16x1__avx512vnni",
+      "linear_q5_Kr16_f32_16x1__avx2",
+      "linear_q5_Kr16_f32_16x4__avx2",
       "linear_q3_Kr16_f32_16x4__avx512vnni",
       "linear_q3_Kr16_f32_16x1__avx512vnni",
       "linear_q2_Kr16_f32_16x8__avx512vnni",
