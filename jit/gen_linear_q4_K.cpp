@@ -141,7 +141,7 @@ class Tile {
   int vb() const { return bits_ / 8; }
   Mem slot(int s, int disp = 0) const { return Mem{frame_, {}, 1, s * vb() + disp}; }
   Mem tok(int t, int s, int disp = 0) const { return slot(kTok0 + t * kTokSlots + s, disp); }
-  Mem act(int t, int32_t disp) const { return tr_[t / 4].at(t % 4, disp); }
+  Mem act(int t, int32_t disp) const { return tr_.at(t, disp); }
   Mem row(int r, int32_t disp) const { return Mem{wb_, roff_[size_t(r)], 1, disp}; }
   Mem r16(int32_t disp) const { return Mem{wb_, {}, 1, disp}; }  // the group's super-block
   int wblock() const {  // weight bytes a super-block
@@ -187,7 +187,7 @@ class Tile {
   bool vnni_;  // AVX2 tile with AVX-VNNI: vpdpbusd (ymm) in place of vpmaddubsw + vpmaddwd
   std::vector<V> roff_;
   V frame_, wb_, dw_, dminw_, even_odd_;
-  TokenRows tr_[2];
+  TokenRows8 tr_;
 };
 
 int Tile::build() {
@@ -208,13 +208,7 @@ int Tile::build() {
   static_assert(kB32 + 2 <= kTokSlots);
   b.ptr_align(frame_, b.stack((kTok0 + tokens_ * kTokSlots + 1) * vb(), "frame_raw"), vb());
 
-  tr_[0] = token_rows(b, a_.a, a_.as, std::min(tokens_, 4));
-  if (tokens_ > 4) {
-    V a4 = b.ptr("act4"), s4 = b.i64("s4");
-    b.muli(s4, a_.as, 4);
-    b.ptr_add(a4, a_.a, s4, 1);
-    tr_[1] = token_rows(b, a4, a_.as, tokens_ - 4);
-  }
+  tr_ = token_rows8(b, a_.a, a_.as, tokens_);
   {
     V z = vec("z", Cls::F);
     b.vzero(z);
@@ -295,8 +289,7 @@ int Tile::build() {
     }
     unit_avx512(u, w);
   }
-  b.addi(tr_[0].base, tr_[0].base, kABlock);
-  if (tokens_ > 4) b.addi(tr_[1].base, tr_[1].base, kABlock);
+  tr_.advance(b, kABlock);
   b.end_for();
   store();
   return b.index();

@@ -30,8 +30,6 @@
 // registers) and, for a batch of decode tokens (decode_batch), tiles of 2..8 tokens reading
 // the weights once a group. Every line is prefetched kStreamPrefetchAhead on (gen_tile.h;
 // the one-token tile as the host's decode_stream_prefetch says).
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <vector>
 
@@ -63,7 +61,7 @@ static_assert(kQuants + kLanes * kLaneBytes == kQ5KR16Block);
 // Tiles of up to kDRegs tokens keep the tokens' fl(d_a * d_w) in registers.
 constexpr int kDRegs = 4;
 
-int emit_tile(kir::Module& m, const std::string& name, int tokens) {
+int emit_tile(kir::Module& m, const std::string& name, int tokens, bool /*decode*/) {
   Builder b = open_tile(m, name);
   const TileArgs a = begin_tile(b);
   const VecOf zmm{b, 512};
@@ -71,14 +69,8 @@ int emit_tile(kir::Module& m, const std::string& name, int tokens) {
   const bool d_regs = tokens <= kDRegs;
   const int chains = tokens <= 2 ? 2 : 1;
   const bool prefetch = stream_prefetch(tokens);
-  TokenRows tr[2] = {token_rows(b, a.a, a.as, std::min(tokens, 4)), {}};
-  if (tokens > 4) {
-    V a4 = b.ptr("act4"), s4 = b.i64("s4");
-    b.muli(s4, a.as, 4);
-    b.ptr_add(a4, a.a, s4, 1);
-    tr[1] = token_rows(b, a4, a.as, tokens - 4);
-  }
-  auto act = [&](int t, int32_t disp) { return tr[t / 4].at(t % 4, disp); };
+  const TokenRows8 tr = token_rows8(b, a.a, a.as, tokens);
+  auto act = [&](int t, int32_t disp) { return tr.at(t, disp); };
   // Frame, 64 bytes a slot: the token's bsum32 pairs (reused by each token), then per token
   // 8 lane accumulators and summs (unless in registers), then the tokens' fl(d_a * d_w)
   // (unless in registers).
@@ -249,8 +241,7 @@ int emit_tile(kir::Module& m, const std::string& name, int tokens) {
       }
     }
   }
-  b.addi(tr[0].base, tr[0].base, kABlock);
-  if (tokens > 4) b.addi(tr[1].base, tr[1].base, kABlock);
+  tr.advance(b, kABlock);
   b.end_for();
 
   V store = b.mask("store"), yt = b.ptr("yt");
@@ -282,38 +273,11 @@ int emit_tile(kir::Module& m, const std::string& name, int tokens) {
 
 bool build_linear_q5_K_r16_avx512vnni(const GeneratorParams& params, kir::Module* m,
                                       std::string* err) {
-  const char* gen = "linear_q5_K_r16__avx512vnni";
-  int rows = 16, tokens = 1, decode_group = kMaxTokens;
-  if (!int_params(params, gen,
-                  {{"rows", &rows}, {"tokens", &tokens}, {"decode_group", &decode_group}}, err))
-    return false;
-  if (rows != 16 || tokens < 1 || tokens > kMaxTokens) {
-    *err = fmt::format("generator '{}': tile {}x{} is not one it can emit (rows 16, tokens 1..{})",
-                       gen, rows, tokens, kMaxTokens);
-    return false;
-  }
-  if (decode_group < 1 || decode_group > kMaxTokens ||
-      (tokens != 1 && decode_group != kMaxTokens)) {
-    *err = fmt::format("generator '{}': decode_group {} (1..{}, with tokens 1 only)", gen,
-                       decode_group, kMaxTokens);
-    return false;
-  }
-  m->isa = isa_features(Isa::Avx512Vnni);
-  m->comment = fmt::format(
-      "generator {}, rows {}, tokens {}: ggml_vec_dot_q5_K_q8_K lanes of contract "
-      "linear.q5_K.ggml on the\nq5_K_r16 weight copy, lane j of 16 rows per zmm (activations: "
-      "Q8_K rows from the plan's act_quant step)",
-      gen, rows, tokens);
-  Builder e = open_linear_entry(*m, m->name);
-  // tokens 1 (decode): a batch of decode tokens runs in groups of up to decode_group (8;
-  // 1 where the plan never batches: generators.h plan_params), each token's bits as alone,
-  // the weights read once a group.
-  const int group = tokens == 1 ? decode_group : tokens;
-  const Grid g = token_grid(m->name, 16, group, [&](const std::string& fn, int t) {
-    return emit_tile(*m, fn, t);
-  });
-  emit_r16_entry(e, g, {kQK_K, int(sizeof(block_q5_K)), kABlock});
-  return true;
+  return build_r16_lanes(
+      "linear_q5_K_r16__avx512vnni",
+      "ggml_vec_dot_q5_K_q8_K lanes of contract linear.q5_K.ggml on the\nq5_K_r16 weight copy, "
+      "lane j of 16 rows per zmm (activations: Q8_K rows from the plan's act_quant step)",
+      {kQK_K, int(sizeof(block_q5_K)), kABlock}, kMaxTokens, emit_tile, params, m, err);
 }
 
 }  // namespace cke::jit::gen

@@ -158,15 +158,8 @@ int emit_tile(kir::Module& m, const std::string& name, int tokens) {
       m, name,
       {Kind::Ptr, Kind::I64, Kind::I64, Kind::Ptr, Kind::I64, Kind::Ptr, Kind::I64, Kind::I64});
   const TileArgs a = begin_tile(b);
-  // Tokens 0-3 and 4-7 from one moving pointer each.
-  TokenRows tr[2] = {token_rows(b, a.a, a.as, std::min(tokens, 4)), {}};
-  if (tokens > 4) {
-    V a4 = b.ptr("act4"), s4 = b.i64("s4");
-    b.muli(s4, a.as, 4);
-    b.ptr_add(a4, a.a, s4, 1);
-    tr[1] = token_rows(b, a4, a.as, tokens - 4);
-  }
-  auto act = [&](int t, int32_t disp) { return tr[t / 4].at(t % 4, disp); };
+  const TokenRows8 tr = token_rows8(b, a.a, a.as, tokens);
+  auto act = [&](int t, int32_t disp) { return tr.at(t, disp); };
   V nib = b.vec(512, Cls::I, "nib"), two = b.vec(512, Cls::I, "two_bits");
   b.vsplat32(nib, 0x0F0F0F0Fu);
   b.vsplat32(two, 0x03030303u);
@@ -279,12 +272,11 @@ int emit_tile(kir::Module& m, const std::string& name, int tokens) {
     V hi8 = b.vec(256, Cls::I, "hi8"), i8 = b.vec(256, Cls::I, "isum8");
     b.vextract(hi8, isum, 1);
     b.vadd_i32(i8, b.view(isum, 256, Cls::I), hi8);  // lane l of both chunks of a pair
-    TokenRows one = tr[t / 4];
+    TokenRows one = tr.tr[t / 4];
     // finish_block reads the token's bsums and d_a through `one` at its index t % 4.
     finish_block(b, i8, one, t % 4, sc16, dw, sacc);
   }
-  b.addi(tr[0].base, tr[0].base, kABlock);
-  if (tokens > 4) b.addi(tr[1].base, tr[1].base, kABlock);
+  tr.advance(b, kABlock);
   b.end_for();
   // y: each token's 8 lanes, hsum8 (a pair's second token from the upper half).
   V yt = b.ptr("yt");

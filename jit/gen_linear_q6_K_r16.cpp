@@ -39,8 +39,6 @@
 // the decode tile (T = 1, its 8 accumulators in registers) and, for a batch of decode tokens
 // (decode_batch), tiles of 2..8 tokens reading the weights once a group. The decode tiles
 // prefetch (kPrefetchAhead); the prefill tiles reread a group from L2 per token group.
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <vector>
 
@@ -84,14 +82,8 @@ int emit_tile(kir::Module& m, const std::string& name, int tokens, bool prefetch
   const bool acc_regs = tokens == 1;  // else the frame: 8 per token do not fit
   const bool d_regs = tokens <= kDRegs;
   const int chains = tokens <= 2 ? 2 : 1;
-  TokenRows tr[2] = {token_rows(b, a.a, a.as, std::min(tokens, 4)), {}};
-  if (tokens > 4) {
-    V a4 = b.ptr("act4"), s4 = b.i64("s4");
-    b.muli(s4, a.as, 4);
-    b.ptr_add(a4, a.a, s4, 1);
-    tr[1] = token_rows(b, a4, a.as, tokens - 4);
-  }
-  auto act = [&](int t, int32_t disp) { return tr[t / 4].at(t % 4, disp); };
+  const TokenRows8 tr = token_rows8(b, a.a, a.as, tokens);
+  auto act = [&](int t, int32_t disp) { return tr.at(t, disp); };
   // Frame: per token 8 lane accumulators (unless in registers), then the tokens' scale
   // products (unless in registers), 64 bytes each.
   const int acc_slots = acc_regs ? 0 : kLanes * tokens, d_slots = d_regs ? 0 : tokens;
@@ -246,8 +238,7 @@ int emit_tile(kir::Module& m, const std::string& name, int tokens, bool prefetch
       }
     }
   }
-  b.addi(tr[0].base, tr[0].base, kABlock);
-  if (tokens > 4) b.addi(tr[1].base, tr[1].base, kABlock);
+  tr.advance(b, kABlock);
   b.end_for();
 
   V store = b.mask("store"), yt = b.ptr("yt");
@@ -273,39 +264,12 @@ int emit_tile(kir::Module& m, const std::string& name, int tokens, bool prefetch
 
 bool build_linear_q6_K_r16_avx512vnni(const GeneratorParams& params, kir::Module* m,
                                       std::string* err) {
-  const char* gen = "linear_q6_K_r16__avx512vnni";
-  int rows = 16, tokens = 1, decode_group = kMaxTokens;
-  if (!int_params(params, gen,
-                  {{"rows", &rows}, {"tokens", &tokens}, {"decode_group", &decode_group}}, err))
-    return false;
-  if (rows != 16 || tokens < 1 || tokens > kMaxTokens) {
-    *err = fmt::format("generator '{}': tile {}x{} is not one it can emit (rows 16, tokens 1..{})",
-                       gen, rows, tokens, kMaxTokens);
-    return false;
-  }
-  if (decode_group < 1 || decode_group > kMaxTokens ||
-      (tokens != 1 && decode_group != kMaxTokens)) {
-    *err = fmt::format("generator '{}': decode_group {} (1..{}, with tokens 1 only)", gen,
-                       decode_group, kMaxTokens);
-    return false;
-  }
-  m->isa = isa_features(Isa::Avx512Vnni);
-  m->comment = fmt::format(
-      "generator {}, rows {}, tokens {}: ggml_vec_dot_q6_K_q8_K lanes of contract "
-      "linear.q6_K.ggml on the\nq6_K_r16 weight copy, lane j of 16 rows per zmm (activations: "
-      "Q8_K rows from the plan's act_quant step)",
-      gen, rows, tokens);
-  Builder e = open_linear_entry(*m, m->name);
-  // tokens 1 (decode): a batch of decode tokens runs in groups of up to decode_group (8;
-  // 1 where the plan never batches: generators.h plan_params), each token's bits as alone,
-  // the weights read once a group; the decode tiles prefetch.
-  const bool decode = tokens == 1;
-  const int group = decode ? decode_group : tokens;
-  const Grid g = token_grid(m->name, 16, group, [&](const std::string& fn, int t) {
-    return emit_tile(*m, fn, t, decode);
-  });
-  emit_r16_entry(e, g, {kQK_K, int(sizeof(block_q6_K)), kABlock});
-  return true;
+  // The decode kernel's tiles (one token, or a batch of decode tokens) prefetch.
+  return build_r16_lanes(
+      "linear_q6_K_r16__avx512vnni",
+      "ggml_vec_dot_q6_K_q8_K lanes of contract linear.q6_K.ggml on the\nq6_K_r16 weight copy, "
+      "lane j of 16 rows per zmm (activations: Q8_K rows from the plan's act_quant step)",
+      {kQK_K, int(sizeof(block_q6_K)), kABlock}, kMaxTokens, emit_tile, params, m, err);
 }
 
 }  // namespace cke::jit::gen

@@ -210,6 +210,37 @@ bool build_r16_avx2(
   return true;
 }
 
+bool build_r16_lanes(
+    const char* gen, const std::string& what, const LinearLayout& l, int max_tokens,
+    const std::function<int(kir::Module&, const std::string&, int, bool)>& emit_tile,
+    const GeneratorParams& p, kir::Module* m, std::string* err) {
+  int rows = 16, tokens = 1, decode_group = max_tokens;
+  if (!int_params(p, gen, {{"rows", &rows}, {"tokens", &tokens}, {"decode_group", &decode_group}},
+                  err))
+    return false;
+  if (rows != 16 || tokens < 1 || tokens > max_tokens) {
+    *err = fmt::format("generator '{}': tile {}x{} is not one it can emit (rows 16, tokens 1..{})",
+                       gen, rows, tokens, max_tokens);
+    return false;
+  }
+  if (decode_group < 1 || decode_group > max_tokens ||
+      (tokens != 1 && decode_group != max_tokens)) {
+    *err = fmt::format("generator '{}': decode_group {} (1..{}, with tokens 1 only)", gen,
+                       decode_group, max_tokens);
+    return false;
+  }
+  m->isa = isa_features(Isa::Avx512Vnni);
+  m->comment = fmt::format("generator {}, rows {}, tokens {}: {}", gen, rows, tokens, what);
+  Builder e = open_linear_entry(*m, m->name);
+  const bool decode = tokens == 1;
+  const Grid g = token_grid(m->name, kRows16, decode ? decode_group : tokens,
+                            [&](const std::string& fn, int k) {
+                              return emit_tile(*m, fn, k, decode);
+                            });
+  emit_r16_entry(e, g, l);
+  return true;
+}
+
 void store_rows8_avx2(Builder& b, V y, V count, V v, Mem scratch) {
   b.if_(count, Cmp::GE, 8);
   b.vstore(Mem{y, {}, 1, 0}, v);

@@ -74,6 +74,18 @@ bool build_r16_avx2(
     const std::function<int(kir::Module&, const std::string&, bool, int)>& emit_tile,
     const GeneratorParams& p, kir::Module* m, std::string* err);
 
+// A linear over a 16-row copy at AVX-512 VNNI whose tiles keep ggml's 8 lanes of each row
+// as 8 vectors of 16 rows (q3_K_r16, q5_K_r16, q6_K_r16): generator `gen` checks its params
+// (rows 16; tokens 1..max_tokens; decode_group 1..max_tokens, with tokens 1 only), sets the
+// module's ISA and comment (`what`), and writes the r16 entry (layout l) over the tiles
+// `emit_tile(m, name, k, decode)` for k tokens: a prefill tile's token groups, or for tokens 1
+// (decode: decode true) groups of up to decode_group (8; 1 where the plan never batches:
+// generators.h plan_params), each token's bits as alone, the weights read once a group.
+bool build_r16_lanes(
+    const char* gen, const std::string& what, const LinearLayout& l, int max_tokens,
+    const std::function<int(kir::Module&, const std::string&, int, bool)>& emit_tile,
+    const GeneratorParams& p, kir::Module* m, std::string* err);
+
 // Stores the 16 rows of an AVX2 tile (lo: rows 0-7, hi: 8-15) at y: both vectors when nrows
 // is 16, else rows 0 .. nrows - 1 one by one through `scratch` (32 bytes, 32-aligned).
 void store_rows16_avx2(kir::Builder& b, kir::V y, kir::V nrows, kir::V lo, kir::V hi,

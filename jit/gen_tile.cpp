@@ -185,6 +185,24 @@ TokenRows token_rows(Builder& b, V base, V stride, int tokens) {
   return r;
 }
 
+TokenRows8 token_rows8(Builder& b, V base, V stride, int tokens) {
+  TokenRows8 r;
+  r.tokens = tokens;
+  r.tr[0] = token_rows(b, base, stride, std::min(tokens, 4));
+  if (tokens > 4) {
+    V a4 = b.ptr("act4"), s4 = b.i64("s4");
+    b.muli(s4, stride, 4);
+    b.ptr_add(a4, base, s4, 1);
+    r.tr[1] = token_rows(b, a4, stride, tokens - 4);
+  }
+  return r;
+}
+
+void TokenRows8::advance(Builder& b, int bytes) const {
+  b.addi(tr[0].base, tr[0].base, bytes);
+  if (tokens > 4) b.addi(tr[1].base, tr[1].base, bytes);
+}
+
 void emit_grid(Builder& e, const Grid& g, V w_n0, V rb, V n0, V n1, V act, V as, V ntok, V y_n0,
                V ys, V extent) {
   V n = e.i64("n"), rows = e.i64("rows"), left = e.i64("left"), step = e.imm(g.R, "R");

@@ -149,6 +149,15 @@ struct TokenRows {
   kir::Mem at(int t, int32_t disp) const;
 };
 TokenRows token_rows(kir::Builder& b, kir::V base, kir::V stride, int tokens);
+// The tokens of a tile of up to 8: tokens 0-3 and 4-7 from one moving pointer each.
+struct TokenRows8 {
+  TokenRows tr[2];
+  int tokens = 0;
+  kir::Mem at(int t, int32_t disp) const { return tr[t / 4].at(t % 4, disp); }
+  // Every token's row `bytes` on (the next block of each).
+  void advance(kir::Builder& b, int bytes) const;
+};
+TokenRows8 token_rows8(kir::Builder& b, kir::V base, kir::V stride, int tokens);
 
 // The entry's grid: for each row tile n in [n0, n1) step R, tokens [0, full) in groups of
 // G through `full_fn`, then the rest (rem < G tokens) through rem_fn[rem].
