@@ -55,45 +55,25 @@ static_assert(offsetof(block_q8_K, d) == 0);
 // dword vectors (qs of chunks 0-3, qs of chunks 4-7, hmask), then the 16 d's.
 constexpr int kQuants = 192, kLaneBytes = 192, kD = 1728;
 static_assert(kQuants + kLanes * kLaneBytes == kD && kD + 32 == kQ3KR16Block);
-// Tiles of up to kDRegs tokens keep the tokens' fl(d_a * d_w) in registers.
-constexpr int kDRegs = 4;
-
 int emit_tile(kir::Module& m, const std::string& name, int tokens, bool /*decode*/) {
   Builder b = open_tile(m, name);
   const TileArgs a = begin_tile(b);
   const VecOf zmm{b, 512};
-  const bool acc_regs = tokens == 1;  // else the frame: 8 per token do not fit
-  const bool d_regs = tokens <= kDRegs;
   const int chains = tokens <= 2 ? 2 : 1;
   const bool prefetch = stream_prefetch(tokens);
   const TokenRows8 tr = token_rows8(b, a.a, a.as, tokens);
   auto act = [&](int t, int32_t disp) { return tr.at(t, disp); };
   // Frame, 64 bytes a slot: the 4 unpacked scale vectors; per token its 4 offset slots
-  // (-4 * the sum of each 4 activations, dword 8c + l: chunk c, lane l); then per token 8
-  // lane accumulators (unless in registers); then the tokens' fl(d_a * d_w) (unless in
-  // registers).
-  const int off_slots = 4 * tokens, acc_slots = acc_regs ? 0 : kLanes * tokens,
-            d_slots = d_regs ? 0 : tokens;
+  // (-4 * the sum of each 4 activations, dword 8c + l: chunk c, lane l); then the lane
+  // accumulators' slots.
+  const int off_slots = 4 * tokens;
   V frame = b.ptr("frame");
-  b.ptr_align(frame, b.stack((5 + off_slots + acc_slots + d_slots) * 64, "frame_raw"), 64);
+  b.ptr_align(frame, b.stack((5 + off_slots + LaneAccs::slots(tokens)) * 64, "frame_raw"), 64);
   auto slot = [&](int i, int32_t disp = 0) { return Mem{frame, {}, 1, 64 * i + disp}; };
   auto scale_slot = [&](int q) { return slot(q); };
   auto off_at = [&](int t, int c, int l) { return slot(4 + 4 * t, 4 * (8 * c + l)); };
-  auto acc_slot = [&](int t, int l) { return slot(4 + off_slots + kLanes * t + l); };
-  auto d_slot = [&](int t) { return slot(4 + off_slots + acc_slots + t); };
-
-  V acc[kLanes];
-  if (acc_regs) {
-    for (int l = 0; l < kLanes; ++l) {
-      acc[l] = zmm.f("acc");
-      b.vzero(acc[l]);
-    }
-  } else {
-    V z = zmm.f("zero");
-    b.vzero(z);
-    for (int t = 0; t < tokens; ++t)
-      for (int l = 0; l < kLanes; ++l) b.vstore(acc_slot(t, l), z);
-  }
+  LaneAccs acc(b, tokens, frame, 4 + off_slots);
+  acc.zero();
   const V m03 = zmm.splat("m03", 0x03030303u), m04 = zmm.splat("m04", 0x04040404u),
           low16 = zmm.splat("low16", 0x0000FFFFu);
 
@@ -138,7 +118,6 @@ int emit_tile(kir::Module& m, const std::string& name, int tokens, bool /*decode
     }
   }
   // Per token: fl(d_a * d_w) of the 16 rows, and the offsets -4 * (sum of 4 activations).
-  V d[kMaxTokens];
   {
     V hw = b.vec(256, Cls::I, "hw"), dw = zmm.f("dw"), zero = zmm.i("zero_i32");
     fetch(kD);
@@ -148,9 +127,9 @@ int emit_tile(kir::Module& m, const std::string& name, int tokens, bool /*decode
     for (int t = 0; t < tokens; ++t) {
       V da = zmm.f("da");
       b.vbcast_f32(da, act(t, 0));
-      d[t] = zmm.f("d");
-      b.vmul_f(d[t], dw, da);
-      if (!d_regs) b.vstore(d_slot(t), d[t]);
+      V d = zmm.f("d");
+      b.vmul_f(d, dw, da);
+      acc.set_d(t, d);
       for (int i = 0; i < 4; ++i) {
         V av = zmm.i("act"), s = zmm.i("sum4");
         b.vload(av, act(t, kAQs + 64 * i));
@@ -217,22 +196,7 @@ int emit_tile(kir::Module& m, const std::string& name, int tokens, bool /*decode
       for (int t = 0; t < tokens; ++t) {
         V is = isum[t][0];
         if (chains == 2) b.vadd_i32(is, is, isum[t][1]);
-        V f = zmm.f("fsum");
-        b.vcvt_i32_f32(f, is);
-        if (acc_regs) {
-          b.vfma(acc[l], d[t], f);  // acc = fma(fl(d_a * d_w), float(isum), acc)
-        } else {
-          V ac = zmm.f("acc");
-          b.vload(ac, acc_slot(t, l));
-          if (d_regs) {
-            b.vfma(ac, d[t], f);
-          } else {
-            V dt = zmm.f("d");
-            b.vload(dt, d_slot(t));
-            b.vfma(ac, dt, f);
-          }
-          b.vstore(acc_slot(t, l), ac);
-        }
+        acc.fma(t, l, is);  // acc = fma(fl(d_a * d_w), float(isum), acc)
       }
     }
   }
@@ -244,16 +208,7 @@ int emit_tile(kir::Module& m, const std::string& name, int tokens, bool /*decode
   b.mov(yt, a.y);
   for (int t = 0; t < tokens; ++t) {
     if (t > 0) b.ptr_add(yt, yt, a.ys, 1);
-    V lanes[kLanes];
-    for (int l = 0; l < kLanes; ++l) {
-      if (acc_regs) {
-        lanes[l] = acc[l];
-      } else {
-        lanes[l] = zmm.f("acc");
-        b.vload(lanes[l], acc_slot(t, l));
-      }
-    }
-    b.vstore_mk(Mem{yt, {}, 1, 0}, hsum8_rows(b, lanes), store);
+    b.vstore_mk(Mem{yt, {}, 1, 0}, acc.hsum8(t), store);
   }
   return b.index();
 }

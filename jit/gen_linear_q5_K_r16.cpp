@@ -58,42 +58,31 @@ static_assert(offsetof(block_q8_K, d) == 0);
 // dword vectors and the qh one.
 constexpr int kQuants = 256, kLaneBytes = 320, kQh = 256;
 static_assert(kQuants + kLanes * kLaneBytes == kQ5KR16Block);
-// Tiles of up to kDRegs tokens keep the tokens' fl(d_a * d_w) in registers.
-constexpr int kDRegs = 4;
-
 int emit_tile(kir::Module& m, const std::string& name, int tokens, bool /*decode*/) {
   Builder b = open_tile(m, name);
   const TileArgs a = begin_tile(b);
   const VecOf zmm{b, 512};
-  const bool regs = tokens == 1;  // acc and summs in registers, else the frame
-  const bool d_regs = tokens <= kDRegs;
+  const bool regs = tokens == 1;  // summs in a register, else the frame
   const int chains = tokens <= 2 ? 2 : 1;
   const bool prefetch = stream_prefetch(tokens);
   const TokenRows8 tr = token_rows8(b, a.a, a.as, tokens);
   auto act = [&](int t, int32_t disp) { return tr.at(t, disp); };
-  // Frame, 64 bytes a slot: the token's bsum32 pairs (reused by each token), then per token
-  // 8 lane accumulators and summs (unless in registers), then the tokens' fl(d_a * d_w)
-  // (unless in registers).
-  const int acc_slots = regs ? 0 : (kLanes + 1) * tokens, d_slots = d_regs ? 0 : tokens;
+  // Frame, 64 bytes a slot: the token's bsum32 pairs (reused by each token), each token's
+  // summs (unless in a register), then the lane accumulators' slots.
+  const int summs_slots = regs ? 0 : tokens;
   V frame = b.ptr("frame");
-  b.ptr_align(frame, b.stack((2 + acc_slots + d_slots) * 64, "frame_raw"), 64);
+  b.ptr_align(frame, b.stack((2 + summs_slots + LaneAccs::slots(tokens)) * 64, "frame_raw"), 64);
   const Mem pairs{frame, {}, 1, 0};
-  auto acc_slot = [&](int t, int l) { return Mem{frame, {}, 1, 64 * (1 + (kLanes + 1) * t + l)}; };
-  auto summs_slot = [&](int t) { return acc_slot(t, kLanes); };
-  auto d_slot = [&](int t) { return Mem{frame, {}, 1, 64 * (1 + acc_slots + t)}; };
-
-  V acc[kLanes], summs = zmm.f("summs");
+  auto summs_slot = [&](int t) { return Mem{frame, {}, 1, 64 * (1 + t)}; };
+  LaneAccs acc(b, tokens, frame, 1 + summs_slots);
+  acc.zero();
+  V summs = zmm.f("summs");
   if (regs) {
-    for (int l = 0; l < kLanes; ++l) {
-      acc[l] = zmm.f("acc");
-      b.vzero(acc[l]);
-    }
     b.vzero(summs);
   } else {
     V z = zmm.f("zero");
     b.vzero(z);
-    for (int t = 0; t < tokens; ++t)
-      for (int l = 0; l <= kLanes; ++l) b.vstore(acc_slot(t, l), z);
+    for (int t = 0; t < tokens; ++t) b.vstore(summs_slot(t), z);
   }
   const K4HeadConsts hc = k4_head_consts(b);
   auto table = [&](const char* n, const std::vector<uint32_t>& lanes) {
@@ -127,7 +116,6 @@ int emit_tile(kir::Module& m, const std::string& name, int tokens, bool /*decode
   }
   const K4Head16 hd = unpack_k4_head16(b, h, hc);
   // Per token: fl(d_a * d_w) of the 16 rows, and the min term's FMA.
-  V d[kMaxTokens];
   {
     V mp[4];  // the rows' (m_2i, m_2i+1) as the words of each dword
     for (int i = 0; i < 4; ++i) {
@@ -140,9 +128,9 @@ int emit_tile(kir::Module& m, const std::string& name, int tokens, bool /*decode
     for (int t = 0; t < tokens; ++t) {
       V da = zmm.f("da");
       b.vbcast_f32(da, act(t, 0));
-      d[t] = zmm.f("d");
-      b.vmul_f(d[t], hd.dw, da);
-      if (!d_regs) b.vstore(d_slot(t), d[t]);
+      V d = zmm.f("d");
+      b.vmul_f(d, hd.dw, da);
+      acc.set_d(t, d);
       V bs = b.vec(256, Cls::I, "bsums"), b32 = b.vec(256, Cls::I, "bsum32"),
         bp = b.vec(256, Cls::I, "bsum_pairs");
       b.vload(bs, act(t, kABsums));
@@ -223,22 +211,7 @@ int emit_tile(kir::Module& m, const std::string& name, int tokens, bool /*decode
     for (int t = 0; t < tokens; ++t) {
       V is = isum[t][0];
       if (chains == 2) b.vadd_i32(is, is, isum[t][1]);
-      V f = zmm.f("fsum");
-      b.vcvt_i32_f32(f, is);
-      if (regs) {
-        b.vfma(acc[l], d[t], f);  // acc = fma(fl(d_a * d_w), float(isum), acc)
-      } else {
-        V ac = zmm.f("acc");
-        b.vload(ac, acc_slot(t, l));
-        if (d_regs) {
-          b.vfma(ac, d[t], f);
-        } else {
-          V dt = zmm.f("d");
-          b.vload(dt, d_slot(t));
-          b.vfma(ac, dt, f);
-        }
-        b.vstore(acc_slot(t, l), ac);
-      }
+      acc.fma(t, l, is);  // acc = fma(fl(d_a * d_w), float(isum), acc)
     }
   }
   tr.advance(b, kABlock);
@@ -249,20 +222,12 @@ int emit_tile(kir::Module& m, const std::string& name, int tokens, bool /*decode
   b.mov(yt, a.y);
   for (int t = 0; t < tokens; ++t) {
     if (t > 0) b.ptr_add(yt, yt, a.ys, 1);
-    V lanes[kLanes], s = summs;
-    for (int l = 0; l < kLanes; ++l) {
-      if (regs) {
-        lanes[l] = acc[l];
-      } else {
-        lanes[l] = zmm.f("acc");
-        b.vload(lanes[l], acc_slot(t, l));
-      }
-    }
+    V s = summs;
     if (!regs) {
       s = zmm.f("summs");
       b.vload(s, summs_slot(t));
     }
-    V o = hsum8_rows(b, lanes);
+    V o = acc.hsum8(t);
     b.vadd_f(o, o, s);  // hsum8(acc) + summs
     b.vstore_mk(Mem{yt, {}, 1, 0}, o, store);
   }

@@ -65,8 +65,6 @@ constexpr int kABsums = int(offsetof(block_q8_K, bsums));
 constexpr int kScales = 0, kQuants = 256, kLaneBytes = 384, kHalfBytes = 192, kD = 3328;
 static_assert(kD + 32 == kQ6KR16Block && kQuants + kLanes * kLaneBytes == kD);
 static_assert(offsetof(block_q8_K, d) == 0);
-// Tiles of up to kDRegs tokens keep the tokens' scale products in registers.
-constexpr int kDRegs = 4;
 // The decode tiles prefetch every line of the copy this far ahead (2 super-blocks), into L2,
 // each next to the load of the line 2 super-blocks back (gen_tile.h: one stream otherwise
 // takes no prefetch). Measured (bench_kernels, AMD EPYC Zen 4, one core streaming from
@@ -79,39 +77,17 @@ constexpr int kPrefetchAhead = 2 * kQ6KR16Block;
 int emit_tile(kir::Module& m, const std::string& name, int tokens, bool prefetch) {
   Builder b = open_tile(m, name);
   const TileArgs a = begin_tile(b);
-  const bool acc_regs = tokens == 1;  // else the frame: 8 per token do not fit
-  const bool d_regs = tokens <= kDRegs;
   const int chains = tokens <= 2 ? 2 : 1;
   const TokenRows8 tr = token_rows8(b, a.a, a.as, tokens);
   auto act = [&](int t, int32_t disp) { return tr.at(t, disp); };
-  // Frame: per token 8 lane accumulators (unless in registers), then the tokens' scale
-  // products (unless in registers), 64 bytes each.
-  const int acc_slots = acc_regs ? 0 : kLanes * tokens, d_slots = d_regs ? 0 : tokens;
+  // Frame (64 bytes a slot): the lane accumulators' slots, if any.
   V frame;
-  if (acc_slots + d_slots > 0) {
+  if (LaneAccs::slots(tokens) > 0) {
     frame = b.ptr("frame");
-    b.ptr_align(frame, b.stack((acc_slots + d_slots + 1) * 64, "frame_raw"), 64);
+    b.ptr_align(frame, b.stack((LaneAccs::slots(tokens) + 1) * 64, "frame_raw"), 64);
   }
-  auto acc_slot = [&](int t, int l) { return Mem{frame, {}, 1, 64 * (kLanes * t + l)}; };
-  auto d_slot = [&](int t) { return Mem{frame, {}, 1, 64 * (acc_slots + t)}; };
-
-  V acc[kMaxTokens][kLanes];
-  {
-    V z;
-    if (!acc_regs) {
-      z = b.vec(512, Cls::F, "zero");
-      b.vzero(z);
-    }
-    for (int t = 0; t < tokens; ++t)
-      for (int l = 0; l < kLanes; ++l) {
-        if (acc_regs) {
-          acc[t][l] = b.vec(512, Cls::F, "acc");
-          b.vzero(acc[t][l]);
-        } else {
-          b.vstore(acc_slot(t, l), z);
-        }
-      }
-  }
+  LaneAccs acc(b, tokens, frame, 0);
+  acc.zero();
   V nib = b.vec(512, Cls::I, "nib"), m30 = b.vec(512, Cls::I, "m30"),
     low = b.vec(512, Cls::I, "low_word");
   b.vsplat32(nib, 0x0F0F0F0Fu);
@@ -128,7 +104,6 @@ int emit_tile(kir::Module& m, const std::string& name, int tokens, bool prefetch
     if (prefetch) b.vprefetch(w(disp + kPrefetchAhead));
   };
   // fl(d_a * d_w) of the 16 rows, per token: one product per row and token, as ggml's.
-  V d[kMaxTokens];
   {
     V hw = b.vec(256, Cls::I, "hw"), dw = b.vec(512, Cls::F, "dw");
     fetch(kD);
@@ -137,9 +112,9 @@ int emit_tile(kir::Module& m, const std::string& name, int tokens, bool prefetch
     for (int t = 0; t < tokens; ++t) {
       V da = b.vec(512, Cls::F, "da");
       b.vbcast_f32(da, act(t, 0));
-      d[t] = b.vec(512, Cls::F, "d");
-      b.vmul_f(d[t], dw, da);
-      if (!d_regs) b.vstore(d_slot(t), d[t]);
+      V d = b.vec(512, Cls::F, "d");
+      b.vmul_f(d, dw, da);
+      acc.set_d(t, d);
     }
   }
   // The rows' scale pair p (scales 2p, 2p + 1, sign-extended) as the words of each dword
@@ -219,22 +194,7 @@ int emit_tile(kir::Module& m, const std::string& name, int tokens, bool prefetch
         V is = isum[t][0];
         if (chains == 2) b.vadd_i32(is, is, isum[t][1]);
         b.vsub_i32(is, is, corr);
-        V f = b.vec(512, Cls::F, "fsum");
-        b.vcvt_i32_f32(f, is);
-        if (acc_regs) {
-          b.vfma(acc[t][l], d[t], f);  // acc = fma(fl(d_a * d_w), float(isum), acc)
-        } else {
-          V ac = b.vec(512, Cls::F, "acc");
-          b.vload(ac, acc_slot(t, l));
-          if (d_regs) {
-            b.vfma(ac, d[t], f);
-          } else {
-            V dt = b.vec(512, Cls::F, "d");
-            b.vload(dt, d_slot(t));
-            b.vfma(ac, dt, f);
-          }
-          b.vstore(acc_slot(t, l), ac);
-        }
+        acc.fma(t, l, is);  // acc = fma(fl(d_a * d_w), float(isum), acc)
       }
     }
   }
@@ -246,16 +206,7 @@ int emit_tile(kir::Module& m, const std::string& name, int tokens, bool prefetch
   b.mov(yt, a.y);
   for (int t = 0; t < tokens; ++t) {
     if (t > 0) b.ptr_add(yt, yt, a.ys, 1);
-    V lanes[kLanes];
-    for (int l = 0; l < kLanes; ++l) {
-      if (acc_regs) {
-        lanes[l] = acc[t][l];
-      } else {
-        lanes[l] = b.vec(512, Cls::F, "acc");
-        b.vload(lanes[l], acc_slot(t, l));
-      }
-    }
-    b.vstore_mk(Mem{yt, {}, 1, 0}, hsum8_rows(b, lanes), store);
+    b.vstore_mk(Mem{yt, {}, 1, 0}, acc.hsum8(t), store);
   }
   return b.index();
 }

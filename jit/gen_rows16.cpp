@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <stdexcept>
+
 #include "jit/gen_tile.h"
 
 namespace cke::jit::gen {
@@ -239,6 +241,83 @@ bool build_r16_lanes(
                             });
   emit_r16_entry(e, g, l);
   return true;
+}
+
+namespace {
+constexpr int kLaneDRegs = 4;  // tokens whose fl(d_a * d_w) stay in registers
+}  // namespace
+
+int LaneAccs::slots(int tokens) {
+  return (tokens == 1 ? 0 : 8 * tokens) + (tokens <= kLaneDRegs ? 0 : tokens);
+}
+
+LaneAccs::LaneAccs(Builder& b, int tokens, V frame, int first)
+    : b_(b),
+      tokens_(tokens),
+      first_(first),
+      acc_regs_(tokens == 1),
+      d_regs_(tokens <= kLaneDRegs),
+      frame_(frame) {
+  if (tokens < 1 || tokens > 8) throw std::logic_error("gen: lane accumulators of 1..8 tokens");
+}
+
+Mem LaneAccs::slot(int i) const {
+  return Mem{frame_, {}, 1, 64 * (first_ + i)};
+}
+
+void LaneAccs::zero() {
+  V z;
+  if (!acc_regs_) {
+    z = b_.vec(512, Cls::F, "zero");
+    b_.vzero(z);
+  }
+  for (int t = 0; t < tokens_; ++t)
+    for (int l = 0; l < 8; ++l) {
+      if (acc_regs_) {
+        acc_[l] = b_.vec(512, Cls::F, "acc");
+        b_.vzero(acc_[l]);
+      } else {
+        b_.vstore(slot(8 * t + l), z);
+      }
+    }
+}
+
+void LaneAccs::set_d(int t, V d) {
+  if (d_regs_)
+    d_[t] = d;
+  else
+    b_.vstore(slot((acc_regs_ ? 0 : 8 * tokens_) + t), d);
+}
+
+void LaneAccs::fma(int t, int l, V isum) {
+  V f = b_.vec(512, Cls::F, "fsum");
+  b_.vcvt_i32_f32(f, isum);
+  V d = d_[t];
+  if (!d_regs_) {
+    d = b_.vec(512, Cls::F, "d");
+    b_.vload(d, slot((acc_regs_ ? 0 : 8 * tokens_) + t));
+  }
+  if (acc_regs_) {
+    b_.vfma(acc_[l], d, f);
+    return;
+  }
+  V ac = b_.vec(512, Cls::F, "acc");
+  b_.vload(ac, slot(8 * t + l));
+  b_.vfma(ac, d, f);
+  b_.vstore(slot(8 * t + l), ac);
+}
+
+V LaneAccs::hsum8(int t) {
+  V lanes[8];
+  for (int l = 0; l < 8; ++l) {
+    if (acc_regs_) {
+      lanes[l] = acc_[l];
+    } else {
+      lanes[l] = b_.vec(512, Cls::F, "acc");
+      b_.vload(lanes[l], slot(8 * t + l));
+    }
+  }
+  return hsum8_rows(b_, lanes);
 }
 
 void store_rows8_avx2(Builder& b, V y, V count, V v, Mem scratch) {

@@ -86,6 +86,31 @@ bool build_r16_lanes(
     const std::function<int(kir::Module&, const std::string&, int, bool)>& emit_tile,
     const GeneratorParams& p, kir::Module* m, std::string* err);
 
+// The float side of those tiles: per token its 8 lane accumulators (ggml's lane j of 16 rows
+// in vector j; in registers for a one-token tile, else in 64-byte frame slots) and its
+// fl(d_a * d_w) of the super-block (in registers for up to 4 tokens, else in slots).
+class LaneAccs {
+ public:
+  // The frame slots it needs for `tokens` tokens; it uses slots first .. first + slots - 1 of
+  // `frame` (64-byte aligned).
+  static int slots(int tokens);
+  LaneAccs(kir::Builder& b, int tokens, kir::V frame, int first);
+  void zero();                  // before the loop over super-blocks
+  void set_d(int t, kir::V d);  // token t's fl(d_a * d_w) of this super-block
+  // acc[t][l] = fma(fl(d_a * d_w), float(isum), acc[t][l]): the contract's one FMA per lane and
+  // super-block (isum: the lane's exact int32 sum).
+  void fma(int t, int l, kir::V isum);
+  // Token t's hsum8 (ggml's order) into a new vector, after the loop.
+  kir::V hsum8(int t);
+
+ private:
+  kir::Mem slot(int i) const;
+  kir::Builder& b_;
+  int tokens_, first_;
+  bool acc_regs_, d_regs_;
+  kir::V frame_, acc_[8], d_[8];
+};
+
 // Stores the 16 rows of an AVX2 tile (lo: rows 0-7, hi: 8-15) at y: both vectors when nrows
 // is 16, else rows 0 .. nrows - 1 one by one through `scratch` (32 bytes, 32-aligned).
 void store_rows16_avx2(kir::Builder& b, kir::V y, kir::V nrows, kir::V lo, kir::V hi,
