@@ -2,7 +2,8 @@
 # The test command: install dependencies, build, run the whole suite with ctest.
 # CKE_SANITIZE=1 builds and runs it under ASan+UBSan instead (build-asan/).
 # Then, unless CKE_CI_EXTRA=0, scripts/fuzz.sh: every fuzz target (clang, ASan+UBSan) for
-# CKE_CI_FUZZ_SECONDS (default 30) s. With CKE_CI_ASAN=1 also the unit tests under
+# CKE_CI_FUZZ_SECONDS (default 20, so that the whole run stays well under 20 minutes on 2
+# cores) s. With CKE_CI_ASAN=1 also the unit tests under
 # ASan+UBSan at -O1 (build-asan-unit/ or $CKE_ASAN_BUILD_DIR), without the slow model-level
 # parity and emitted-C tests (Reference/*), the suites that compare generated machine code
 # with the scalar references bit for bit over many shapes (JitLinear, JitLinearId, JitEmbed,
@@ -24,7 +25,7 @@ ctest --output-on-failure -j "$(nproc)" --timeout 900
 
 if [ "${CKE_CI_EXTRA:-1}" != 0 ]; then
   t0=$SECONDS
-  bash "$root/scripts/fuzz.sh" "${CKE_CI_FUZZ_SECONDS:-30}"
+  bash "$root/scripts/fuzz.sh" "${CKE_CI_FUZZ_SECONDS:-20}"
   echo "[cke] fuzz: $((SECONDS - t0)) s"
 fi
 if [ "${CKE_CI_ASAN:-0}" = 1 ] && [ "${CKE_SANITIZE:-0}" != 1 ]; then
