@@ -144,9 +144,8 @@ class Tile {
   Mem act(int t, int32_t disp) const { return tr_.at(t, disp); }
   Mem row(int r, int32_t disp) const { return Mem{wb_, roff_[size_t(r)], 1, disp}; }
   Mem r16(int32_t disp) const { return Mem{wb_, {}, 1, disp}; }  // the group's super-block
-  int wblock() const {  // weight bytes a super-block
-    return !r16_ ? f_.block : f_.q2 ? kQ2KR16Block : kQ4KR16Block;
-  }
+  // Weight bytes a super-block.
+  int wblock() const { return !r16_ ? f_.block : f_.q2 ? kQ2KR16Block : kQ4KR16Block; }
   V vec(const char* n, Cls c = Cls::I) { return b_.vec(bits_, c, n); }
   V splat(const char* n, uint32_t v) {
     V x = vec(n);
@@ -777,8 +776,7 @@ bool build_x8(const X8Format& f, Isa isa, const GeneratorParams& params, kir::Mo
 
 // q4_K / q2_K on its q4_K_r16 / q2_K_r16 copy, AVX-512 VNNI: the tiles of build_x8 reading
 // the transposed super-blocks directly (q4_K's decode: its own integer gemv).
-bool build_r16(const X8Format& f, const GeneratorParams& params, kir::Module* m,
-               std::string* err) {
+bool build_r16(const X8Format& f, const GeneratorParams& params, kir::Module* m, std::string* err) {
   const std::string name = fmt::format("linear_{}_r16__avx512vnni", f.name);
   const char* gen = name.c_str();
   int rows = 16, tokens = 1, decode_group = 8;

@@ -235,10 +235,9 @@ bool build_r16_lanes(
   m->comment = fmt::format("generator {}, rows {}, tokens {}: {}", gen, rows, tokens, what);
   Builder e = open_linear_entry(*m, m->name);
   const bool decode = tokens == 1;
-  const Grid g = token_grid(m->name, kRows16, decode ? decode_group : tokens,
-                            [&](const std::string& fn, int k) {
-                              return emit_tile(*m, fn, k, decode);
-                            });
+  const Grid g =
+      token_grid(m->name, kRows16, decode ? decode_group : tokens,
+                 [&](const std::string& fn, int k) { return emit_tile(*m, fn, k, decode); });
   emit_r16_entry(e, g, l);
   return true;
 }

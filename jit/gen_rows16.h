@@ -6,7 +6,7 @@
 // A tile here has the gen_tile.h ABI with a = the group's pack (its stride is fixed by the
 // kernel, `as` is passed 0) and n = blocks of K; w is row 0 of the row-major blocks
 // (rb = row bytes) or the tile's group of a 16-row copy (rb = group bytes, unused by it).
-// The K-quant copies (q4_K_r16, q6_K_r16) read their Q8_K activations unpacked through
+// The K-quant copies (q2_K_r16 .. q6_K_r16) read their Q8_K activations unpacked through
 // emit_r16_entry instead.
 #pragma once
 
@@ -53,8 +53,8 @@ struct Rows16Groups {
 void emit_rows16(kir::Builder& e, const Rows16Args& r, const Rows16Groups& g, kir::V y);
 
 // The linear entry (gen_tile.h's ABI) over a 16-row copy read by gen_tile.h tiles that take a
-// group as their row tile and the activation rows as they are (no pack): the q4_K_r16 and
-// q6_K_r16 kernels. `g`'s tiles get w = the group's first super-block, row_bytes = nb *
+// group as their row tile and the activation rows as they are (no pack): the K-quant
+// copies' kernels. `g`'s tiles get w = the group's first super-block, row_bytes = nb *
 // l.w_block_bytes (a group is 16 such rows) and n = nb; any split [n0, n1) of N gives the
 // same bits (a first group starting at n0 % 16 != 0 is computed whole into a frame buffer,
 // 8 tokens at a time, and its rows from n0 kept).

@@ -94,8 +94,8 @@ RowPrefetch row_prefetch(kir::Builder& b, const TileArgs& t, int rows);
 void prefetch_rows(kir::Builder& b, const std::vector<kir::V>& rows, kir::V off, int bytes,
                    const RowPrefetch& pf);
 // Layouts that are one stream (rows interleaved into 16-row groups: q4_0_r16, q4_K_r16,
-// q8_0_r16) prefetch each line kStreamPrefetchAhead on, into L2 (q6_K_r16 two super-blocks
-// on: gen_linear_q6_K_r16.cpp). Measured, decode tg32, 2 threads:
+// q8_0_r16, q2_K_r16, q3_K_r16, q5_K_r16) prefetch each line kStreamPrefetchAhead on, into L2
+// (q6_K_r16 two super-blocks on: gen_linear_q6_K_r16.cpp). Measured, decode tg32, 2 threads:
 //  - Intel Xeon (AVX512-FP16, AVX-VNNI; 2026-12-02): no prefetch 21.6-24.0 tok/s Q4_0 and
 //    26.0-28.6 Q4_K_M; prefetcht1 8 KiB on 26.9-33.6 and 31.3-33.9; 2 KiB 25-31 (t1) and
 //    27.5-31.9 (t0), 4 KiB 28-33; prefill alike or faster (Q4_0 pp128 163-166 vs 152-159).

@@ -206,9 +206,9 @@ void q3_K_r16_repack(const uint8_t* src, uint8_t* dst, int64_t K, int64_t N, int
         for (int k = 0; k < 3; ++k) std::memcpy(out + 64 * k + 4 * r, blk + 96 + 4 * k, 4);
         for (int l = 0; l < 8; ++l) {
           uint8_t* q = out + 192 + 192 * l + 4 * r;
-          std::memcpy(q, blk + 32 + 4 * l, 4);        // qs, chunks 0..3
-          std::memcpy(q + 64, blk + 64 + 4 * l, 4);   // qs, chunks 4..7
-          std::memcpy(q + 128, blk + 4 * l, 4);       // hmask
+          std::memcpy(q, blk + 32 + 4 * l, 4);       // qs, chunks 0..3
+          std::memcpy(q + 64, blk + 64 + 4 * l, 4);  // qs, chunks 4..7
+          std::memcpy(q + 128, blk + 4 * l, 4);      // hmask
         }
         std::memcpy(out + 1728 + 2 * r, blk + 108, 2);
       }
