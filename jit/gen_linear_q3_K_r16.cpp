@@ -55,6 +55,8 @@ static_assert(offsetof(block_q8_K, d) == 0);
 // dword vectors (qs of chunks 0-3, qs of chunks 4-7, hmask), then the 16 d's.
 constexpr int kQuants = 192, kLaneBytes = 192, kD = 1728;
 static_assert(kQuants + kLanes * kLaneBytes == kD && kD + 32 == kQ3KR16Block);
+
+// One tile: 16 rows (the group at w) x `tokens` tokens.
 int emit_tile(kir::Module& m, const std::string& name, int tokens, bool /*decode*/) {
   Builder b = open_tile(m, name);
   const TileArgs a = begin_tile(b);

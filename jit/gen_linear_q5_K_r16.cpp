@@ -58,6 +58,8 @@ static_assert(offsetof(block_q8_K, d) == 0);
 // dword vectors and the qh one.
 constexpr int kQuants = 256, kLaneBytes = 320, kQh = 256;
 static_assert(kQuants + kLanes * kLaneBytes == kQ5KR16Block);
+
+// One tile: 16 rows (the group at w) x `tokens` tokens.
 int emit_tile(kir::Module& m, const std::string& name, int tokens, bool /*decode*/) {
   Builder b = open_tile(m, name);
   const TileArgs a = begin_tile(b);
