@@ -186,12 +186,7 @@ int emit_tile(kir::Module& m, const std::string& name, int tokens, bool /*decode
             V dot = zmm.i("dot");
             b.vbcast_f32(dot, off_at(t, c, l));
             b.vdpbusd_b(dot, u, act(t, kAQs + 32 * c + 4 * l));
-            if (s == 0 && (j == 0 || chains == 2)) {
-              isum[t][k] = zmm.i("isum");
-              b.vmadd_wd(isum[t][k], dot, S[c]);
-            } else {
-              b.vdpwssd(isum[t][k], dot, S[c]);
-            }
+            add_scaled_dot(b, isum[t][k], s == 0 && (j == 0 || chains == 2), dot, S[c]);
           }
         }
       }
@@ -205,13 +200,7 @@ int emit_tile(kir::Module& m, const std::string& name, int tokens, bool /*decode
   tr.advance(b, kABlock);
   b.end_for();
 
-  V store = b.mask("store"), yt = b.ptr("yt");
-  b.kfirst_n(store, a.nrows);
-  b.mov(yt, a.y);
-  for (int t = 0; t < tokens; ++t) {
-    if (t > 0) b.ptr_add(yt, yt, a.ys, 1);
-    b.vstore_mk(Mem{yt, {}, 1, 0}, acc.hsum8(t), store);
-  }
+  acc.store(a);
   return b.index();
 }
 

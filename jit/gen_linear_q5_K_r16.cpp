@@ -201,12 +201,7 @@ int emit_tile(kir::Module& m, const std::string& name, int tokens, bool /*decode
           V dot = zmm.i("dot");
           b.vzero(dot);
           b.vdpbusd_b(dot, q, act(t, kAQs + 32 * c + 4 * l));
-          if (j == 0 && (u == 0 || chains == 2)) {
-            isum[t][k] = zmm.i("isum");
-            b.vmadd_wd(isum[t][k], dot, S[c]);
-          } else {
-            b.vdpwssd(isum[t][k], dot, S[c]);
-          }
+          add_scaled_dot(b, isum[t][k], j == 0 && (u == 0 || chains == 2), dot, S[c]);
         }
       }
     }
@@ -219,20 +214,15 @@ int emit_tile(kir::Module& m, const std::string& name, int tokens, bool /*decode
   tr.advance(b, kABlock);
   b.end_for();
 
-  V store = b.mask("store"), yt = b.ptr("yt");
-  b.kfirst_n(store, a.nrows);
-  b.mov(yt, a.y);
-  for (int t = 0; t < tokens; ++t) {
-    if (t > 0) b.ptr_add(yt, yt, a.ys, 1);
+  // hsum8(acc) + summs
+  acc.store(a, [&](int t, V o) {
     V s = summs;
     if (!regs) {
       s = zmm.f("summs");
       b.vload(s, summs_slot(t));
     }
-    V o = acc.hsum8(t);
-    b.vadd_f(o, o, s);  // hsum8(acc) + summs
-    b.vstore_mk(Mem{yt, {}, 1, 0}, o, store);
-  }
+    b.vadd_f(o, o, s);
+  });
   return b.index();
 }
 

@@ -319,6 +319,27 @@ V LaneAccs::hsum8(int t) {
   return hsum8_rows(b_, lanes);
 }
 
+void LaneAccs::store(const TileArgs& a, const std::function<void(int, V)>& finish) {
+  V mask = b_.mask("store"), yt = b_.ptr("yt");
+  b_.kfirst_n(mask, a.nrows);
+  b_.mov(yt, a.y);
+  for (int t = 0; t < tokens_; ++t) {
+    if (t > 0) b_.ptr_add(yt, yt, a.ys, 1);
+    V o = hsum8(t);
+    if (finish) finish(t, o);
+    b_.vstore_mk(Mem{yt, {}, 1, 0}, o, mask);
+  }
+}
+
+void add_scaled_dot(Builder& b, V& isum, bool first, V dot, V S) {
+  if (first) {
+    isum = b.vec(512, Cls::I, "isum");
+    b.vmadd_wd(isum, dot, S);
+  } else {
+    b.vdpwssd(isum, dot, S);
+  }
+}
+
 void store_rows8_avx2(Builder& b, V y, V count, V v, Mem scratch) {
   b.if_(count, Cmp::GE, 8);
   b.vstore(Mem{y, {}, 1, 0}, v);

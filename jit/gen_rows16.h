@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "jit/gen_tile.h"
 #include "jit/generators.h"
 #include "jit/kir/kir.h"
 
@@ -102,6 +103,9 @@ class LaneAccs {
   void fma(int t, int l, kir::V isum);
   // Token t's hsum8 (ggml's order) into a new vector, after the loop.
   kir::V hsum8(int t);
+  // After the loop: each token's hsum8, through finish(t, v) (e.g. + a min term) when given,
+  // stored to rows 0 .. a.nrows - 1 of its output (gen_tile.h's tile ABI).
+  void store(const TileArgs& a, const std::function<void(int, kir::V)>& finish = {});
 
  private:
   kir::Mem slot(int i) const;
@@ -110,6 +114,11 @@ class LaneAccs {
   bool acc_regs_, d_regs_;
   kir::V frame_, acc_[8], d_[8];
 };
+
+// One product of those tiles' integer lane sums: isum += S * dot by vpdpwssd (dot the exact
+// int32 dot of a lane's quants, within int16; S the rows' scale in the low word, 0 in the
+// high one), the first of a chain (first) by vpmaddwd into a new isum.
+void add_scaled_dot(kir::Builder& b, kir::V& isum, bool first, kir::V dot, kir::V S);
 
 // Stores the 16 rows of an AVX2 tile (lo: rows 0-7, hi: 8-15) at y: both vectors when nrows
 // is 16, else rows 0 .. nrows - 1 one by one through `scratch` (32 bytes, 32-aligned).
