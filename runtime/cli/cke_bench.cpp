@@ -125,9 +125,12 @@ int main(int argc, char** argv) {
   app.add_option("--parallel", n_parallel,
                  "also decode N sequences together in batched steps (tg<n>xN; 1: no; also -np)")
       ->check(CLI::Range(1, 64));
-  bool no_repack = false;
+  bool no_repack = false, mmap_weights = false;
   app.add_flag("--no-repack", no_repack,
                "no repacked weight copies: providers that read the file's blocks only");
+  app.add_flag("--mmap-weights", mmap_weights,
+               "weights in the file's layout read from the file's mapping, not from a copy in "
+               "2 MiB pages made at load");
   app.add_flag("--probe", probe,
                "measure read bandwidth and FMA/int8 peaks first; report each test's fraction");
   try {
@@ -176,6 +179,7 @@ int main(int argc, char** argv) {
           o.n_batch = n_batch;
           o.cache_type = cache_type;
           o.no_repack = no_repack;
+          o.mmap_weights = mmap_weights;
           o.n_ctx = max_depth + std::max(max_prompt, max_gen + 1);
           o.n_seq = n_parallel;
           std::string err;

@@ -174,6 +174,9 @@ int main(int argc, char** argv) {
   app.add_option("--run-emitted", eo.run_emitted_dir,
                  "run through the C emitted into DIR (compiled with $CC/cc)");
   app.add_flag("--allow-candidate", eo.allow_candidate, "let candidate providers compete");
+  app.add_flag("--mmap-weights", eo.mmap_weights,
+               "read the weights the plan takes in the file's layout from the file's mapping, "
+               "not from a copy in 2 MiB pages made at load");
   app.add_flag("--no-repack", eo.no_repack,
                "no repacked weight copies at load: providers that read the file's blocks only");
   app.add_flag("--no-display-prompt", no_display_prompt, "do not echo the prompt");
@@ -322,10 +325,14 @@ int main(int argc, char** argv) {
   const auto& st = engine->stats();
   const double tp = secs(t0, t1), tg = secs(t1, t2);
   const int64_t decode_steps = int64_t(forced.size()) + std::max(0, generated - 1);
-  const std::string repack = st.repack_bytes > 0
-                                 ? fmt::format(", repack {:.1f} ms ({:.1f} MiB)", st.repack_ms,
-                                               double(st.repack_bytes) / (1 << 20))
-                                 : "";
+  // The repack step: the repacked layouts and the copy in 2 MiB pages of the weights read in
+  // the file's layout (--mmap-weights: none).
+  const int64_t copied = st.repack_bytes + st.weight_copy_bytes;
+  const std::string repack =
+      copied > 0 ? fmt::format(", repack {:.1f} ms ({:.1f} MiB repacked, {:.1f} MiB copied)",
+                               st.repack_ms, double(st.repack_bytes) / (1 << 20),
+                               double(st.weight_copy_bytes) / (1 << 20))
+                 : "";
   fmt::print(stderr,
              "\ncke-run: load {:.1f} ms, compile {:.1f} ms (maps {:.1f}, resolve {:.1f}, jit "
              "{:.1f}){} | prompt {} tokens, {:.1f} tok/s | generation {} tokens, {:.1f} tok/s | {} "

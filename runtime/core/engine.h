@@ -35,6 +35,9 @@ struct EngineOptions {
   std::string decode_prefetch;
   // Only providers that read the file's own weight blocks (no repacked copies at load).
   bool no_repack = false;
+  // The weights the plan reads in the file's own layout stay in the file's mapping (page-cache
+  // pages, 4 KiB) instead of a copy in 2 MiB pages made at load (engine.cpp: place_weights).
+  bool mmap_weights = false;
   std::vector<std::string> kernel_map_dirs;  // empty: CKE_KERNEL_MAPS or the build's
   std::vector<std::string> circuit_dirs;     // empty: CKE_CIRCUITS or the build's
   // Run the plan through C emitted (by emit_c) into this directory instead of the JIT glue:
@@ -46,13 +49,17 @@ struct EngineOptions {
 };
 
 struct EngineStats {
-  double load_ms = 0;          // open + validate + tokenizer
-  double compile_ms = 0;       // circuit, resolve, plan, JIT: the sum of the three below
-  double maps_ms = 0;          //   kernel maps, contracts and the circuit read and checked
-  double resolve_ms = 0;       //   the graph instantiated and every op resolved
-  double jit_ms = 0;           //   kernels generated and JIT-compiled, plans and glue built
-  double repack_ms = 0;        // the repack step: weights copied into the layouts the plan reads
-  int64_t repack_bytes = 0;    // memory of those copies
+  double load_ms = 0;        // open + validate + tokenizer
+  double compile_ms = 0;     // circuit, resolve, plan, JIT: the sum of the three below
+  double maps_ms = 0;        //   kernel maps, contracts and the circuit read and checked
+  double resolve_ms = 0;     //   the graph instantiated and every op resolved
+  double jit_ms = 0;         //   kernels generated and JIT-compiled, plans and glue built
+  double repack_ms = 0;      // the repack step: weights copied into the layouts the plan reads
+  int64_t repack_bytes = 0;  // memory of those copies
+  // The weights read in the file's layout: copied into 2 MiB pages at load (bytes, in
+  // repack_ms), or why they stay in the file's mapping.
+  int64_t weight_copy_bytes = 0;
+  std::string weight_pages;    // "2 MiB pages (copy)" or "file mapping (<reason>)"
   bool repack_reused = false;  // the copies of another engine of the same file and plan
   int64_t n_params = 0;        // elements of every tensor in the file (llama-bench's "params")
   int64_t file_bytes = 0;

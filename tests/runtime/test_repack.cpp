@@ -8,6 +8,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <vector>
 
 #include "resolver/host_caps.h"
@@ -19,13 +20,39 @@
 namespace cke {
 namespace {
 
-std::unique_ptr<Engine> load(const std::string& path, bool no_repack) {
+std::unique_ptr<Engine> load(const std::string& path, bool no_repack, bool mmap_weights = false) {
   EngineOptions o;
   o.model_path = path;
   o.n_ctx = 64;
   o.n_threads = 2;
   o.no_repack = no_repack;
+  o.mmap_weights = mmap_weights;
   return test::load_engine(o);
+}
+
+struct TempDir {  // removed at scope exit, also when an assertion returns early
+  std::filesystem::path p;
+  explicit TempDir(const std::string& tag)
+      : p(std::filesystem::temp_directory_path() / (tag + std::to_string(::getpid()))) {
+    std::filesystem::create_directories(p);
+  }
+  ~TempDir() { std::filesystem::remove_all(p); }
+};
+
+// A llama of `type` synthesized into dir (n_embd 512, 2 layers: a few MiB of weights).
+std::string synth_llama(const TempDir& dir, DType type, const std::string& name) {
+  const std::string path = (dir.p / name).string();
+  std::string why;
+  auto c = gguf::synth_preset("tiny", "llama", &why);
+  EXPECT_TRUE(c) << why;
+  if (!c) return "";
+  EXPECT_TRUE(
+      gguf::synth_apply_dims(&*c, "n_embd=512,n_head=8,n_head_kv=8,n_ff=1536,n_layer=2", &why))
+      << why;
+  c->type = type;
+  gguf::GgufError gerr;
+  EXPECT_TRUE(gguf::synth_write(*c, nullptr, path, &gerr)) << gerr.message;
+  return path;
 }
 
 // Logits of a prompt (prefill, every row) and three decode steps.
@@ -88,22 +115,9 @@ TEST_P(Repack, SameBitsAsTheFileBlocksAndOneCopyPerFile) {
 TEST(RepackHugeCopy, SameBitsAsTheFileBlocks) {
   if (!HostCaps::probe().has(Feature::avx512vnni))
     GTEST_SKIP() << "host lacks avx512vnni: no q4_0_r16 provider runs here";
-  struct TempDir {  // removed at scope exit, also when an assertion returns early
-    std::filesystem::path p =
-        std::filesystem::temp_directory_path() / ("cke_repack_huge_" + std::to_string(::getpid()));
-    TempDir() { std::filesystem::create_directories(p); }
-    ~TempDir() { std::filesystem::remove_all(p); }
-  } dir;
-  const std::string path = (dir.p / "llama-q4_0.gguf").string();
-  std::string why;
-  auto c = gguf::synth_preset("tiny", "llama", &why);
-  ASSERT_TRUE(c) << why;
-  ASSERT_TRUE(
-      gguf::synth_apply_dims(&*c, "n_embd=512,n_head=8,n_head_kv=8,n_ff=1536,n_layer=2", &why))
-      << why;
-  c->type = DType::Q4_0;
-  gguf::GgufError gerr;
-  ASSERT_TRUE(gguf::synth_write(*c, nullptr, path, &gerr)) << gerr.message;
+  const TempDir dir("cke_repack_huge_");
+  const std::string path = synth_llama(dir, DType::Q4_0, "llama-q4_0.gguf");
+  ASSERT_FALSE(path.empty());
   auto plain = load(path, true);
   auto a = load(path, false);
   ASSERT_TRUE(plain && a);
@@ -114,6 +128,60 @@ TEST(RepackHugeCopy, SameBitsAsTheFileBlocks) {
   const std::vector<float> want = run(*plain, prompt, next), got = run(*a, prompt, next);
   ASSERT_EQ(got.size(), want.size());
   EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0);
+}
+
+// The weights read in the file's layout (an F16 llama: every matrix) are a copy in 2 MiB
+// pages made at load (engine.cpp place_weights), unless --mmap-weights: the same bits either
+// way; and the copy is what the plan reads: once the file's output.weight is overwritten on
+// disk (the page cache the mapping shows), the engine on the mapping computes other logits,
+// the engine on the copy the same.
+TEST(WeightCopy, PlanReadsTheCopyWithTheFilesBits) {
+  const TempDir dir("cke_weight_copy_");
+  const std::string path = synth_llama(dir, DType::F16, "llama-f16.gguf");
+  ASSERT_FALSE(path.empty());
+  const std::vector<int32_t> prompt = {1, 303, 307, 263, 331, 292, 127}, next = {338, 263, 217};
+  auto copy = load(path, false), mapped = load(path, false, true);
+  ASSERT_TRUE(copy && mapped);
+  const bool thp = [] {
+    std::ifstream f("/sys/kernel/mm/transparent_hugepage/enabled");
+    std::string s;
+    std::getline(f, s);
+    return s.find("[never]") == std::string::npos && !s.empty();
+  }();
+  EXPECT_EQ(mapped->stats().weight_pages, "file mapping (--mmap-weights)");
+  EXPECT_EQ(mapped->stats().weight_copy_bytes, 0);
+  if (!thp) GTEST_SKIP() << "no transparent huge pages here: " << copy->stats().weight_pages;
+  EXPECT_EQ(copy->stats().weight_pages, "2 MiB pages (copy)");
+  EXPECT_GT(copy->stats().weight_copy_bytes, int64_t(2) << 20);
+  EXPECT_LE(copy->stats().weight_copy_bytes, copy->stats().file_bytes);
+  const std::vector<float> want = run(*mapped, prompt, next), got = run(*copy, prompt, next);
+  ASSERT_EQ(got.size(), want.size());
+  EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0);
+
+  // Overwrite output.weight in the file: a pattern of finite F16 values.
+  gguf::GgufError gerr;
+  auto f = gguf::File::open(path, &gerr);
+  ASSERT_TRUE(f) << gerr.message;
+  const gguf::TensorInfo* out = f->tensor("output.weight");
+  ASSERT_TRUE(out);
+  const size_t at = size_t(out->data - f->bytes().data());
+  std::vector<uint8_t> junk(out->n_bytes);
+  for (size_t i = 0; i < junk.size(); i += 2) junk[i + 1] = uint8_t(0x30 + (i / 2) % 7);
+  f.reset();
+  {
+    std::fstream w(path, std::ios::in | std::ios::out | std::ios::binary);
+    w.seekp(std::streamoff(at));
+    w.write(reinterpret_cast<const char*>(junk.data()), std::streamsize(junk.size()));
+    ASSERT_TRUE(w.good());
+  }
+  copy->rewind(0);
+  mapped->rewind(0);
+  const std::vector<float> from_copy = run(*copy, prompt, next),
+                           from_map = run(*mapped, prompt, next);
+  EXPECT_EQ(std::memcmp(from_copy.data(), want.data(), want.size() * sizeof(float)), 0)
+      << "the copy engine read the file";
+  EXPECT_NE(std::memcmp(from_map.data(), want.data(), want.size() * sizeof(float)), 0)
+      << "the mapped engine did not see the new bytes";
 }
 
 INSTANTIATE_TEST_SUITE_P(Layouts, Repack,

@@ -405,7 +405,7 @@ TEST_F(Server, InvalidUtf8FromTheModelBecomesReplacementCharacters) {
                      {"temperature", 0},
                      {"logit_bias", {{std::to_string(*byte), 100}}}};
   auto r = post("/v1/completions", body);
-  ASSERT_TRUE(r);
+  ASSERT_TRUE(r) << httplib::to_string(r.error()) << "\n" << server_->log();
   ASSERT_EQ(r->status, 200) << r->body;
   const std::string text = json::parse(r->body)["choices"][0]["text"];
   EXPECT_EQ(text, "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");  // three U+FFFD
