@@ -264,7 +264,9 @@ int main(int argc, char** argv) {
                                   {"compile_resolve_ms", es.resolve_ms},
                                   {"compile_jit_ms", es.jit_ms},
                                   {"repack_ms", es.repack_ms},
-                                  {"repack_bytes", es.repack_bytes}};
+                                  {"repack_bytes", es.repack_bytes},
+                                  {"weight_copy_bytes", es.weight_copy_bytes},
+                                  {"weight_pages", es.weight_pages}};
             if (probe) {
               const cke::MachineLimits& m = limits[e->n_threads()];
               if (prefill) {

@@ -333,12 +333,17 @@ int main(int argc, char** argv) {
                                st.repack_ms, double(st.repack_bytes) / (1 << 20),
                                double(st.weight_copy_bytes) / (1 << 20))
                  : "";
-  fmt::print(stderr,
-             "\ncke-run: load {:.1f} ms, compile {:.1f} ms (maps {:.1f}, resolve {:.1f}, jit "
-             "{:.1f}){} | prompt {} tokens, {:.1f} tok/s | generation {} tokens, {:.1f} tok/s | {} "
-             "threads\n",
-             st.load_ms, st.compile_ms, st.maps_ms, st.resolve_ms, st.jit_ms, repack,
-             prompt_ids.size(), tp > 0 ? prompt_ids.size() / tp : 0.0, generated,
-             tg > 0 && decode_steps > 0 ? decode_steps / tg : 0.0, engine->n_threads());
+  // Why the weights stayed in the file's mapping, when they did.
+  const std::string pages = st.weight_copy_bytes == 0 && !st.weight_pages.empty()
+                                ? ", weights in the " + st.weight_pages
+                                : "";
+  fmt::print(
+      stderr,
+      "\ncke-run: load {:.1f} ms, compile {:.1f} ms (maps {:.1f}, resolve {:.1f}, jit "
+      "{:.1f}){}{} | prompt {} tokens, {:.1f} tok/s | generation {} tokens, {:.1f} tok/s | {} "
+      "threads\n",
+      st.load_ms, st.compile_ms, st.maps_ms, st.resolve_ms, st.jit_ms, repack, pages,
+      prompt_ids.size(), tp > 0 ? prompt_ids.size() / tp : 0.0, generated,
+      tg > 0 && decode_steps > 0 ? decode_steps / tg : 0.0, engine->n_threads());
   return 0;
 }
