@@ -74,13 +74,17 @@ void BatchScheduler::loop() {
       stats_.max_batch = std::max(stats_.max_batch, int64_t(decode.size()));
     }
     if (prompt) ++stats_.prefill_chunks;
+    // Published under mu_: a waiter woken by any notify (or spuriously) sees `finished`
+    // only once the scheduler is done with its call.
+    for (Call* c : decode) c->finished = c->ended;
+    if (prompt) prompt->finished = prompt->ended;
     std::erase_if(queue_, [](const Call* c) { return c->finished; });
     finished_.notify_all();
   }
 }
 
-// Runs on the scheduler thread; a call's fields are its own until `finished` is published
-// under mu_ (its thread waits).
+// Runs on the scheduler thread without mu_; a call's fields are its own until loop()
+// publishes `finished` under mu_ (its thread waits).
 void BatchScheduler::decode_step(const std::vector<Call*>& calls) {
   std::vector<int32_t> seqs, tokens;
   for (const Call* c : calls) {
@@ -94,7 +98,7 @@ void BatchScheduler::decode_step(const std::vector<Call*>& calls) {
     for (size_t i = 0; i < calls.size(); ++i) {
       if (calls[i]->logits)
         calls[i]->logits->assign(rows.begin() + i * V, rows.begin() + (i + 1) * V);
-      calls[i]->ok = calls[i]->finished = true;
+      calls[i]->ok = calls[i]->ended = true;
     }
     return;
   }
@@ -102,7 +106,7 @@ void BatchScheduler::decode_step(const std::vector<Call*>& calls) {
   // gets its own error, the others run alone.
   for (Call* c : calls) {
     c->ok = engine_.eval(c->seq, c->ids, c->logits, c->all_logits, c->err);
-    c->finished = true;
+    c->ended = true;
   }
 }
 
@@ -113,7 +117,7 @@ void BatchScheduler::prefill_chunk(Call* c) {
   std::vector<float> rows;
   std::vector<float>* out = c->logits && (c->all_logits || last) ? &rows : nullptr;
   if (!engine_.eval(c->seq, c->ids.subspan(c->done, n), out, c->all_logits, c->err)) {
-    c->finished = true;
+    c->ended = true;
     return;
   }
   if (out) {
@@ -121,7 +125,7 @@ void BatchScheduler::prefill_chunk(Call* c) {
     c->logits->insert(c->logits->end(), rows.begin(), rows.end());
   }
   c->done += n;
-  c->ok = c->finished = last;
+  c->ok = c->ended = last;
 }
 
 }  // namespace cke::server

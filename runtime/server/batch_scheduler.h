@@ -56,7 +56,11 @@ class BatchScheduler : public SequenceEvaluator {
     bool all_logits;
     std::string* err;
     size_t done = 0;  // tokens of ids evaluated (a prompt goes in chunks)
-    bool finished = false, ok = false;
+    // `ok` and `ended` are the scheduler thread's, written while it runs the call without
+    // mu_; `finished` is set from `ended` under mu_ and is all the waiting thread reads
+    // before it returns (and its Call, on its stack, goes).
+    bool ended = false, ok = false;
+    bool finished = false;
   };
   void loop();
   bool everyone_queued() const;  // under mu_
