@@ -37,6 +37,20 @@
 //                bytes [512 + 2 r, 512 + 2 r + 2)    that block's fp16 scale d
 //              The bias is a bijection of bytes: no information is lost or rounded. 34
 //              bytes per row and block, as in the file.
+//   q5_0_r16   q5_0 rows in groups of 16, block-interleaved and transposed for kernels that
+//              keep each row's 8 ggml lanes in 8 vectors of one lane per row (the q8_0_r16
+//              tiles, each lane vector made in registers). Group g (rows 16g .. 16g+15; rows
+//              past N are zero), block b (elements 32b .. 32b+31) is kQ5_0R16Block bytes at
+//              (g * nb + b) * kQ5_0R16Block:
+//                bytes [64 j + 4 r, 64 j + 4 r + 4)  dword j (qs bytes 4j .. 4j+3: elements
+//                                                    4j.. as low nibbles, 16+4j.. as high
+//                                                    ones) of row 16g + r's block, j = 0..3
+//                bytes [256 + 4 r, 256 + 4 r + 4)    the block's qh REORDERED: bit 8k + j
+//                                                    holds element 4j + k's high bit (qh bit
+//                                                    4j + k), j = 0..7, k = 0..3, so lane
+//                                                    vector j's byte k takes it by one shift
+//                bytes [320 + 2 r, 320 + 2 r + 2)    that block's fp16 scale d
+//              22 bytes per row and block, as in the file.
 //   q6_K_r16   q6_K rows in groups of 16, super-block-interleaved and transposed for kernels
 //              that keep each row's 8 ggml lanes in 8 vectors of one lane per row. Group g
 //              (rows 16g .. 16g+15; rows past N are zero), super-block b (elements 256b ..
@@ -113,6 +127,8 @@ inline constexpr int kQ4_0R16Rows = 16;
 inline constexpr int kQ4_0R16Block = 16 * 18;  // bytes of one block of a 16-row group
 inline constexpr int kQ8_0R16Rows = 16;
 inline constexpr int kQ8_0R16Block = 16 * 34;  // bytes of one block of a 16-row group
+inline constexpr int kQ5_0R16Rows = 16;
+inline constexpr int kQ5_0R16Block = 16 * 22;  // bytes of one block of a 16-row group
 inline constexpr int kQ4KR16Rows = 16;
 inline constexpr int kQ4KR16Block = 16 * 144;  // bytes of one super-block of a 16-row group
 inline constexpr int kQ6KR16Rows = 16;

@@ -61,6 +61,60 @@ TEST(WeightLayouts, q4_0_r16) {
   }
 }
 
+// q5_0_r16: group g, block b at (g * nb + b) * 352; element e = 4j + k (j = 0..7) of row
+// 16g + r: its nibble in byte 64 (j % 4) + 4 r + k (low for j < 4, high for j >= 4), its high
+// bit at bit 8k + j of the dword at 256 + 4 r; the fp16 scale at 320 + 2 r; rows past N zero.
+// Each element's 5-bit value rebuilt from the copy equals ggml's (dequantize_row_q5_0's
+// indexing: element i < 16 is qs[i] & 15 with qh bit i, element i + 16 qs[i] >> 4 with qh bit
+// i + 16), and every byte of the file is used.
+TEST(WeightLayouts, q5_0_r16) {
+  const WeightLayout& l = *find_weight_layout("q5_0_r16");
+  EXPECT_EQ(l.dtype, DType::Q5_0);
+  for (auto [K, N] : {std::pair<int64_t, int64_t>{32, 16}, {96, 37}, {256, 8}, {64, 48}}) {
+    const int64_t nb = K / 32, groups = (N + 15) / 16;
+    const std::vector<uint8_t> src = random_bytes(size_t(N * nb) * sizeof(block_q5_0), 9);
+    ASSERT_EQ(l.bytes(K, N), size_t(groups * nb) * 352) << "K=" << K << " N=" << N;
+    std::vector<uint8_t> dst(l.bytes(K, N), 0xAB);
+    l.repack(src.data(), dst.data(), K, N, 0, groups);
+    for (int64_t g = 0; g < groups; ++g)
+      for (int64_t b = 0; b < nb; ++b) {
+        const uint8_t* blk = dst.data() + (g * nb + b) * 352;
+        for (int r = 0; r < 16; ++r) {
+          const int64_t n = 16 * g + r;
+          uint32_t qh_copy;
+          std::memcpy(&qh_copy, blk + 256 + 4 * r, 4);
+          if (n >= N) {
+            for (int j = 0; j < 4; ++j)
+              for (int k = 0; k < 4; ++k) ASSERT_EQ(blk[64 * j + 4 * r + k], 0);
+            ASSERT_EQ(qh_copy, 0u) << "padding row " << n;
+            ASSERT_EQ(blk[320 + 2 * r] | blk[321 + 2 * r], 0) << "padding row " << n;
+            continue;
+          }
+          block_q5_0 row;
+          std::memcpy(&row, src.data() + (n * nb + b) * sizeof(block_q5_0), sizeof(row));
+          uint32_t qh;
+          std::memcpy(&qh, row.qh, 4);
+          for (int e = 0; e < 32; ++e) {
+            const int want = (e < 16 ? row.qs[e] & 15 : row.qs[e - 16] >> 4) | int((qh >> e) & 1)
+                                                                                   << 4;
+            const int j = e / 4, k = e % 4;
+            const uint8_t byte = blk[64 * (j % 4) + 4 * r + k];
+            const int got = (j < 4 ? byte & 15 : byte >> 4) | int((qh_copy >> (8 * k + j)) & 1)
+                                                                  << 4;
+            ASSERT_EQ(got, want) << "K=" << K << " N=" << N << " row " << n << " block " << b
+                                 << " element " << e;
+          }
+          uint16_t d;
+          std::memcpy(&d, blk + 320 + 2 * r, 2);
+          ASSERT_EQ(d, row.d) << "scale of row " << n << " block " << b;
+        }
+      }
+    std::vector<uint8_t> parts(l.bytes(K, N), 0x11);
+    for (int64_t g = 0; g < groups; ++g) l.repack(src.data(), parts.data(), K, N, g, g + 1);
+    EXPECT_EQ(parts, dst);
+  }
+}
+
 // q8_0_r16: group g, block b at (g * nb + b) * 544; quant e of row 16g + r at
 // 64 (e / 4) + 4 r + e % 4, biased (q + 128 as a byte); the row's fp16 scale at 512 + 2 r;
 // rows past N zero. The bias is undone here, so every byte of the file is checked.
