@@ -147,6 +147,9 @@ bool build_linear_q4_0_r16_avxvnni(const GeneratorParams& p, kir::Module* m, std
 bool build_linear_q8_0_r16_avx512vnni(const GeneratorParams& p, kir::Module* m, std::string* err);
 bool build_linear_q8_0_r16_avx2(const GeneratorParams& p, kir::Module* m, std::string* err);
 bool build_linear_q8_0_r16_avxvnni(const GeneratorParams& p, kir::Module* m, std::string* err);
+// q5_0 (linear.q5_0.ggml) on the q5_0_r16 copy: the same tiles, lane vectors made from the
+// copy's nibbles and reordered high bits (gen_linear_q8_0_r16.cpp; params rows 16, tokens 1..3).
+bool build_linear_q5_0_r16_avx512vnni(const GeneratorParams& p, kir::Module* m, std::string* err);
 // Their tile at AVX2 / AVX-VNNI (gen_linear_q8_0_r16_avx2.cpp): one 16-row group of the
 // copy x `tokens` (1..4) tokens of an offset pack (gen_tile.h ABI, a = the pack), with the
 // exact products (AVX-VNNI only) or ggml's sign-move ones.

@@ -65,8 +65,23 @@ static_assert(kPackBudget >= kMaxBlocks * kOffPack);
 
 enum class Products : uint8_t { Exact, SignMove };
 
+// The weight copy the tiles read. q8_0_r16: lane vector j is a plain load of u = q + 128.
+// q5_0_r16 (Q5_0's contract is Q8_0's lanes with q = x - 16, x = nibble | high bit << 4):
+// lane vector j is made in registers as u = x (0..31), and the pack's correction is
+// -16 * sum(a) (emit_offset_pack of QFormat::Q5_0), so the exact sum is the same identity;
+// the sign-move tiles take q = x - 16. x of vector j: the nibbles of qs dword j % 4 (low for
+// j < 4, high for j >= 4), | bit 4 from the reordered qh dword (bit 8k + j = element 4j + k's
+// high bit) shifted by 4 - j.
+struct WeightForm {
+  bool q5 = false;
+  int block() const { return q5 ? kQ5_0R16Block : kQ8_0R16Block; }
+  int scale() const { return q5 ? 320 : 512; }
+  QFormat pack() const { return q5 ? QFormat::Q5_0 : QFormat::Q8_0; }
+};
+
 // One tile: 16 rows (the group at w) x `tokens` tokens of a pack (gen_rows16.h).
-int emit_tile(kir::Module& m, const std::string& name, int tokens, Products products) {
+int emit_tile(kir::Module& m, const std::string& name, int tokens, Products products,
+              WeightForm wf) {
   Builder b = open_tile(m, name);
   const TileArgs a = begin_tile(b);
   const bool exact = products == Products::Exact;
@@ -75,7 +90,14 @@ int emit_tile(kir::Module& m, const std::string& name, int tokens, Products prod
     zero = b.vec(512, Cls::I, "zero");
     c80 = b.vec(512, Cls::I, "c80");
     b.vzero(zero);
-    b.vsplat32(c80, 0x80808080u);
+    b.vsplat32(c80, wf.q5 ? 0x10101010u : 0x80808080u);  // q = u - 16 / u xor 0x80
+  }
+  V m0f, m10;
+  if (wf.q5) {
+    m0f = b.vec(512, Cls::I, "m0f");
+    m10 = b.vec(512, Cls::I, "m10");
+    b.vsplat32(m0f, 0x0F0F0F0Fu);
+    b.vsplat32(m10, 0x10101010u);
   }
   V acc[kMaxGroup][kLanes];
   for (int t = 0; t < tokens; ++t)
@@ -86,19 +108,18 @@ int emit_tile(kir::Module& m, const std::string& name, int tokens, Products prod
 
   V wb = b.ptr("wb"), pk = b.ptr("pk"), off = b.i64("off"), end = b.i64("end");
   b.mov(pk, a.a);
-  b.muli(end, a.n, kQ8_0R16Block);
-  b.for_(off, b.imm(0, "zero_i"), end, b.imm(kQ8_0R16Block, "block_bytes"));
+  b.muli(end, a.n, wf.block());
+  b.for_(off, b.imm(0, "zero_i"), end, b.imm(wf.block(), "block_bytes"));
   b.ptr_add(wb, a.w, off, 1);  // this block of the group
   // Prefetch into L2, kStreamPrefetchAhead on (gen_tile.h).
   // q8_0 needs twice q4_0's bytes per MAC and its kernel consumes them at about the rate
   // DRAM supplies one core; without the prefetch one core streamed 13-15 GB/s, with it 18-20
   // (bench_kernels, AMD EPYC Zen 4).
   if (stream_prefetch(tokens))
-    for (int l = 0; l < kQ8_0R16Block; l += 64)
-      b.vprefetch(Mem{wb, {}, 1, kStreamPrefetchAhead + l});
+    for (int l = 0; l < wf.block(); l += 64) b.vprefetch(Mem{wb, {}, 1, kStreamPrefetchAhead + l});
   // d[t] = fl(d_w * d_a) for the 16 rows: one product per row and token, as ggml's.
   V hw = b.vec(256, Cls::I, "hw"), dw = b.vec(512, Cls::F, "dw");
-  b.vload(hw, Mem{wb, {}, 1, 512});
+  b.vload(hw, Mem{wb, {}, 1, wf.scale()});
   b.vcvt_f16_f32(dw, hw);
   V d[kMaxGroup];
   for (int t = 0; t < tokens; ++t) {
@@ -107,13 +128,32 @@ int emit_tile(kir::Module& m, const std::string& name, int tokens, Products prod
     d[t] = b.vec(512, Cls::F, "d");
     b.vmul_f(d[t], dw, da);
   }
+  V qh;
+  if (wf.q5) {
+    qh = b.vec(512, Cls::I, "qh");
+    b.vload(qh, Mem{wb, {}, 1, 256});  // lane r: row r's reordered high bits
+  }
   for (int j = 0; j < kLanes; ++j) {
     V u = b.vec(512, Cls::I, "u");
-    b.vload(u, Mem{wb, {}, 1, 64 * j});  // lane r: q + 128 of row r's elements 4j..4j+3
+    if (wf.q5) {  // u = x of row r's elements 4j..4j+3 (0..31)
+      V hb = b.vec(512, Cls::I, "hb");
+      if (j < 4) b.vsll_i32(hb, qh, 4 - j);
+      if (j > 4) b.vsrl_i32(hb, qh, j - 4);
+      V nib = b.vec(512, Cls::I, "nib");
+      b.vload(nib, Mem{wb, {}, 1, 64 * (j % 4)});
+      if (j >= 4) b.vsrl_i32(nib, nib, 4);
+      b.vand(nib, nib, m0f);
+      b.vternlog(u, nib, j == 4 ? qh : hb, m10, 0xF8);  // nib | (hb & 0x10)
+    } else {
+      b.vload(u, Mem{wb, {}, 1, 64 * j});  // lane r: q + 128 of row r's elements 4j..4j+3
+    }
     V aq, neg;
     if (!exact) {  // |q| and q's sign, for ggml's sign move
       V q = b.vec(512, Cls::I, "q");
-      b.vxor(q, u, c80);
+      if (wf.q5)
+        b.vsub_i8(q, u, c80);
+      else
+        b.vxor(q, u, c80);
       aq = b.vec(512, Cls::I, "aq");
       b.vabs_i8(aq, q);
       neg = b.mask("neg");
@@ -160,15 +200,16 @@ int emit_tile(kir::Module& m, const std::string& name, int tokens, Products prod
 
 // isa: the tiles' (Avx2 / AvxVnni: gen_linear_q8_0_r16_avx2.cpp; plain AVX2 has only the
 // sign-move tiles, ggml's bits for every input, so it runs them without the -128 check).
-void build_entry(Builder& e, kir::Module& m, const std::string& name, int group, Rows16Isa isa) {
+void build_entry(Builder& e, kir::Module& m, const std::string& name, int group, Rows16Isa isa,
+                 WeightForm wf) {
   const bool avx512 = isa == Rows16Isa::Avx512Vnni, vnni = isa != Rows16Isa::Avx2;
   // Tiles: G tokens and the 1 .. G-1 of a last group, exact and sign-move.
   int exact[kMaxTokens + 1], sign[kMaxTokens + 1];
   for (int k = 1; k <= group; ++k) {
     const std::string t = fmt::format("{}_t{}", name, k);
     if (avx512) {
-      exact[k] = emit_tile(m, t, k, Products::Exact);
-      sign[k] = emit_tile(m, t + "_sign", k, Products::SignMove);
+      exact[k] = emit_tile(m, t, k, Products::Exact, wf);
+      sign[k] = emit_tile(m, t + "_sign", k, Products::SignMove, wf);
     } else {
       sign[k] = emit_q8_0_r16_tile_avx2(m, t + "_sign", k, Q8_0Products::SignMove, vnni);
       exact[k] = vnni ? emit_q8_0_r16_tile_avx2(m, t, k, Q8_0Products::Exact, true) : sign[k];
@@ -177,7 +218,7 @@ void build_entry(Builder& e, kir::Module& m, const std::string& name, int group,
   const auto [x, w, y, K, N, T, n0, n1, nb] = linear_entry_prologue(e, kQK8_0, kMaxBlocks);
   Rows16Args ra{Rows16Weights::R16, w, {}, e.i64("group_bytes"), n0, n1, e.i64("y_stride"), nb,
                 e.ptr("group_tmp")};
-  e.muli(ra.gs, nb, kQ8_0R16Block);
+  e.muli(ra.gs, nb, wf.block());
   e.muli(ra.ys, N, 4);
   e.ptr_align(ra.tmp, e.stack(4 * kRows16 * group + 64, "tmp_raw"), 64);
   V as = e.i64("act_stride"), tmp = e.i64("tmp");
@@ -221,7 +262,7 @@ void build_entry(Builder& e, kir::Module& m, const std::string& name, int group,
     e.for_(gi, e.imm(0, "zero_p"), cnt, G);
     e.sub(gc, cnt, gi);
     e.min(gc, gc, G);
-    emit_offset_pack(e, QFormat::Q8_0, xg, as, nb, gc, pkg, cmin, vnni);
+    emit_offset_pack(e, wf.pack(), xg, as, nb, gc, pkg, cmin, vnni);
     e.ptr_add(pkg, pkg, gbytes, 1);
     e.muli(tmp, as, group);
     e.ptr_add(xg, xg, tmp, 1);
@@ -264,7 +305,7 @@ void build_entry(Builder& e, kir::Module& m, const std::string& name, int group,
 namespace {
 
 bool build(const char* gen, Rows16Isa isa, const GeneratorParams& p, kir::Module* m,
-           std::string* err) {
+           std::string* err, WeightForm wf = {}) {
   const bool avx512 = isa == Rows16Isa::Avx512Vnni;
   const int most = avx512 ? kMaxGroup : kMaxTokens;
   int rows = 16, tokens = most;
@@ -277,12 +318,12 @@ bool build(const char* gen, Rows16Isa isa, const GeneratorParams& p, kir::Module
   m->isa = isa_features(avx512 ? Isa::Avx512Vnni : Isa::Avx2);
   if (isa == Rows16Isa::AvxVnni) m->isa.push_back("avxvnni");
   m->comment = fmt::format(
-      "generator {}, rows 16, tokens {}: ggml_vec_dot lanes of contract linear.q8_0.ggml\n"
-      "(weights: the q8_0_r16 copy made at load; activations: q8_0 rows from the plan's "
+      "generator {}, rows 16, tokens {}: ggml_vec_dot lanes of contract linear.{}.ggml\n"
+      "(weights: the {}_r16 copy made at load; activations: q8_0 rows from the plan's "
       "act_quant step)",
-      gen, tokens);
+      gen, tokens, wf.q5 ? "q5_0" : "q8_0", wf.q5 ? "q5_0" : "q8_0");
   Builder e = open_linear_entry(*m, m->name);
-  build_entry(e, *m, m->name, tokens, isa);
+  build_entry(e, *m, m->name, tokens, isa, wf);
   return true;
 }
 
@@ -290,6 +331,9 @@ bool build(const char* gen, Rows16Isa isa, const GeneratorParams& p, kir::Module
 
 bool build_linear_q8_0_r16_avx512vnni(const GeneratorParams& p, kir::Module* m, std::string* err) {
   return build("linear_q8_0_r16__avx512vnni", Rows16Isa::Avx512Vnni, p, m, err);
+}
+bool build_linear_q5_0_r16_avx512vnni(const GeneratorParams& p, kir::Module* m, std::string* err) {
+  return build("linear_q5_0_r16__avx512vnni", Rows16Isa::Avx512Vnni, p, m, err, WeightForm{true});
 }
 bool build_linear_q8_0_r16_avx2(const GeneratorParams& p, kir::Module* m, std::string* err) {
   return build("linear_q8_0_r16__avx2", Rows16Isa::Avx2, p, m, err);

@@ -91,7 +91,7 @@ constexpr gen::MoeCombineFn kMoeCombine = nullptr;
 constexpr gen::MoeRouteFn kMoeRoute = nullptr;
 constexpr gen::MoeGroupFn kMoeGroup = nullptr;
 
-const std::array<Generator, 147> kGenerators = {
+const std::array<Generator, 148> kGenerators = {
     make_generator("linear_q8_0__avx512vnni",
                    "q8_0 linear, ggml vec_dot lanes, 2 rows per zmm, vpdpbusd", kAvx512Vnni,
                    kLinear, &gen::build_linear_q8_0_avx512vnni),
@@ -109,6 +109,10 @@ const std::array<Generator, 147> kGenerators = {
                    "q8_0 linear on the q8_0_r16 weight copy, ggml vec_dot lanes, lane j of 16 "
                    "rows per zmm (contract linear.q8_0.ggml)",
                    kAvx512Vnni, kLinear, &gen::build_linear_q8_0_r16_avx512vnni),
+    make_generator("linear_q5_0_r16__avx512vnni",
+                   "q5_0 linear on the q5_0_r16 weight copy, ggml vec_dot lanes, lane j of 16 "
+                   "rows per zmm, made from nibbles and high bits (contract linear.q5_0.ggml)",
+                   kAvx512Vnni, kLinear, &gen::build_linear_q5_0_r16_avx512vnni),
     make_generator("linear_q6_K__avx512vnni",
                    "q6_K linear, ggml vec_dot_q6_K lanes, two chunks per zmm, vpdpbusd",
                    kAvx512Vnni, kLinear, &gen::build_linear_q6_K_avx512vnni),

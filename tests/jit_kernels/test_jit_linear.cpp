@@ -659,6 +659,12 @@ TEST(JitLinear, linear_q8_0r16_f32_16x3__avx512vnni) {
 TEST(JitLinear, linear_q8_0r16_f32_16x1__avx512vnni) {
   run_all("linear_q8_0r16_f32_16x1__avx512vnni");
 }
+TEST(JitLinear, linear_q5_0r16_f32_16x3__avx512vnni) {
+  run_all("linear_q5_0r16_f32_16x3__avx512vnni");
+}
+TEST(JitLinear, linear_q5_0r16_f32_16x1__avx512vnni) {
+  run_all("linear_q5_0r16_f32_16x1__avx512vnni");
+}
 TEST(JitLinear, linear_q8_0r16_f32_16x1__avx2) {
   run_all("linear_q8_0r16_f32_16x1__avx2");
 }
@@ -866,6 +872,8 @@ TEST(JitLinear, EveryGeneratedProviderHasATest) {
       "linear_q4_Kr16_f32_16x4__avxvnni",
       "linear_q8_0r16_f32_16x3__avx512vnni",
       "linear_q8_0r16_f32_16x1__avx512vnni",
+      "linear_q5_0r16_f32_16x3__avx512vnni",
+      "linear_q5_0r16_f32_16x1__avx512vnni",
       "linear_q8_0r16_f32_16x1__avx2",
       "linear_q8_0r16_f32_16x1__avxvnni",
       "linear_q8_0r16_f32_16x4__avx2",
