@@ -1,7 +1,9 @@
 // The q8_0 linear kernels on the weights' q8_0_r16 copy (kernels/formats/layouts.h) at
 // AVX-512 VNNI, contract linear.q8_0.ggml: ggml_vec_dot_q8_0_q8_0's 8 float lanes per
 // output, with each of them one lane of a vector of 16 rows. The entry below also runs the
-// AVX2 / AVX-VNNI tiles (gen_linear_q8_0_r16_avx2.cpp: 8 rows a ymm, up to 4 tokens).
+// AVX2 / AVX-VNNI tiles (gen_linear_q8_0_r16_avx2.cpp: 8 rows a ymm, up to 4 tokens), and
+// Q5_0 on its q5_0_r16 copy at AVX-512 VNNI (contract linear.q5_0.ggml: the same lanes with
+// q = x - 16; WeightForm below).
 //
 // Why this shape. The contract fixes, per (row, token, 32-element block), 8 int32 lane sums
 // of 4 products, 8 int-to-float conversions and 8 lane FMAs with fl(d_w * d_a). The vec_dot
