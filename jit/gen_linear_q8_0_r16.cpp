@@ -87,12 +87,12 @@ int emit_tile(kir::Module& m, const std::string& name, int tokens, Products prod
   Builder b = open_tile(m, name);
   const TileArgs a = begin_tile(b);
   const bool exact = products == Products::Exact;
-  V zero, c80;
+  V zero, to_q;
   if (!exact) {
     zero = b.vec(512, Cls::I, "zero");
-    c80 = b.vec(512, Cls::I, "c80");
+    to_q = b.vec(512, Cls::I, "to_q");
     b.vzero(zero);
-    b.vsplat32(c80, wf.q5 ? 0x10101010u : 0x80808080u);  // q = u - 16 / u xor 0x80
+    b.vsplat32(to_q, wf.q5 ? 0x10101010u : 0x80808080u);  // q = u - 16 / u xor 0x80
   }
   V m0f, m10;
   if (wf.q5) {
@@ -153,9 +153,9 @@ int emit_tile(kir::Module& m, const std::string& name, int tokens, Products prod
     if (!exact) {  // |q| and q's sign, for ggml's sign move
       V q = b.vec(512, Cls::I, "q");
       if (wf.q5)
-        b.vsub_i8(q, u, c80);
+        b.vsub_i8(q, u, to_q);
       else
-        b.vxor(q, u, c80);
+        b.vxor(q, u, to_q);
       aq = b.vec(512, Cls::I, "aq");
       b.vabs_i8(aq, q);
       neg = b.mask("neg");

@@ -167,7 +167,9 @@ struct Engine::Impl {
   bool build_plans(std::string* err);                    // phase plans, memory, the hash
   bool repack_weights(std::string* err);                 // the layouts the plans read
   bool fill_repacked(AlignedBuf& buf, std::string* err);
-  bool place_weights(std::string* err);     // those read in the file's layout, in 2 MiB pages
+  bool place_weights(std::string* err);  // those read in the file's layout, in 2 MiB pages
+  bool fill_placed(AlignedBuf& buf, const std::vector<const gguf::TensorInfo*>& tensors,
+                   uint64_t bytes, std::string* err);
   std::set<int> row_major_weights() const;  // weight buffers a step reads in the file's layout
   int load_threads() const;
   bool make_backend(std::string* err);  // JIT glue or emitted C
@@ -562,64 +564,67 @@ bool Engine::Impl::place_weights(std::string* err) {
   std::string key = "placed:" + file_key(opt.model_path);
   for (const gguf::TensorInfo* t : tensors) key += "|" + std::string(t->name);
   bool reused = false;
-  const uint8_t* base = file->bytes().data();
   placed = shared_repack(
-      key,
-      [&](AlignedBuf& buf) {
-        buf = AlignedBuf(file->bytes().size(), true);  // only the copied tensors' pages fill
-        if (!buf.p) {
-          *err = fmt::format(
-              "out of memory for a copy of the weights ({} bytes; "
-              "--mmap-weights reads them from the file's mapping)",
-              bytes);
-          return false;
-        }
-        // 2 MiB pieces of every tensor, read in parallel with pread: a copy out of the
-        // page cache, no page faults of the file's mapping (a memcpy from the mapping took
-        // 1.9-5.7 s for 2 GiB, a fault per 4 KiB).
-        const int fd = ::open(opt.model_path.c_str(), O_RDONLY | O_CLOEXEC);
-        if (fd < 0) {
-          *err = fmt::format("{}: cannot reopen to copy the weights: {}", opt.model_path,
-                             std::strerror(errno));
-          return false;
-        }
-        constexpr size_t kPiece = size_t(2) << 20;
-        std::vector<std::pair<size_t, size_t>> pieces;  // file offset, bytes
-        for (const gguf::TensorInfo* t : tensors) {
-          const size_t off = size_t(t->data - base);
-          for (size_t o = 0; o < t->n_bytes; o += kPiece)
-            pieces.emplace_back(off + o, std::min<size_t>(kPiece, t->n_bytes - o));
-        }
-        uint8_t* dst = static_cast<uint8_t*>(buf.p);
-        std::atomic<bool> ok{true};
-        tbb::task_arena workers(load_threads());
-        workers.execute([&] {
-          tbb::parallel_for(size_t(0), pieces.size(), [&](size_t i) {
-            for (size_t done = 0; done < pieces[i].second;) {
-              const ssize_t n = pread(fd, dst + pieces[i].first + done, pieces[i].second - done,
-                                      off_t(pieces[i].first + done));
-              if (n <= 0) {
-                if (n < 0 && errno == EINTR) continue;
-                ok = false;
-                return;
-              }
-              done += size_t(n);
-            }
-          });
-        });
-        ::close(fd);
-        if (!ok) {
-          *err = fmt::format("{}: reading the weights into memory failed", opt.model_path);
-          return false;
-        }
-        return true;
-      },
-      &reused);
+      key, [&](AlignedBuf& buf) { return fill_placed(buf, tensors, bytes, err); }, &reused);
   if (!placed) return false;
   for (const gguf::TensorInfo* t : tensors) drop_file_pages(*t);
   stats.weight_pages = "2 MiB pages (copy)";
   stats.weight_copy_bytes = int64_t(bytes);
   stats.repack_ms += ms_since(t0);
+  return true;
+}
+
+// Makes the copy of `tensors` (`bytes` in all) into `buf` (the file's size, allocated here:
+// only the copied tensors' pages fill).
+bool Engine::Impl::fill_placed(AlignedBuf& buf, const std::vector<const gguf::TensorInfo*>& tensors,
+                               uint64_t bytes, std::string* err) {
+  const uint8_t* base = file->bytes().data();
+  buf = AlignedBuf(file->bytes().size(), true);
+  if (!buf.p) {
+    *err = fmt::format(
+        "out of memory for a copy of the weights ({} bytes; "
+        "--mmap-weights reads them from the file's mapping)",
+        bytes);
+    return false;
+  }
+  // 2 MiB pieces of every tensor, read in parallel with pread: a copy out of the
+  // page cache, no page faults of the file's mapping (a memcpy from the mapping took
+  // 1.9-5.7 s for 2 GiB, a fault per 4 KiB).
+  const int fd = ::open(opt.model_path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    *err = fmt::format("{}: cannot reopen to copy the weights: {}", opt.model_path,
+                       std::strerror(errno));
+    return false;
+  }
+  constexpr size_t kPiece = size_t(2) << 20;
+  std::vector<std::pair<size_t, size_t>> pieces;  // file offset, bytes
+  for (const gguf::TensorInfo* t : tensors) {
+    const size_t off = size_t(t->data - base);
+    for (size_t o = 0; o < t->n_bytes; o += kPiece)
+      pieces.emplace_back(off + o, std::min<size_t>(kPiece, t->n_bytes - o));
+  }
+  uint8_t* dst = static_cast<uint8_t*>(buf.p);
+  std::atomic<bool> ok{true};
+  tbb::task_arena workers(load_threads());
+  workers.execute([&] {
+    tbb::parallel_for(size_t(0), pieces.size(), [&](size_t i) {
+      for (size_t done = 0; done < pieces[i].second;) {
+        const ssize_t n = pread(fd, dst + pieces[i].first + done, pieces[i].second - done,
+                                off_t(pieces[i].first + done));
+        if (n <= 0) {
+          if (n < 0 && errno == EINTR) continue;
+          ok = false;
+          return;
+        }
+        done += size_t(n);
+      }
+    });
+  });
+  ::close(fd);
+  if (!ok) {
+    *err = fmt::format("{}: reading the weights into memory failed", opt.model_path);
+    return false;
+  }
   return true;
 }
 
