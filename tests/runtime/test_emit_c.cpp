@@ -104,17 +104,13 @@ std::set<std::string> provider_ids(const std::string& plan) {
   return ids;
 }
 
-// Generated providers of the plan (ids without "__ref" in `plan`), each checked to be
-// defined in cke_kernels.c and never declared extern in cke_plan.c.
+// Generated providers of the plan (ids of an __avx* level, not __ref), each checked to be
+// defined in cke_kernels.c and never declared extern in cke_plan.c. Returns how many.
 int check_generated_kernels_are_emitted(const std::string& plan, const std::string& dir) {
   const std::string kernels = slurp(dir + "/cke_kernels.c"), c = slurp(dir + "/cke_plan.c");
   int n = 0;
-  std::istringstream in(plan);
-  for (std::string line; std::getline(in, line);) {
-    const size_t open = line.find('(');
-    if (open == std::string::npos || line.find("__avx") == std::string::npos) continue;
-    const size_t start = line.rfind(' ', open) + 1;
-    const std::string id = line.substr(start, open - start);
+  for (const std::string& id : provider_ids(plan)) {
+    if (id.find("__avx") == std::string::npos) continue;
     EXPECT_NE(kernels.find("\nvoid " + id + "(void* p0"), std::string::npos) << id;
     EXPECT_EQ(c.find("extern void " + id + "("), std::string::npos) << id;
     ++n;
