@@ -25,6 +25,7 @@
 #include "jit/gen_tile.h"
 #include "jit/generators.h"
 #include "jit/kir/kir.h"
+#include "kernels/formats/layouts.h"
 
 namespace cke::jit::gen {
 
@@ -148,14 +149,31 @@ bool build_linear_q8_0_r16_avx512vnni(const GeneratorParams& p, kir::Module* m, 
 bool build_linear_q8_0_r16_avx2(const GeneratorParams& p, kir::Module* m, std::string* err);
 bool build_linear_q8_0_r16_avxvnni(const GeneratorParams& p, kir::Module* m, std::string* err);
 // q5_0 (linear.q5_0.ggml) on the q5_0_r16 copy: the same tiles, lane vectors made from the
-// copy's nibbles and reordered high bits (gen_linear_q8_0_r16.cpp; params rows 16, tokens 1..3).
+// copy's nibbles and reordered high bits (gen_linear_q8_0_r16.cpp; params rows 16, tokens 1..3;
+// AVX2 / AVX-VNNI: 1..4).
 bool build_linear_q5_0_r16_avx512vnni(const GeneratorParams& p, kir::Module* m, std::string* err);
+bool build_linear_q5_0_r16_avx2(const GeneratorParams& p, kir::Module* m, std::string* err);
+bool build_linear_q5_0_r16_avxvnni(const GeneratorParams& p, kir::Module* m, std::string* err);
+// The weight copy those tiles read. q8_0_r16: lane vector j is a plain load of u = q + 128.
+// q5_0_r16 (Q5_0's contract is Q8_0's lanes with q = x - 16, x = nibble | high bit << 4):
+// lane vector j is made in registers as u = x (0..31), and the pack's correction is
+// -16 * sum(a) (emit_offset_pack of QFormat::Q5_0), so the exact sum is the same identity;
+// the sign-move tiles take q = x - 16. x of vector j: the nibbles of qs dword j % 4 (low for
+// j < 4, high for j >= 4), | bit 4 from the reordered qh dword (bit 8k + j = element 4j + k's
+// high bit) shifted by 4 - j.
+struct Q8_0R16Form {
+  bool q5 = false;
+  int block() const { return q5 ? kQ5_0R16Block : kQ8_0R16Block; }
+  int scale() const { return q5 ? 320 : 512; }  // the 16 fp16 d's
+  int qh() const { return 256; }                // q5 only: the reordered high-bit dwords
+  QFormat pack() const { return q5 ? QFormat::Q5_0 : QFormat::Q8_0; }
+};
 // Their tile at AVX2 / AVX-VNNI (gen_linear_q8_0_r16_avx2.cpp): one 16-row group of the
 // copy x `tokens` (1..4) tokens of an offset pack (gen_tile.h ABI, a = the pack), with the
 // exact products (AVX-VNNI only) or ggml's sign-move ones.
 enum class Q8_0Products : uint8_t { Exact, SignMove };
 int emit_q8_0_r16_tile_avx2(kir::Module& m, const std::string& name, int tokens,
-                            Q8_0Products products, bool vnni);
+                            Q8_0Products products, bool vnni, Q8_0R16Form wf);
 bool build_linear_q8_0_avx2(const GeneratorParams& p, kir::Module* m, std::string* err);
 bool build_linear_q4_0_avx2(const GeneratorParams& p, kir::Module* m, std::string* err);
 bool build_linear_q4_0x8_avx2(const GeneratorParams& p, kir::Module* m, std::string* err);

@@ -2,8 +2,8 @@
 // AVX-512 VNNI, contract linear.q8_0.ggml: ggml_vec_dot_q8_0_q8_0's 8 float lanes per
 // output, with each of them one lane of a vector of 16 rows. The entry below also runs the
 // AVX2 / AVX-VNNI tiles (gen_linear_q8_0_r16_avx2.cpp: 8 rows a ymm, up to 4 tokens), and
-// Q5_0 on its q5_0_r16 copy at AVX-512 VNNI (contract linear.q5_0.ggml: the same lanes with
-// q = x - 16; WeightForm below).
+// Q5_0 on its q5_0_r16 copy at each of those levels (contract linear.q5_0.ggml: the same
+// lanes with q = x - 16; Q8_0R16Form in gen_linear_q.h).
 //
 // Why this shape. The contract fixes, per (row, token, 32-element block), 8 int32 lane sums
 // of 4 products, 8 int-to-float conversions and 8 lane FMAs with fl(d_w * d_a). The vec_dot
@@ -67,19 +67,7 @@ static_assert(kPackBudget >= kMaxBlocks * kOffPack);
 
 enum class Products : uint8_t { Exact, SignMove };
 
-// The weight copy the tiles read. q8_0_r16: lane vector j is a plain load of u = q + 128.
-// q5_0_r16 (Q5_0's contract is Q8_0's lanes with q = x - 16, x = nibble | high bit << 4):
-// lane vector j is made in registers as u = x (0..31), and the pack's correction is
-// -16 * sum(a) (emit_offset_pack of QFormat::Q5_0), so the exact sum is the same identity;
-// the sign-move tiles take q = x - 16. x of vector j: the nibbles of qs dword j % 4 (low for
-// j < 4, high for j >= 4), | bit 4 from the reordered qh dword (bit 8k + j = element 4j + k's
-// high bit) shifted by 4 - j.
-struct WeightForm {
-  bool q5 = false;
-  int block() const { return q5 ? kQ5_0R16Block : kQ8_0R16Block; }
-  int scale() const { return q5 ? 320 : 512; }
-  QFormat pack() const { return q5 ? QFormat::Q5_0 : QFormat::Q8_0; }
-};
+using WeightForm = Q8_0R16Form;  // gen_linear_q.h
 
 // One tile: 16 rows (the group at w) x `tokens` tokens of a pack (gen_rows16.h).
 int emit_tile(kir::Module& m, const std::string& name, int tokens, Products products,
@@ -133,7 +121,7 @@ int emit_tile(kir::Module& m, const std::string& name, int tokens, Products prod
   V qh;
   if (wf.q5) {
     qh = b.vec(512, Cls::I, "qh");
-    b.vload(qh, Mem{wb, {}, 1, 256});  // lane r: row r's reordered high bits
+    b.vload(qh, Mem{wb, {}, 1, wf.qh()});  // lane r: row r's reordered high bits
   }
   for (int j = 0; j < kLanes; ++j) {
     V u = b.vec(512, Cls::I, "u");
@@ -213,8 +201,8 @@ void build_entry(Builder& e, kir::Module& m, const std::string& name, int group,
       exact[k] = emit_tile(m, t, k, Products::Exact, wf);
       sign[k] = emit_tile(m, t + "_sign", k, Products::SignMove, wf);
     } else {
-      sign[k] = emit_q8_0_r16_tile_avx2(m, t + "_sign", k, Q8_0Products::SignMove, vnni);
-      exact[k] = vnni ? emit_q8_0_r16_tile_avx2(m, t, k, Q8_0Products::Exact, true) : sign[k];
+      sign[k] = emit_q8_0_r16_tile_avx2(m, t + "_sign", k, Q8_0Products::SignMove, vnni, wf);
+      exact[k] = vnni ? emit_q8_0_r16_tile_avx2(m, t, k, Q8_0Products::Exact, true, wf) : sign[k];
     }
   }
   const auto [x, w, y, K, N, T, n0, n1, nb] = linear_entry_prologue(e, kQK8_0, kMaxBlocks);
@@ -342,6 +330,12 @@ bool build_linear_q8_0_r16_avx2(const GeneratorParams& p, kir::Module* m, std::s
 }
 bool build_linear_q8_0_r16_avxvnni(const GeneratorParams& p, kir::Module* m, std::string* err) {
   return build("linear_q8_0_r16__avxvnni", Rows16Isa::AvxVnni, p, m, err);
+}
+bool build_linear_q5_0_r16_avx2(const GeneratorParams& p, kir::Module* m, std::string* err) {
+  return build("linear_q5_0_r16__avx2", Rows16Isa::Avx2, p, m, err, WeightForm{true});
+}
+bool build_linear_q5_0_r16_avxvnni(const GeneratorParams& p, kir::Module* m, std::string* err) {
+  return build("linear_q5_0_r16__avxvnni", Rows16Isa::AvxVnni, p, m, err, WeightForm{true});
 }
 
 }  // namespace cke::jit::gen

@@ -1,6 +1,9 @@
 // The tile of the q8_0 linear on the weights' q8_0_r16 copy at AVX2 and AVX-VNNI (its entry
 // is gen_linear_q8_0_r16.cpp's), contract linear.q8_0.ggml: ggml_vec_dot_q8_0_q8_0's 8
-// float lanes per output, lane j of a row in lane r of a vector of 8 rows.
+// float lanes per output, lane j of a row in lane r of a vector of 8 rows. It runs Q5_0 on
+// its q5_0_r16 copy too (linear.q5_0.ggml, the same lanes with q = x - 16): each lane vector
+// is then made from the copy's nibbles and reordered high bits (Q8_0R16Form, gen_linear_q.h),
+// 5-6 ops where q8_0 loads it.
 //
 // Why this shape. The row-major AVX2 tiles (gen_linear_q_avx2.cpp) form each row's 8 lanes
 // in one ymm and need a scale product per row and token as a vector plus a horizontal sum
@@ -23,7 +26,7 @@
 // tile ran 55-61 GMAC/s (AVX-VNNI 66-72) against the row-major tiles' 48, where 2 tokens
 // ran 46-55 (51-63): the weight vectors are L1 loads shared by the tokens.
 //
-// Products (the copy holds u = q + 128):
+// Products (the copy holds u = q + 128; q5_0: u = x, q = u - 16, the same identities):
 //  - exact (AVX-VNNI): vpdpbusd(u, a) from the pack's -128 * (sum of the lane's 4 a), the
 //    exact int32 sum of q * a (as the AVX-512 kernel);
 //  - sign-move: ggml's own form, q = u xor 0x80, vpmaddubsw(|q|, vpsignb(a, q)), vpmaddwd by
@@ -50,14 +53,12 @@ using kir::V;
 
 namespace {
 
-constexpr int kLanes = 8;     // ggml's float lanes per output
-constexpr int kScales = 512;  // the group block's 16 fp16 scales (layouts.h)
-static_assert(kQ8_0R16Block == kScales + 32);
+constexpr int kLanes = 8;  // ggml's float lanes per output
 
 }  // namespace
 
 int emit_q8_0_r16_tile_avx2(kir::Module& m, const std::string& name, int tokens,
-                            Q8_0Products products, bool vnni) {
+                            Q8_0Products products, bool vnni, Q8_0R16Form wf) {
   if (tokens < 1 || tokens > 4)
     throw std::logic_error("gen: the AVX2 q8_0_r16 tile takes 1..4 tokens");
   const bool exact = products == Q8_0Products::Exact;
@@ -67,10 +68,14 @@ int emit_q8_0_r16_tile_avx2(kir::Module& m, const std::string& name, int tokens,
   Builder b = open_tile(m, name);
   const TileArgs a = begin_tile(b);
   const VecOf ymm{b, 256};
-  const V c80 = exact ? V{} : ymm.splat("c80", 0x80808080u);
+  // q from u: u xor 0x80 (q8_0), u - 16 (q5_0)
+  const V to_q = exact ? V{} : ymm.splat("to_q", wf.q5 ? 0x10101010u : 0x80808080u);
+  const V m0f = wf.q5 ? ymm.splat("m0f", 0x0F0F0F0Fu) : V{};
+  const V m10 = wf.q5 ? ymm.splat("m10", 0x10101010u) : V{};
   const V ones16 = exact || vnni ? V{} : ymm.splat("ones16", 0x00010001u);
   V end = b.i64("end"), frame = b.ptr("frame");
-  b.muli(end, a.n, kQ8_0R16Block);
+  const int block = wf.block();
+  b.muli(end, a.n, block);
   // The lane accumulators (32 bytes a half, token and lane), 32 bytes of store scratch, and
   // the chunk's scale products fl(d_w * d_a) of the half for the passes after its first
   // (32 bytes a block and token).
@@ -89,8 +94,8 @@ int emit_q8_0_r16_tile_avx2(kir::Module& m, const std::string& name, int tokens,
   // Chunks of `chunk` blocks: every pass of a chunk reads it from L1.
   V c0 = b.i64("c0"), cend = b.i64("cend"), pkc = b.ptr("pkc");
   b.mov(pkc, a.a);
-  b.for_(c0, b.imm(0, "zero_c"), end, b.imm(int64_t(chunk) * kQ8_0R16Block, "chunk_bytes"));
-  b.addi(cend, c0, int64_t(chunk) * kQ8_0R16Block);
+  b.for_(c0, b.imm(0, "zero_c"), end, b.imm(int64_t(chunk) * block, "chunk_bytes"));
+  b.addi(cend, c0, int64_t(chunk) * block);
   b.min(cend, cend, end);
   for (int h = 0; h < 2; ++h) {         // rows 8h .. 8h + 7
     for (int p = 0; p < passes; ++p) {  // lanes pL .. pL + L - 1
@@ -103,12 +108,12 @@ int emit_q8_0_r16_tile_avx2(kir::Module& m, const std::string& name, int tokens,
       V wb = b.ptr("wb"), pk = b.ptr("pk"), off = b.i64("off"), db = b.ptr("db");
       b.mov(pk, pkc);
       if (passes > 1) b.ptr_add(db, frame, b.imm(dprod, "dprod"), 1);
-      b.for_(off, c0, cend, b.imm(kQ8_0R16Block, "block_bytes"));
+      b.for_(off, c0, cend, b.imm(block, "block_bytes"));
       b.ptr_add(wb, a.w, off, 1);
       auto w = [&](int32_t disp) { return Mem{wb, {}, 1, disp}; };
       // into L2, as the AVX-512 kernel (gen_linear_q8_0_r16.cpp)
       if (h == 0 && p == 0 && stream_prefetch(tokens))
-        for (int l = 0; l < kQ8_0R16Block; l += 64) b.vprefetch(w(kStreamPrefetchAhead + l));
+        for (int l = 0; l < block; l += 64) b.vprefetch(w(kStreamPrefetchAhead + l));
       // d[t] = fl(d_w * d_a) for the half's 8 rows: made by the first pass, then reloaded.
       V d[4];
       if (p > 0) {
@@ -118,7 +123,7 @@ int emit_q8_0_r16_tile_avx2(kir::Module& m, const std::string& name, int tokens,
         }
       } else {
         V dh = b.vec(128, Cls::I, "dw16"), dw = ymm.f("dw");
-        b.vload(dh, w(kScales + 16 * h));
+        b.vload(dh, w(wf.scale() + 16 * h));
         b.vcvt_f16_f32(dw, dh);
         for (int t = 0; t < tokens; ++t) {
           V da = ymm.f("da");
@@ -128,13 +133,33 @@ int emit_q8_0_r16_tile_avx2(kir::Module& m, const std::string& name, int tokens,
           if (passes > 1) b.vstore(Mem{db, {}, 1, 32 * t}, d[t]);
         }
       }
+      V qh;
+      if (wf.q5) {
+        qh = ymm.i("qh");
+        b.vload(qh, w(wf.qh() + 32 * h));  // lane r: row 8h + r's reordered high bits
+      }
       for (int l = 0; l < lanes; ++l) {
         const int j = p * lanes + l;
         V u = ymm.i("u"), q, aq;
-        b.vload(u, w(64 * j + 32 * h));  // lane r: q + 128 of row 8h + r's elements 4j..4j+3
-        if (!exact) {                    // q and |q|, for ggml's sign move
+        if (wf.q5) {  // u = x of row 8h + r's elements 4j..4j+3 (0..31)
+          V hb = ymm.i("hb");
+          if (j < 4) b.vsll_i32(hb, qh, 4 - j);
+          if (j > 4) b.vsrl_i32(hb, qh, j - 4);
+          b.vand(hb, j == 4 ? qh : hb, m10);
+          V nib = ymm.i("nib");
+          b.vload(nib, w(64 * (j % 4) + 32 * h));
+          if (j >= 4) b.vsrl_i32(nib, nib, 4);
+          b.vand(nib, nib, m0f);
+          b.vor(u, nib, hb);
+        } else {
+          b.vload(u, w(64 * j + 32 * h));  // lane r: q + 128 of row 8h + r's elements 4j..4j+3
+        }
+        if (!exact) {  // q and |q|, for ggml's sign move
           q = ymm.i("q");
-          b.vxor(q, u, c80);
+          if (wf.q5)
+            b.vsub_i8(q, u, to_q);
+          else
+            b.vxor(q, u, to_q);
           aq = ymm.i("aq");
           b.vabs_i8(aq, q);
         }
@@ -142,8 +167,9 @@ int emit_q8_0_r16_tile_avx2(kir::Module& m, const std::string& name, int tokens,
           V act = ymm.i("act"), s = ymm.i("isum");
           b.vbcast_f32(act, Mem{pk, {}, 1, 32 * t + 4 * j});  // activation dword j (bits)
           if (exact) {
-            b.vbcast_f32(s, Mem{pk, {}, 1, kOffPackCorr + 32 * t + 4 * j});  // -128 * sum(a)
-            b.vdpbusd(s, u, act);  // sum (q + 128) a - 128 sum(a) = sum q a
+            // -128 * sum(a) (q8_0), -16 * sum(a) (q5_0)
+            b.vbcast_f32(s, Mem{pk, {}, 1, kOffPackCorr + 32 * t + 4 * j});
+            b.vdpbusd(s, u, act);  // sum u a + the correction = sum q a
           } else {
             b.vsign_i8(act, act, q);  // the weight's sign onto the activation
             if (vnni) {

@@ -91,7 +91,7 @@ constexpr gen::MoeCombineFn kMoeCombine = nullptr;
 constexpr gen::MoeRouteFn kMoeRoute = nullptr;
 constexpr gen::MoeGroupFn kMoeGroup = nullptr;
 
-const std::array<Generator, 148> kGenerators = {
+const std::array<Generator, 150> kGenerators = {
     make_generator("linear_q8_0__avx512vnni",
                    "q8_0 linear, ggml vec_dot lanes, 2 rows per zmm, vpdpbusd", kAvx512Vnni,
                    kLinear, &gen::build_linear_q8_0_avx512vnni),
@@ -153,6 +153,10 @@ const std::array<Generator, 148> kGenerators = {
                    "q8_0 linear on the q8_0_r16 weight copy, ggml vec_dot lanes (sign-move "
                    "products), lane j of 8 rows a ymm",
                    kAvx2, kLinear, &gen::build_linear_q8_0_r16_avx2),
+    make_generator("linear_q5_0_r16__avx2",
+                   "q5_0 linear on the q5_0_r16 weight copy, ggml vec_dot lanes (sign-move "
+                   "products), lane j of 8 rows a ymm, made from nibbles and high bits",
+                   kAvx2, kLinear, &gen::build_linear_q5_0_r16_avx2),
     make_generator("linear_q4_K_r16__avx2",
                    "q4_K decode linear on the q4_K_r16 weight copy, ggml's repacked q4_K_8x8 "
                    "gemv (contract linear.q4_Kx8.ggml), 8 rows a ymm",
@@ -230,6 +234,10 @@ const std::array<Generator, 148> kGenerators = {
                    "q8_0 linear on the q8_0_r16 weight copy, ggml vec_dot lanes, lane j of 8 "
                    "rows a ymm, AVX-VNNI vpdpbusd",
                    kAvxVnni, kLinear, &gen::build_linear_q8_0_r16_avxvnni),
+    make_generator("linear_q5_0_r16__avxvnni",
+                   "q5_0 linear on the q5_0_r16 weight copy, ggml vec_dot lanes, lane j of 8 "
+                   "rows a ymm, made from nibbles and high bits, AVX-VNNI vpdpbusd",
+                   kAvxVnni, kLinear, &gen::build_linear_q5_0_r16_avxvnni),
     make_generator("linear_q4_K_r16__avxvnni",
                    "q4_K linear on the q4_K_r16 weight copy, ggml's repacked q4_K_8x8 "
                    "gemv / gemm (contract linear.q4_Kx8.ggml), AVX-VNNI vpdpbusd",
