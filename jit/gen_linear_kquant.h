@@ -25,6 +25,9 @@ bool build_linear_q3_K_avx2(const GeneratorParams& p, kir::Module* m, std::strin
 // The same contract on the weights' q3_K_r16 copy, AVX-512 VNNI (gen_linear_q3_K_r16.cpp;
 // params as q5_K_r16's).
 bool build_linear_q3_K_r16_avx512vnni(const GeneratorParams& p, kir::Module* m, std::string* err);
+// Its AVX2 / AVX-VNNI tiles (gen_linear_q3_K_r16_avx2.cpp; params rows 16, tokens 1 or 4).
+bool build_linear_q3_K_r16_avx2(const GeneratorParams& p, kir::Module* m, std::string* err);
+bool build_linear_q3_K_r16_avxvnni(const GeneratorParams& p, kir::Module* m, std::string* err);
 bool build_linear_q2_K_avx512vnni(const GeneratorParams& p, kir::Module* m, std::string* err);
 bool build_linear_q2_K_avx2(const GeneratorParams& p, kir::Module* m, std::string* err);
 bool build_linear_q4_K_avx512vnni(const GeneratorParams& p, kir::Module* m, std::string* err);

@@ -91,7 +91,7 @@ constexpr gen::MoeCombineFn kMoeCombine = nullptr;
 constexpr gen::MoeRouteFn kMoeRoute = nullptr;
 constexpr gen::MoeGroupFn kMoeGroup = nullptr;
 
-const std::array<Generator, 150> kGenerators = {
+const std::array<Generator, 154> kGenerators = {
     make_generator("linear_q8_0__avx512vnni",
                    "q8_0 linear, ggml vec_dot lanes, 2 rows per zmm, vpdpbusd", kAvx512Vnni,
                    kLinear, &gen::build_linear_q8_0_avx512vnni),
@@ -169,6 +169,14 @@ const std::array<Generator, 150> kGenerators = {
                    "q5_K linear on the q5_K_r16 weight copy, ggml_vec_dot_q5_K lanes (1..4 tokens) "
                    "(contract linear.q5_K.ggml), lane j of 8 rows a ymm",
                    kAvx2, kLinear, &gen::build_linear_q5_K_r16_avx2),
+    make_generator("linear_q3_K_r16__avx2",
+                   "q3_K linear on the q3_K_r16 weight copy, ggml_vec_dot_q3_K lanes (1..4 tokens) "
+                   "(contract linear.q3_K.ggml), lane j of 8 rows a ymm",
+                   kAvx2, kLinear, &gen::build_linear_q3_K_r16_avx2),
+    make_generator("linear_q2_K_r16__avx2",
+                   "q2_K decode linear on the q2_K_r16 weight copy, ggml's repacked q2_K_8x8 "
+                   "gemv (contract linear.q2_Kx8.ggml), 8 rows a ymm",
+                   kAvx2, kLinear, &gen::build_linear_q2_K_r16_avx2),
     make_generator("linear_q6_K__avx2",
                    "q6_K linear, ggml vec_dot_q6_K lanes, one chunk per ymm, vpmaddubsw", kAvx2,
                    kLinear, &gen::build_linear_q6_K_avx2),
@@ -238,6 +246,14 @@ const std::array<Generator, 150> kGenerators = {
                    "q5_0 linear on the q5_0_r16 weight copy, ggml vec_dot lanes, lane j of 8 "
                    "rows a ymm, made from nibbles and high bits, AVX-VNNI vpdpbusd",
                    kAvxVnni, kLinear, &gen::build_linear_q5_0_r16_avxvnni),
+    make_generator("linear_q3_K_r16__avxvnni",
+                   "q3_K linear on the q3_K_r16 weight copy, ggml_vec_dot_q3_K lanes (1..4 tokens) "
+                   "(contract linear.q3_K.ggml), lane j of 8 rows a ymm, AVX-VNNI vpdpbusd",
+                   kAvxVnni, kLinear, &gen::build_linear_q3_K_r16_avxvnni),
+    make_generator("linear_q2_K_r16__avxvnni",
+                   "q2_K decode linear on the q2_K_r16 weight copy, ggml's repacked q2_K_8x8 "
+                   "gemv (contract linear.q2_Kx8.ggml), 8 rows a ymm, AVX-VNNI vpdpbusd",
+                   kAvxVnni, kLinear, &gen::build_linear_q2_K_r16_avxvnni),
     make_generator("linear_q4_K_r16__avxvnni",
                    "q4_K linear on the q4_K_r16 weight copy, ggml's repacked q4_K_8x8 "
                    "gemv / gemm (contract linear.q4_Kx8.ggml), AVX-VNNI vpdpbusd",

@@ -96,6 +96,7 @@ enum class Op : uint8_t {
   VSubI8,     // d = a - b (wrapping bytes)
   VAddI32,    // d = a + b
   VAddI16,    // d = a + b (wrapping, per 16 bits)
+  VSubI16,    // d = a - b (wrapping, per 16 bits)
   VAbsI8,     // d = |a| (-128 stays 0x80)
   VMinI8,     // d = min(a, b) per signed byte
   VSignI8,    // d = vpsignb(a, b): a negated where b < 0, zeroed where b == 0 (<= 256 bits)
@@ -326,6 +327,7 @@ class Builder {
   void vsub_i8(V d, V a, V b);
   void vadd_i32(V d, V a, V b);
   void vadd_i16(V d, V a, V b);
+  void vsub_i16(V d, V a, V b);
   void vabs_i8(V d, V a);
   void vmin_i8(V d, V a, V b);
   void vsign_i8(V d, V a, V b);

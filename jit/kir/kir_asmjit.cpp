@@ -370,6 +370,9 @@ class FuncLowering {
       case Op::VAddI16:
         cc_.vpaddw(x(d), x(a), x(b));
         break;
+      case Op::VSubI16:
+        cc_.vpsubw(x(d), x(a), x(b));
+        break;
       case Op::VAbsI8:
         cc_.vpabsb(x(d), x(a));
         break;

@@ -323,6 +323,9 @@ class FuncRender {
       case Op::VAddI16:
         set(d, fmt::format("{}_add_epi16({}, {})", p, i(a), i(b)), Cls::I);
         break;
+      case Op::VSubI16:
+        set(d, fmt::format("{}_sub_epi16({}, {})", p, i(a), i(b)), Cls::I);
+        break;
       case Op::VAbsI8:
         set(d, fmt::format("{}_abs_epi8({})", p, i(a)), Cls::I);
         break;

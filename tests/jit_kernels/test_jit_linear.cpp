@@ -677,6 +677,24 @@ TEST(JitLinear, linear_q8_0r16_f32_16x4__avx2) {
 TEST(JitLinear, linear_q8_0r16_f32_16x4__avxvnni) {
   run_all("linear_q8_0r16_f32_16x4__avxvnni");
 }
+TEST(JitLinear, linear_q2_Kr16_f32_16x1__avx2) {
+  run_all("linear_q2_Kr16_f32_16x1__avx2");
+}
+TEST(JitLinear, linear_q2_Kr16_f32_16x1__avxvnni) {
+  run_all("linear_q2_Kr16_f32_16x1__avxvnni");
+}
+TEST(JitLinear, linear_q3_Kr16_f32_16x1__avx2) {
+  run_all("linear_q3_Kr16_f32_16x1__avx2");
+}
+TEST(JitLinear, linear_q3_Kr16_f32_16x1__avxvnni) {
+  run_all("linear_q3_Kr16_f32_16x1__avxvnni");
+}
+TEST(JitLinear, linear_q3_Kr16_f32_16x4__avx2) {
+  run_all("linear_q3_Kr16_f32_16x4__avx2");
+}
+TEST(JitLinear, linear_q3_Kr16_f32_16x4__avxvnni) {
+  run_all("linear_q3_Kr16_f32_16x4__avxvnni");
+}
 TEST(JitLinear, linear_q5_0r16_f32_16x1__avx2) {
   run_all("linear_q5_0r16_f32_16x1__avx2");
 }
@@ -906,8 +924,14 @@ TEST(JitLinear, EveryGeneratedProviderHasATest) {
       "linear_q5_Kr16_f32_16x4__avx2",
       "linear_q3_Kr16_f32_16x4__avx512vnni",
       "linear_q3_Kr16_f32_16x1__avx512vnni",
+      "linear_q3_Kr16_f32_16x1__avx2",
+      "linear_q3_Kr16_f32_16x1__avxvnni",
+      "linear_q3_Kr16_f32_16x4__avx2",
+      "linear_q3_Kr16_f32_16x4__avxvnni",
       "linear_q2_Kr16_f32_16x8__avx512vnni",
       "linear_q2_Kr16_f32_16x1__avx512vnni",
+      "linear_q2_Kr16_f32_16x1__avx2",
+      "linear_q2_Kr16_f32_16x1__avxvnni",
       "linear_q4_0_f32_4x1__avxvnni",
       "linear_q4_0_f32_4x2__avxvnni",
       "linear_q4_0x8_f32_4x1__avxvnni",

@@ -21,6 +21,10 @@ class ServerProcess {
   bool start(const std::vector<std::string>& args) {
     log_path_ = "/tmp/cke-server-test-" + std::to_string(getpid()) + "-" +
                 std::to_string(counter()++) + ".log";
+    // A log left by an earlier run whose process had this pid would be read before the
+    // child truncates it, and its old "listening on" line taken for this server's port.
+    // Create it empty here, before the child exists.
+    std::ofstream(log_path_, std::ios::trunc).close();
     pid_ = fork();
     if (pid_ == 0) {
       std::vector<std::string> all = {CKE_SERVER_BIN, "--port", "0"};
@@ -28,7 +32,7 @@ class ServerProcess {
       std::vector<char*> argv;
       for (auto& a : all) argv.push_back(a.data());
       argv.push_back(nullptr);
-      FILE* f = freopen(log_path_.c_str(), "w", stderr);
+      FILE* f = freopen(log_path_.c_str(), "a", stderr);
       (void)f;
       execv(CKE_SERVER_BIN, argv.data());
       _exit(127);
