@@ -52,6 +52,10 @@ int64_t prefill_tokens() {
   return env_int("CKE_BENCH_PREFILL_T", 32);
 }
 
+uint8_t* align64(uint8_t* p) {
+  return p + ((64 - reinterpret_cast<uintptr_t>(p) % 64) % 64);
+}
+
 const std::vector<uint8_t>& weights(cke::DType t) {
   static std::map<cke::DType, std::vector<uint8_t>> cache;
   auto it = cache.find(t);
@@ -82,18 +86,25 @@ void run(benchmark::State& st, const cke::test::GeneratedLinear& g, LinearFn fn,
   // Decode: copies of the weights, called in turn, so every call reads from DRAM.
   static const bool cached = std::getenv("CKE_BENCH_DECODE_CACHED") != nullptr;
   const size_t copies = T == 1 && !cached ? std::max<size_t>(1, kStreamBytes / w0.size()) : 1;
-  std::vector<uint8_t> w(w0.size() * copies);
-  for (size_t c = 0; c < copies; ++c) std::copy(w0.begin(), w0.end(), w.begin() + c * w0.size());
+  // 64-byte aligned, as the plan's weight copies (2 MiB pages) and arena buffers are: a
+  // vector's heap block is 16-byte aligned, and a kernel's aligned vector loads from it
+  // would split cache lines that the plan's never split.
+  std::vector<uint8_t> wbuf(w0.size() * copies + 64);
+  uint8_t* const w = align64(wbuf.data());
+  for (size_t c = 0; c < copies; ++c) std::copy(w0.begin(), w0.end(), w + c * w0.size());
   std::vector<float> xf(kK * T);
   std::mt19937 rng(2);
   std::normal_distribution<float> d(0.0f, 1.0f);
   for (float& v : xf) v = d(rng);
-  const std::vector<uint8_t> x = g.convert(xf, kK, T);
+  const std::vector<uint8_t> x0 = g.convert(xf, kK, T);
+  std::vector<uint8_t> xbuf(x0.size() + 64);
+  uint8_t* const x = align64(xbuf.data());
+  std::copy(x0.begin(), x0.end(), x);
   std::vector<float> y(N * T);
   size_t c = 0;
   const auto t0 = std::chrono::steady_clock::now();
   for (auto _ : st) {
-    fn(x.data(), w.data() + c * w0.size(), y.data(), kK, N, T, 0, N);
+    fn(x, w + c * w0.size(), y.data(), kK, N, T, 0, N);
     c = c + 1 == copies ? 0 : c + 1;
     benchmark::DoNotOptimize(y.data());
     benchmark::ClobberMemory();

@@ -16,8 +16,8 @@
 // token's (bsums[2i], bsums[2i+1]) dword, 8 of them. |isum| < 2^21, |imin| < 2^19.
 //
 // Why: the row-major AVX2 tile (gen_linear_q4_K.cpp, 8 rows) transposes every super-block of
-// its rows for one token, about as much work as the dot products. Prefill keeps that tile
-// (linear_q2_Kx8_f32_8x8__avx2: its transposes are shared by 8 tokens).
+// its rows for one token, about as much work as the dot products. Prefill (tokens 8) is that
+// tile's arithmetic on the copy: build_linear_q2_K_r16_gemm_avx2, no transposes at all.
 
 #include <stdexcept>
 #include <vector>
@@ -196,6 +196,8 @@ int emit_tile(kir::Module& m, const std::string& name, bool vnni, int tokens) {
 }
 
 bool build(const char* gen, bool vnni, const GeneratorParams& p, kir::Module* m, std::string* err) {
+  if (auto t = p.find("tokens"); t != p.end() && t->second != "1")
+    return build_linear_q2_K_r16_gemm_avx2(vnni, p, m, err);
   return build_r16_avx2(
       gen, vnni,
       "ggml's repacked q2_K_8x8 gemv arithmetic of contract linear.q2_Kx8.ggml\non the "

@@ -111,8 +111,10 @@ constexpr int kAcc = 0, kAccMin = 1, kD = 2, kDMin = 3, kPartA = 4, kPartB = 5, 
 
 class Tile {
  public:
-  // r16: the weights are the q4_K_r16 / q2_K_r16 copy (kernels/formats/layouts.h; AVX-512):
-  // w is the 16-row group, each super-block already transposed, so no transposes run.
+  // r16: the weights are the q4_K_r16 / q2_K_r16 copy (kernels/formats/layouts.h): w is the
+  // 16-row group, each super-block already transposed, so no transposes run. AVX2: each
+  // super-block's two 8-row halves in turn, each the AVX2 tile on its 32 bytes of every
+  // 64-byte line of the copy (rows 0-7 first), so every line is read whole, once.
   Tile(kir::Module& m, const std::string& name, const X8Format& f, bool avx512, int n_gemm,
        int n_gemv, bool r16 = false)
       : b_(open_tile(m, name)),
@@ -130,20 +132,24 @@ class Tile {
         n_gemm_(n_gemm),
         tokens_(n_gemm + n_gemv),
         r16_(r16),
-        vnni_(m.uses("avxvnni")) {
+        vnni_(m.uses("avxvnni")),
+        halves_(r16 && !avx512 ? 2 : 1) {
     if (tokens_ < 1 || tokens_ > 8) throw std::logic_error("kir: q4_K tile takes 1..8 tokens");
-    if (r16 && !avx512) throw std::logic_error("kir: the q4_K_r16 / q2_K_r16 tiles are AVX-512");
   }
 
   int build();
 
  private:
+  void super_block();
   int vb() const { return bits_ / 8; }
   Mem slot(int s, int disp = 0) const { return Mem{frame_, {}, 1, s * vb() + disp}; }
-  Mem tok(int t, int s, int disp = 0) const { return slot(kTok0 + t * kTokSlots + s, disp); }
+  Mem tok(int t, int s, int disp = 0) const {
+    return slot(kTok0 + (half_ * tokens_ + t) * kTokSlots + s, disp);
+  }
   Mem act(int t, int32_t disp) const { return tr_.at(t, disp); }
   Mem row(int r, int32_t disp) const { return Mem{wb_, roff_[size_t(r)], 1, disp}; }
-  Mem r16(int32_t disp) const { return Mem{wb_, {}, 1, disp}; }  // the group's super-block
+  // The group's super-block (AVX2: of this half's rows).
+  Mem r16(int32_t disp) const { return Mem{wb_, {}, 1, disp + 32 * half_}; }
   // Weight bytes a super-block.
   int wblock() const { return !r16_ ? f_.block : f_.q2 ? kQ2KR16Block : kQ4KR16Block; }
   V vec(const char* n, Cls c = Cls::I) { return b_.vec(bits_, c, n); }
@@ -174,7 +180,7 @@ class Tile {
   void unit_avx2(int u, const V q[8]);
   V start_part(int t, int u);
   void finish(int t, int u, V part, const V fmn[2]);
-  void store();
+  void store(V nrows, V y);  // the rows [0, nrows) of half half_ at y
 
   Builder b_;
   TileArgs a_;
@@ -185,6 +191,9 @@ class Tile {
   bool r16_;
   bool vnni_;  // AVX2 tile with AVX-VNNI: vpdpbusd (ymm) in place of vpmaddubsw + vpmaddwd
   std::vector<V> roff_;
+  // AVX2 on the r16 copy: a super-block's two 8-row halves in turn, each with its own token
+  // slots (half_ the current one).
+  int halves_, half_ = 0;
   V frame_, wb_, dw_, dminw_, even_odd_;
   TokenRows8 tr_;
 };
@@ -205,16 +214,17 @@ int Tile::build() {
   // Aligned to the vector size: its loads and stores split no cache line.
   frame_ = b.ptr("frame");
   static_assert(kB32 + 2 <= kTokSlots);
-  b.ptr_align(frame_, b.stack((kTok0 + tokens_ * kTokSlots + 1) * vb(), "frame_raw"), vb());
-
+  b.ptr_align(frame_, b.stack((kTok0 + halves_ * tokens_ * kTokSlots + 1) * vb(), "frame_raw"),
+              vb());
   tr_ = token_rows8(b, a_.a, a_.as, tokens_);
   {
     V z = vec("z", Cls::F);
     b.vzero(z);
-    for (int t = 0; t < tokens_; ++t) {
-      b.vstore(tok(t, kAcc), z);
-      b.vstore(tok(t, kAccMin), z);
-    }
+    for (half_ = 0; half_ < halves_; ++half_)
+      for (int t = 0; t < tokens_; ++t) {
+        b.vstore(tok(t, kAcc), z);
+        b.vstore(tok(t, kAccMin), z);
+      }
   }
 
   {
@@ -230,6 +240,7 @@ int Tile::build() {
   const RowPrefetch pf = row_prefetch(b, a_, rows_);
   b.for_(off, b.imm(0, "zero_i"), end, b.imm(wblock(), "block_bytes"));
   b.ptr_add(wb_, a_.w, off, 1);  // this super-block of row 0 (r16: of the group)
+  half_ = 0;
   if (r16_) {
     if (stream_prefetch(tokens_))
       for (int l = 0; l < wblock(); l += 64) b.vprefetch(r16(kStreamPrefetchAhead + l));
@@ -239,6 +250,34 @@ int Tile::build() {
     for (int r = 0; r < rows_; ++r)
       for (int l = 0; l < f_.block; l += 64) b.vprefetch(Mem{ahead, roff_[size_t(r)], 1, l});
   }
+  for (half_ = 0; half_ < halves_; ++half_) super_block();
+  tr_.advance(b, kABlock);
+  b.end_for();
+  if (halves_ == 1) {
+    half_ = 0;
+    store(a_.nrows, a_.y);
+    return b.index();
+  }
+  V n = b.i64("nrows_lo"), eight = b.imm(8, "eight");
+  b.min(n, a_.nrows, eight);
+  half_ = 0;
+  store(n, a_.y);
+  b.if_(a_.nrows, kir::Cmp::GT, 8);  // a group's last rows may end in its first half
+  {
+    V n_hi = b.i64("nrows_hi"), y_hi = b.ptr("y_hi");
+    b.addi(n_hi, a_.nrows, -8);
+    b.mov(y_hi, a_.y);
+    b.addi(y_hi, y_hi, 32);
+    half_ = 1;
+    store(n_hi, y_hi);
+  }
+  b.end_if();
+  return b.index();
+}
+
+// One super-block of the tile's rows (AVX2 r16: of half half_) for every token.
+void Tile::super_block() {
+  Builder& b = b_;
   heads();
   token_factors();
   V q[8];
@@ -288,10 +327,6 @@ int Tile::build() {
     }
     unit_avx512(u, w);
   }
-  tr_.advance(b, kABlock);
-  b.end_for();
-  store();
-  return b.index();
 }
 
 // The rows' 16 bytes at `off`, one dword per lane: H_i's 128-bit block k = row 4k + i; the
@@ -687,14 +722,14 @@ void Tile::unit_avx2(int u, const V q[8]) {
 }
 
 // y = acc - accmin, rows [0, nrows).
-void Tile::store() {
+void Tile::store(V nrows, V y) {
   Builder& b = b_;
   V yt = b.ptr("yt");
-  b.mov(yt, a_.y);
+  b.mov(yt, y);
   V mask;
   if (avx512_) {
     mask = b.mask("store");
-    b.kfirst_n(mask, a_.nrows);
+    b.kfirst_n(mask, nrows);
   }
   for (int t = 0; t < tokens_; ++t) {
     if (t > 0) b.ptr_add(yt, yt, a_.ys, 1);
@@ -706,13 +741,13 @@ void Tile::store() {
       b.vstore_mk(Mem{yt, {}, 1, 0}, o, mask);
       continue;
     }
-    b.if_(a_.nrows, kir::Cmp::EQ, rows_);
+    b.if_(nrows, kir::Cmp::EQ, rows_);
     b.vstore(Mem{yt, {}, 1, 0}, o);
     b.end_if();
-    b.if_(a_.nrows, kir::Cmp::LT, rows_);  // lane by lane through the frame
+    b.if_(nrows, kir::Cmp::LT, rows_);  // lane by lane through the frame
     b.vstore(slot(kScratch), o);
     for (int r = 0; r < rows_; ++r) {
-      if (r > 0) b.if_(a_.nrows, kir::Cmp::GT, r);
+      if (r > 0) b.if_(nrows, kir::Cmp::GT, r);
       V x = b.vec(128, Cls::F, "y1");
       b.vload_ss(x, slot(kScratch, 4 * r));
       b.vstore_ss(Mem{yt, {}, 1, 4 * r}, x);
@@ -775,17 +810,22 @@ bool build_x8(const X8Format& f, Isa isa, const GeneratorParams& params, kir::Mo
 }
 
 // q4_K / q2_K on its q4_K_r16 / q2_K_r16 copy, AVX-512 VNNI: the tiles of build_x8 reading
-// the transposed super-blocks directly (q4_K's decode: its own integer gemv).
-bool build_r16(const X8Format& f, const GeneratorParams& params, kir::Module* m, std::string* err) {
-  const std::string name = fmt::format("linear_{}_r16__avx512vnni", f.name);
+// the transposed super-blocks directly (q4_K's decode: its own integer gemv). At AVX2 /
+// AVX-VNNI (isa Avx2): the prefill tile only, 8 tokens on each 8-row half in turn (the decode
+// gemvs are gen_linear_q2_K_r16_avx2.cpp's and gen_linear_q4_K_r16_avx2.cpp's).
+bool build_r16(const X8Format& f, Isa isa, bool avx_vnni, const GeneratorParams& params,
+               kir::Module* m, std::string* err) {
+  const bool avx512 = isa != Isa::Avx2;
+  const std::string name =
+      fmt::format("linear_{}_r16__{}", f.name, avx_vnni ? "avxvnni" : isa_suffix(isa));
   const char* gen = name.c_str();
-  int rows = 16, tokens = 1, decode_group = 8;
+  int rows = 16, tokens = avx512 ? 1 : 8, decode_group = 8;
   if (!int_params(params, gen,
                   {{"rows", &rows}, {"tokens", &tokens}, {"decode_group", &decode_group}}, err))
     return false;
-  if (rows != 16 || (tokens != 1 && tokens != 8)) {
-    *err = fmt::format("generator '{}': tile {}x{} is not one it can emit (rows 16, tokens 1 or 8)",
-                       gen, rows, tokens);
+  if (rows != 16 || (tokens != 8 && (tokens != 1 || !avx512))) {
+    *err = fmt::format("generator '{}': tile {}x{} is not one it can emit (rows 16, tokens {})",
+                       gen, rows, tokens, avx512 ? "1 or 8" : "8");
     return false;
   }
   if (decode_group < 1 || decode_group > 8 || (tokens != 1 && decode_group != 8)) {
@@ -793,7 +833,8 @@ bool build_r16(const X8Format& f, const GeneratorParams& params, kir::Module* m,
                        decode_group);
     return false;
   }
-  m->isa = isa_features(Isa::Avx512Vnni);
+  m->isa = isa_features(isa);
+  if (avx_vnni) m->isa.push_back("avxvnni");  // Tile reads it
   m->comment = fmt::format(
       "generator {}, rows {}, tokens {}: ggml's repacked {}_8x8 gemm/gemv arithmetic of "
       "contract linear.{}x8.ggml on the\n{}_r16 weight copy, one lane per row "
@@ -801,8 +842,8 @@ bool build_r16(const X8Format& f, const GeneratorParams& params, kir::Module* m,
       gen, rows, tokens, f.name, f.name, f.name);
   Builder e = open_linear_entry(*m, m->name);
   auto tile = [&](const std::string& fn, int n_gemm, int n_gemv) {
-    if (!f.q2 && n_gemm == 0 && n_gemv == 1) return emit_q4_K_r16_gemv1(*m, fn);
-    return Tile(*m, fn, f, true, n_gemm, n_gemv, true).build();
+    if (avx512 && !f.q2 && n_gemm == 0 && n_gemv == 1) return emit_q4_K_r16_gemv1(*m, fn);
+    return Tile(*m, fn, f, avx512, n_gemm, n_gemv, true).build();
   };
   Grid g;
   g.R = 16;
@@ -844,10 +885,18 @@ bool build_linear_q2_Kx8_avx2(const GeneratorParams& p, kir::Module* m, std::str
   return build_x8(kQ2Kx8, Isa::Avx2, p, m, err);
 }
 bool build_linear_q4_K_r16_avx512vnni(const GeneratorParams& p, kir::Module* m, std::string* err) {
-  return build_r16(kQ4Kx8, p, m, err);
+  return build_r16(kQ4Kx8, Isa::Avx512Vnni, false, p, m, err);
 }
 bool build_linear_q2_K_r16_avx512vnni(const GeneratorParams& p, kir::Module* m, std::string* err) {
-  return build_r16(kQ2Kx8, p, m, err);
+  return build_r16(kQ2Kx8, Isa::Avx512Vnni, false, p, m, err);
+}
+bool build_linear_q4_K_r16_gemm_avx2(bool vnni, const GeneratorParams& p, kir::Module* m,
+                                     std::string* err) {
+  return build_r16(kQ4Kx8, Isa::Avx2, vnni, p, m, err);
+}
+bool build_linear_q2_K_r16_gemm_avx2(bool vnni, const GeneratorParams& p, kir::Module* m,
+                                     std::string* err) {
+  return build_r16(kQ2Kx8, Isa::Avx2, vnni, p, m, err);
 }
 
 }  // namespace cke::jit::gen

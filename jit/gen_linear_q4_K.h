@@ -29,9 +29,18 @@ bool build_linear_q4_K_r16_avx512vnni(const GeneratorParams& p, kir::Module* m, 
 // The q2_K tiles on the weights' q2_K_r16 copy (the same params; decode through the general
 // tile's gemv).
 bool build_linear_q2_K_r16_avx512vnni(const GeneratorParams& p, kir::Module* m, std::string* err);
-// Its decode gemv at AVX2 and AVX-VNNI (gen_linear_q2_K_r16_avx2.cpp; params rows 16, tokens 1).
+// At AVX2 and AVX-VNNI (gen_linear_q2_K_r16_avx2.cpp; params rows 16, tokens 1: its decode
+// gemv, or 8: the prefill tile, which is build_linear_q2_K_r16_gemm_avx2's).
 bool build_linear_q2_K_r16_avx2(const GeneratorParams& p, kir::Module* m, std::string* err);
 bool build_linear_q2_K_r16_avxvnni(const GeneratorParams& p, kir::Module* m, std::string* err);
+// The x8 tile of 8 rows at AVX2 on each half of the copy's 16-row groups, 8 tokens (the
+// q2_Kx8 gemm granule per whole 4 tokens, as build_linear_q2_Kx8_avx2's), for the generators
+// above (named by vnni); build_linear_q4_K_r16_gemm_avx2 the same for q4_K
+// (gen_linear_q4_K_r16_avx2.cpp's generators, tokens 8).
+bool build_linear_q2_K_r16_gemm_avx2(bool vnni, const GeneratorParams& p, kir::Module* m,
+                                     std::string* err);
+bool build_linear_q4_K_r16_gemm_avx2(bool vnni, const GeneratorParams& p, kir::Module* m,
+                                     std::string* err);
 // The block heads of a 16-row copy of q4_K or q5_K (q4_K_r16, q5_K_r16: lane r of h[k] =
 // dword k of row r's head; gen_linear_q4_K_r16_gemv.cpp): d_w and dmin_w as f32, and ggml's
 // 6-bit scales and mins (get_scale_min_k4) as bytes, byte k of dword lane r = sc[k] of row r

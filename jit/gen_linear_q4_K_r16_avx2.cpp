@@ -411,9 +411,11 @@ int emit_prefill_tile(kir::Module& m, const std::string& name, int tokens, bool 
 
 bool build(const char* gen, bool vnni, const GeneratorParams& p, kir::Module* m, std::string* err) {
   // tokens 1: the decode gemv tile; 4 (AVX-VNNI): the prefill tiles (the gemm for groups
-  // of 4, the gemv's granule for the T % 4 rest).
+  // of 4, the gemv's granule for the T % 4 rest); 8: the x8 tile on each 8-row half of the
+  // copy (gen_linear_q4_K.cpp).
   int rows = 16, tokens = 1;
   if (!int_params(p, gen, {{"rows", &rows}, {"tokens", &tokens}}, err)) return false;
+  if (tokens == 8) return build_linear_q4_K_r16_gemm_avx2(vnni, p, m, err);
   return build_r16_avx2(
       gen, vnni,
       "ggml's repacked q4_K_8x8 gemv / gemm arithmetic of contract linear.q4_Kx8.ggml\non the "

@@ -683,6 +683,15 @@ TEST(JitLinear, linear_q2_Kr16_f32_16x1__avx2) {
 TEST(JitLinear, linear_q2_Kr16_f32_16x1__avxvnni) {
   run_all("linear_q2_Kr16_f32_16x1__avxvnni");
 }
+TEST(JitLinear, linear_q4_Kr16_f32_16x8__avx2) {
+  run_all("linear_q4_Kr16_f32_16x8__avx2");
+}
+TEST(JitLinear, linear_q2_Kr16_f32_16x8__avx2) {
+  run_all("linear_q2_Kr16_f32_16x8__avx2");
+}
+TEST(JitLinear, linear_q2_Kr16_f32_16x8__avxvnni) {
+  run_all("linear_q2_Kr16_f32_16x8__avxvnni");
+}
 TEST(JitLinear, linear_q3_Kr16_f32_16x1__avx2) {
   run_all("linear_q3_Kr16_f32_16x1__avx2");
 }
@@ -932,6 +941,9 @@ TEST(JitLinear, EveryGeneratedProviderHasATest) {
       "linear_q2_Kr16_f32_16x1__avx512vnni",
       "linear_q2_Kr16_f32_16x1__avx2",
       "linear_q2_Kr16_f32_16x1__avxvnni",
+      "linear_q4_Kr16_f32_16x8__avx2",
+      "linear_q2_Kr16_f32_16x8__avx2",
+      "linear_q2_Kr16_f32_16x8__avxvnni",
       "linear_q4_0_f32_4x1__avxvnni",
       "linear_q4_0_f32_4x2__avxvnni",
       "linear_q4_0x8_f32_4x1__avxvnni",
