@@ -144,12 +144,17 @@ class Tile {
   int vb() const { return bits_ / 8; }
   Mem slot(int s, int disp = 0) const { return Mem{frame_, {}, 1, s * vb() + disp}; }
   Mem tok(int t, int s, int disp = 0) const {
-    return slot(kTok0 + (half_ * tokens_ + t) * kTokSlots + s, disp);
+    return slot(kTok0 + t * kTokSlots + s, half_ * half_stride() + disp);
   }
+  // Bytes of the frame of one half (halves_ == 2: half 1's frame follows half 0's).
+  int half_frame() const { return (kTok0 + tokens_ * kTokSlots) * vb(); }
+  // From half 0's token slots to half 1's: unrolled, right after them (the layout measured
+  // fastest; the scratch slots are shared), in a loop a whole half frame on.
+  int half_stride() const { return tokens_ == 8 ? tokens_ * kTokSlots * vb() : half_frame(); }
   Mem act(int t, int32_t disp) const { return tr_.at(t, disp); }
   Mem row(int r, int32_t disp) const { return Mem{wb_, roff_[size_t(r)], 1, disp}; }
   // The group's super-block (AVX2: of this half's rows).
-  Mem r16(int32_t disp) const { return Mem{wb_, {}, 1, disp + 32 * half_}; }
+  Mem r16(int32_t disp) const { return Mem{wb_, {}, 1, 32 * half_ + disp}; }
   // Weight bytes a super-block.
   int wblock() const { return !r16_ ? f_.block : f_.q2 ? kQ2KR16Block : kQ4KR16Block; }
   V vec(const char* n, Cls c = Cls::I) { return b_.vec(bits_, c, n); }
@@ -180,7 +185,7 @@ class Tile {
   void unit_avx2(int u, const V q[8]);
   V start_part(int t, int u);
   void finish(int t, int u, V part, const V fmn[2]);
-  void store(V nrows, V y);  // the rows [0, nrows) of half half_ at y
+  void store(V nrows, V y);  // the rows [0, nrows) (of the half frame_ is at) at y
 
   Builder b_;
   TileArgs a_;
@@ -191,8 +196,9 @@ class Tile {
   bool r16_;
   bool vnni_;  // AVX2 tile with AVX-VNNI: vpdpbusd (ymm) in place of vpmaddubsw + vpmaddwd
   std::vector<V> roff_;
-  // AVX2 on the r16 copy: a super-block's two 8-row halves in turn, each with its own token
-  // slots (half_ the current one).
+  // AVX2 on the r16 copy: a super-block's two 8-row halves in turn, each with a frame of its
+  // own after the other's: the code of each (half_ 0, 1), or one half's code in a loop that
+  // moves wb_ by 32 bytes and frame_ to the next half's frame (half_ 0).
   int halves_, half_ = 0;
   V frame_, wb_, dw_, dminw_, even_odd_;
   TokenRows8 tr_;
@@ -214,16 +220,15 @@ int Tile::build() {
   // Aligned to the vector size: its loads and stores split no cache line.
   frame_ = b.ptr("frame");
   static_assert(kB32 + 2 <= kTokSlots);
-  b.ptr_align(frame_, b.stack((kTok0 + halves_ * tokens_ * kTokSlots + 1) * vb(), "frame_raw"),
-              vb());
+  b.ptr_align(frame_, b.stack(kTok0 * vb() + halves_ * half_stride() + vb(), "frame_raw"), vb());
   tr_ = token_rows8(b, a_.a, a_.as, tokens_);
   {
     V z = vec("z", Cls::F);
     b.vzero(z);
-    for (half_ = 0; half_ < halves_; ++half_)
+    for (int h = 0; h < halves_; ++h)
       for (int t = 0; t < tokens_; ++t) {
-        b.vstore(tok(t, kAcc), z);
-        b.vstore(tok(t, kAccMin), z);
+        b.vstore(tok(t, kAcc, h * half_stride()), z);
+        b.vstore(tok(t, kAccMin, h * half_stride()), z);
       }
   }
 
@@ -240,7 +245,6 @@ int Tile::build() {
   const RowPrefetch pf = row_prefetch(b, a_, rows_);
   b.for_(off, b.imm(0, "zero_i"), end, b.imm(wblock(), "block_bytes"));
   b.ptr_add(wb_, a_.w, off, 1);  // this super-block of row 0 (r16: of the group)
-  half_ = 0;
   if (r16_) {
     if (stream_prefetch(tokens_))
       for (int l = 0; l < wblock(); l += 64) b.vprefetch(r16(kStreamPrefetchAhead + l));
@@ -250,17 +254,34 @@ int Tile::build() {
     for (int r = 0; r < rows_; ++r)
       for (int l = 0; l < f_.block; l += 64) b.vprefetch(Mem{ahead, roff_[size_t(r)], 1, l});
   }
-  for (half_ = 0; half_ < halves_; ++half_) super_block();
+  if (halves_ == 1) {
+    super_block();
+  } else {
+    // The full tile (the one prefill runs) with the code of each half (a loop over the
+    // halves measured slower, 65 GMAC/s against up to 83 for q4_K on one Zen 5 core capped to
+    // AVX2, though these tiles' speed swings between runs: the map's note); the rest tiles
+    // in a loop: half the code to compile.
+    if (tokens_ == 8) {
+      for (half_ = 0; half_ < 2; ++half_) super_block();  // rows 8-15: bytes 32-63 of a line
+      half_ = 0;
+    } else {
+      V h = b.i64("half");
+      b.for_(h, b.imm(0, "zero_h"), b.imm(2, "two_h"), b.imm(1, "one_h"));
+      super_block();
+      b.addi(wb_, wb_, 32);  // rows 8-15: the second 32 bytes of each 64-byte line
+      b.addi(frame_, frame_, half_stride());
+      b.end_for();
+      b.addi(frame_, frame_, -2 * half_stride());
+    }
+  }
   tr_.advance(b, kABlock);
   b.end_for();
   if (halves_ == 1) {
-    half_ = 0;
     store(a_.nrows, a_.y);
     return b.index();
   }
   V n = b.i64("nrows_lo"), eight = b.imm(8, "eight");
   b.min(n, a_.nrows, eight);
-  half_ = 0;
   store(n, a_.y);
   b.if_(a_.nrows, kir::Cmp::GT, 8);  // a group's last rows may end in its first half
   {
@@ -268,14 +289,14 @@ int Tile::build() {
     b.addi(n_hi, a_.nrows, -8);
     b.mov(y_hi, a_.y);
     b.addi(y_hi, y_hi, 32);
-    half_ = 1;
+    b.addi(frame_, frame_, half_stride());
     store(n_hi, y_hi);
   }
   b.end_if();
   return b.index();
 }
 
-// One super-block of the tile's rows (AVX2 r16: of half half_) for every token.
+// One super-block of the tile's rows (AVX2 r16: of the half at wb_ / frame_) for every token.
 void Tile::super_block() {
   Builder& b = b_;
   heads();
@@ -796,14 +817,22 @@ bool build_x8(const X8Format& f, Isa isa, const GeneratorParams& params, kir::Mo
   } else if (gemv) {
     // Every token through the gemv granule, `tokens` at a time (the expert matmuls: ggml's
     // mul_mat_id calls its repacked gemv once per pair, never the gemm).
+    // A rest of 4 or more: 4 tokens, then the others (fewer functions to compile).
     g.full_fn = tile(fmt::format("{}_gemv{}", m->name, tokens), 0, tokens);
-    for (int r = 1; r < tokens; ++r) g.rem_fn[r] = tile(fmt::format("{}_gemv{}", m->name, r), 0, r);
+    if (tokens == 8) {
+      g.head = 4;
+      g.head_fn = tile(fmt::format("{}_gemv4", m->name), 0, 4);
+    }
+    for (int r = 1; r < 4; ++r) g.rem_fn[r] = tile(fmt::format("{}_gemv{}", m->name, r), 0, r);
   } else {
     // Whole groups through the gemm; a group's last r tokens: the 4 of a whole 4 (if any)
     // through the gemm, the T % 4 after them through the gemv.
     g.full_fn = tile(fmt::format("{}_gemm{}", m->name, tokens), tokens, 0);
-    for (int r = 1; r < tokens; ++r)
-      g.rem_fn[r] = tile(fmt::format("{}_rest{}", m->name, r), r - r % 4, r % 4);
+    if (tokens == 8) {
+      g.head = 4;
+      g.head_fn = tile(fmt::format("{}_gemm4", m->name), 4, 0);
+    }
+    for (int r = 1; r < 4; ++r) g.rem_fn[r] = tile(fmt::format("{}_gemv{}", m->name, r), 0, r);
   }
   emit_linear_entry(e, g, {kQK_K, f.block, kABlock});
   return true;
@@ -856,9 +885,11 @@ bool build_r16(const X8Format& f, Isa isa, bool avx_vnni, const GeneratorParams&
     for (int r = 1; r < g.G; ++r) g.rem_fn[r] = tile(fmt::format("{}_gemv{}", m->name, r), 0, r);
     g.full_fn = tile(fmt::format("{}_gemv{}", m->name, g.G), 0, g.G);
   } else {
+    // The rest of r tokens: the gemm of its whole 4 (if any), then the gemv of r % 4.
     g.full_fn = tile(fmt::format("{}_gemm{}", m->name, tokens), tokens, 0);
-    for (int r = 1; r < tokens; ++r)
-      g.rem_fn[r] = tile(fmt::format("{}_rest{}", m->name, r), r - r % 4, r % 4);
+    g.head = 4;
+    g.head_fn = tile(fmt::format("{}_gemm4", m->name), 4, 0);
+    for (int r = 1; r < 4; ++r) g.rem_fn[r] = tile(fmt::format("{}_gemv{}", m->name, r), 0, r);
   }
   emit_r16_entry(e, g, {kQK_K, f.block, kABlock});
   return true;

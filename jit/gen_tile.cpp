@@ -212,7 +212,7 @@ void emit_grid(Builder& e, const Grid& g, V w_n0, V rb, V n0, V n1, V act, V as,
   V at = e.ptr("at"), yt = e.ptr("yt"), tmp = e.i64("tmp");
   e.div(full, ntok, gs);  // whole groups (G need not be a power of two)
   e.mul(full, full, gs);
-  bool any_rem = false;
+  bool any_rem = g.head_fn >= 0;
   for (int r = 1; r < g.G; ++r) any_rem |= g.rem_fn[r] >= 0;
   if (any_rem) e.sub(rem, ntok, full);
   e.mov(wn, w_n0);
@@ -235,8 +235,22 @@ void emit_grid(Builder& e, const Grid& g, V w_n0, V rb, V n0, V n1, V act, V as,
       e.ptr_add(at, act, tmp, 1);
       e.mul(tmp, full, ys);
       e.ptr_add(yt, yn, tmp, 1);
+      V left_t = rem;  // the rest's tokens after the head
+      if (g.head_fn >= 0) {
+        left_t = e.i64("rem_left");
+        e.mov(left_t, rem);
+        e.if_(rem, Cmp::GE, g.head);
+        e.call(g.head_fn, {wn, rb, rows, at, as, yt, ys, extent});
+        e.addi(left_t, left_t, -g.head);
+        e.muli(tmp, as, g.head);
+        e.ptr_add(at, at, tmp, 1);
+        e.muli(tmp, ys, g.head);
+        e.ptr_add(yt, yt, tmp, 1);
+        e.end_if();
+      }
       for (int r = 1; r < g.G; ++r) {
-        e.if_(rem, Cmp::EQ, r);
+        if (g.rem_fn[r] < 0) continue;
+        e.if_(left_t, Cmp::EQ, r);
         e.call(g.rem_fn[r], {wn, rb, rows, at, as, yt, ys, extent});
         e.end_if();
       }

@@ -161,10 +161,14 @@ TokenRows8 token_rows8(kir::Builder& b, kir::V base, kir::V stride, int tokens);
 
 // The entry's grid: for each row tile n in [n0, n1) step R, tokens [0, full) in groups of
 // G through `full_fn`, then the rest (rem < G tokens) through rem_fn[rem].
+// With head_fn: a rest of rem >= head tokens goes to head_fn (its first `head` tokens) and
+// then rem_fn[rem - head] (if rem > head), so that tiles of `head` + k tokens need not each be
+// a function of their own (their code and its JIT time grow with the tokens).
 struct Grid {
   int R = 0, G = 0;
   int full_fn = -1;
   int rem_fn[8] = {-1, -1, -1, -1, -1, -1, -1, -1};
+  int head = 0, head_fn = -1;
 };
 // The grid of a generator whose tiles take `tokens` tokens: emit(name_t<k>, k) writes the
 // tile for k tokens; the full groups use k = tokens, the rest k = 1 .. tokens - 1.
