@@ -25,7 +25,7 @@ std::string describe(const std::vector<LoadError>& errors) {
   return s;
 }
 
-// The generated providers' maps (kernel_maps/, production): each names a generator of
+// The generated providers' maps (kernel_maps/, production or candidate): each names a generator of
 // this binary with parameters it takes, states exactly the generator's ISA and argument
 // kinds, and is the reference's twin in contract, interface and ports, outranking it.
 TEST(JitMaps, LoadWithTheRealTreeAndMatchTheGenerators) {
@@ -99,7 +99,11 @@ TEST(JitMaps, LoadWithTheRealTreeAndMatchTheGenerators) {
             << a.name << ": " << a.layout;
       }
     }
-    EXPECT_EQ(m->selection.status, Status::Production);
+    // Production, or candidate where its map says why it is not promoted yet (a demotion
+    // of a production provider is the ratchet's to catch: cke-audit).
+    EXPECT_TRUE(m->selection.status == Status::Production ||
+                m->selection.status == Status::Candidate)
+        << int(m->selection.status);
     EXPECT_GT(m->selection.priority, ref->selection.priority);
     for (Phase p : m->selection.phases) EXPECT_TRUE(ref->selection.supports(p));
     for (const Expr& e : ref->shape_predicates) {
