@@ -171,15 +171,7 @@ int emit_tile(kir::Module& m, const std::string& name, bool vnni, int tokens) {
           const int j = 8 * hq + 2 * g + u;
           V scj = ymm.i("sc_j");
           b.vshuf_b(scj, sc[j / 4], table(kScCtl + j % 4));
-          const bool first = hq == 0 && u == 0 && g == 0;
-          if (first) {
-            b.vmadd_wd(isum, s[g], scj);  // sc_j * s_j, exact
-          } else if (vnni) {
-            b.vdpwssd(isum, s[g], scj);
-          } else {
-            b.vmadd_wd(s[g], s[g], scj);
-            b.vadd_i32(isum, isum, s[g]);
-          }
+          add_scaled_dot_avx2(b, isum, hq == 0 && u == 0 && g == 0, s[g], scj, vnni);
         }
       }
     V f = ymm.f("fisum");

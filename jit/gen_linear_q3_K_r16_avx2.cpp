@@ -192,53 +192,25 @@ int emit_tile(kir::Module& m, const std::string& name, bool vnni, int tokens) {
             if (vnni) {
               b.vbcast_f32(dot, slot(kOff + 8 * t + c, 4 * l));  // -4 * sum(a)
               b.vdpbusd(dot, u, ab);                             // the dot of q = u - 4
-              if (first)
-                b.vmadd_wd(isum[t], dot, sc);
-              else
-                b.vdpwssd(isum[t], dot, sc);
             } else {
               V ob = ymm.i("offset_pairs");
               b.vmaddubs_w(dot, u, ab);
               b.vbcast_f32(ob, slot(kOff + 8 * t + c, 4 * l));
               b.vsub_i16(dot, dot, ob);  // the pair sums of q * a, q = u - 4
-              if (first) {
-                b.vmadd_wd(isum[t], dot, sc);  // sc * dot, exact
-              } else {
-                b.vmadd_wd(dot, dot, sc);
-                b.vadd_i32(isum[t], isum[t], dot);
-              }
             }
+            add_scaled_dot_avx2(b, isum[t], first, dot, sc, vnni);
           }
         }
       }
-      for (int t = 0; t < tokens; ++t) {
-        V f = ymm.f("fsum"), ac = ymm.f("acc"), d = ymm.f("d");
-        b.vcvt_i32_f32(f, isum[t]);
-        b.vload(ac, slot(acc_slot(h, l, t)));
-        b.vload(d, slot(kD0 + t));
-        b.vfma(ac, d, f);  // acc = fma(fl(d_a * d_w), float(isum), acc)
-        b.vstore(slot(acc_slot(h, l, t)), ac);
-      }
+      for (int t = 0; t < tokens; ++t)
+        fma_lane_acc_avx2(b, isum[t], slot(acc_slot(h, l, t)), slot(kD0 + t));
     }
   }
   b.addi(tr.base, tr.base, kABlock);
   b.end_for();
 
-  V yt = b.ptr("yt");
-  b.mov(yt, a.y);
-  for (int t = 0; t < tokens; ++t) {
-    if (t > 0) b.ptr_add(yt, yt, a.ys, 1);
-    V out[2];
-    for (int h = 0; h < 2; ++h) {
-      V lanes[kLanes];
-      for (int l = 0; l < kLanes; ++l) {
-        lanes[l] = ymm.f("acc");
-        b.vload(lanes[l], slot(acc_slot(h, l, t)));
-      }
-      out[h] = hsum8_rows(b, lanes);
-    }
-    store_rows16_avx2(b, yt, a.nrows, out[0], out[1], slot(kOut));
-  }
+  store_lane_accs_avx2(
+      b, a, tokens, [&](int h, int l, int t) { return slot(acc_slot(h, l, t)); }, slot(kOut));
   return b.index();
 }
 

@@ -206,46 +206,25 @@ int emit_tile(kir::Module& m, const std::string& name, bool /*vnni*/, int tokens
             V ab = ymm.i("a_dword");
             b.vbcast_f32(ab, tr.at(t, kAQs + 32 * c + 4 * l));
             V p = ymm.i("pairs");
-            b.vmaddubs_w(p, q, ab);
-            if (first) {
-              b.vmadd_wd(isum[t], p, sc);  // scale * dot, exact
-            } else {
-              b.vmadd_wd(p, p, sc);
-              b.vadd_i32(isum[t], isum[t], p);
-            }
+            b.vmaddubs_w(p, q, ab);  // int16 pair sums
+            add_scaled_dot_avx2(b, isum[t], first, p, sc, false);
           }
         }
       }
-      for (int t = 0; t < tokens; ++t) {
-        V f = ymm.f("fsum"), ac = ymm.f("acc"), d = ymm.f("d");
-        b.vcvt_i32_f32(f, isum[t]);
-        b.vload(ac, slot(acc_slot(h, l, t)));
-        b.vload(d, slot(kD + t));
-        b.vfma(ac, d, f);  // acc = fma(fl(d_a * d_w), float(isum), acc)
-        b.vstore(slot(acc_slot(h, l, t)), ac);
-      }
+      for (int t = 0; t < tokens; ++t)
+        fma_lane_acc_avx2(b, isum[t], slot(acc_slot(h, l, t)), slot(kD + t));
     }
   }
   b.addi(tr.base, tr.base, kABlock);
   b.end_for();
 
-  V yt = b.ptr("yt");
-  b.mov(yt, a.y);
-  for (int t = 0; t < tokens; ++t) {
-    if (t > 0) b.ptr_add(yt, yt, a.ys, 1);
-    V out[2];
-    for (int h = 0; h < 2; ++h) {
-      V lanes[kLanes], s = ymm.f("summs");
-      for (int l = 0; l < kLanes; ++l) {
-        lanes[l] = ymm.f("acc");
-        b.vload(lanes[l], slot(acc_slot(h, l, t)));
-      }
-      out[h] = hsum8_rows(b, lanes);
-      b.vload(s, slot(summs_slot(h, t)));
-      b.vadd_f(out[h], out[h], s);  // hsum8(acc) + summs
-    }
-    store_rows16_avx2(b, yt, a.nrows, out[0], out[1], slot(kOut));
-  }
+  store_lane_accs_avx2(
+      b, a, tokens, [&](int h, int l, int t) { return slot(acc_slot(h, l, t)); }, slot(kOut),
+      [&](int h, int t, V out) {
+        V s = ymm.f("summs");
+        b.vload(s, slot(summs_slot(h, t)));
+        b.vadd_f(out, out, s);  // hsum8(acc) + summs
+      });
   return b.index();
 }
 

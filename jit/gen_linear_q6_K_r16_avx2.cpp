@@ -159,24 +159,14 @@ int emit_tile(kir::Module& m, const std::string& name, bool vnni, int tokens) {
             for (int t = 0; t < tokens; ++t) {
               V ab = ymm.i("a_dword");
               b.vbcast_f32(ab, tr.at(t, kAQs + 32 * c + 4 * l));
+              V dot = ymm.i("dot");
               if (vnni) {
-                V dot = ymm.i("dot");
                 b.vzero(dot);
                 b.vdpbusd(dot, q, ab);
-                if (first)
-                  b.vmadd_wd(isum[t], dot, sc);
-                else
-                  b.vdpwssd(isum[t], dot, sc);
               } else {
-                V p = ymm.i("pairs");
-                b.vmaddubs_w(p, q, ab);
-                if (first) {
-                  b.vmadd_wd(isum[t], p, sc);  // scale * dot, exact
-                } else {
-                  b.vmadd_wd(p, p, sc);
-                  b.vadd_i32(isum[t], isum[t], p);
-                }
+                b.vmaddubs_w(dot, q, ab);  // int16 pair sums
               }
+              add_scaled_dot_avx2(b, isum[t], first, dot, sc, vnni);
             }
           }
         }
@@ -184,15 +174,11 @@ int emit_tile(kir::Module& m, const std::string& name, bool vnni, int tokens) {
         V q32 = scale_pair(l);
         b.vsll_i16(q32, q32, 5);
         for (int t = 0; t < tokens; ++t) {
-          V bs = ymm.i("bsum_pair"), f = ymm.f("fsum"), ac = ymm.f("acc"), d = ymm.f("d");
+          V bs = ymm.i("bsum_pair");
           b.vbcast_f32(bs, tr.at(t, kABsums + 4 * l));
           b.vmadd_wd(bs, q32, bs);
           b.vsub_i32(isum[t], isum[t], bs);
-          b.vcvt_i32_f32(f, isum[t]);
-          b.vload(ac, slot(acc_slot(h, l, t)));
-          b.vload(d, slot(kD0 + t));
-          b.vfma(ac, d, f);  // acc = fma(fl(d_a * d_w), float(isum), acc)
-          b.vstore(slot(acc_slot(h, l, t)), ac);
+          fma_lane_acc_avx2(b, isum[t], slot(acc_slot(h, l, t)), slot(kD0 + t));
         }
       }
     }
@@ -200,21 +186,8 @@ int emit_tile(kir::Module& m, const std::string& name, bool vnni, int tokens) {
   b.addi(tr.base, tr.base, kABlock);
   b.end_for();
 
-  V yt = b.ptr("yt");
-  b.mov(yt, a.y);
-  for (int t = 0; t < tokens; ++t) {
-    if (t > 0) b.ptr_add(yt, yt, a.ys, 1);
-    V out[2];
-    for (int h = 0; h < 2; ++h) {
-      V lanes[kLanes];
-      for (int l = 0; l < kLanes; ++l) {
-        lanes[l] = ymm.f("acc");
-        b.vload(lanes[l], slot(acc_slot(h, l, t)));
-      }
-      out[h] = hsum8_rows(b, lanes);
-    }
-    store_rows16_avx2(b, yt, a.nrows, out[0], out[1], slot(kOut));
-  }
+  store_lane_accs_avx2(
+      b, a, tokens, [&](int h, int l, int t) { return slot(acc_slot(h, l, t)); }, slot(kOut));
   return b.index();
 }
 

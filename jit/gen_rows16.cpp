@@ -340,6 +340,47 @@ void add_scaled_dot(Builder& b, V& isum, bool first, V dot, V S) {
   }
 }
 
+void add_scaled_dot_avx2(Builder& b, V isum, bool first, V dot, V S, bool vnni) {
+  if (first) {
+    b.vmadd_wd(isum, dot, S);  // S * dot, exact
+  } else if (vnni) {
+    b.vdpwssd(isum, dot, S);
+  } else {
+    b.vmadd_wd(dot, dot, S);
+    b.vadd_i32(isum, isum, dot);
+  }
+}
+
+void fma_lane_acc_avx2(Builder& b, V isum, Mem acc, Mem d) {
+  V f = b.vec(256, Cls::F, "fsum"), ac = b.vec(256, Cls::F, "acc"), dv = b.vec(256, Cls::F, "d");
+  b.vcvt_i32_f32(f, isum);
+  b.vload(ac, acc);
+  b.vload(dv, d);
+  b.vfma(ac, dv, f);  // acc = fma(fl(d_a * d_w), float(isum), acc)
+  b.vstore(acc, ac);
+}
+
+void store_lane_accs_avx2(Builder& b, const TileArgs& a, int tokens,
+                          const std::function<Mem(int, int, int)>& acc, Mem scratch,
+                          const std::function<void(int, int, V)>& finish) {
+  V yt = b.ptr("yt");
+  b.mov(yt, a.y);
+  for (int t = 0; t < tokens; ++t) {
+    if (t > 0) b.ptr_add(yt, yt, a.ys, 1);
+    V out[2];
+    for (int h = 0; h < 2; ++h) {
+      V lanes[8];
+      for (int l = 0; l < 8; ++l) {
+        lanes[l] = b.vec(256, Cls::F, "acc");
+        b.vload(lanes[l], acc(h, l, t));
+      }
+      out[h] = hsum8_rows(b, lanes);
+      if (finish) finish(h, t, out[h]);
+    }
+    store_rows16_avx2(b, yt, a.nrows, out[0], out[1], scratch);
+  }
+}
+
 void store_rows8_avx2(Builder& b, V y, V count, V v, Mem scratch) {
   b.if_(count, Cmp::GE, 8);
   b.vstore(Mem{y, {}, 1, 0}, v);

@@ -120,6 +120,22 @@ class LaneAccs {
 // high one), the first of a chain (first) by vpmaddwd into a new isum.
 void add_scaled_dot(kir::Builder& b, kir::V& isum, bool first, kir::V dot, kir::V S);
 
+// Their AVX2 form: isum += S * dot with dot the int16 pair sums (vpmaddwd into dot, then
+// vpaddd) or, with AVX-VNNI (vnni), an int32 dot within int16 (vpdpwssd); the first of a
+// chain (first) by vpmaddwd into isum. S: the rows' scale in both words (AVX2) or the low one.
+void add_scaled_dot_avx2(kir::Builder& b, kir::V isum, bool first, kir::V dot, kir::V S, bool vnni);
+
+// acc = fma(d, float(isum), acc), acc and d in the frame: the contract's one FMA per lane and
+// super-block in the AVX2 lane tiles.
+void fma_lane_acc_avx2(kir::Builder& b, kir::V isum, kir::Mem acc, kir::Mem d);
+
+// The epilogue of the AVX2 lane tiles (lane l of 8 rows per ymm): per token t, each half h's
+// 8 lane accumulators acc(h, l, t) summed in ggml's hsum8 order, through finish(h, t, v) when
+// given (e.g. + a min term), stored to rows 0 .. a.nrows - 1 of its output.
+void store_lane_accs_avx2(kir::Builder& b, const TileArgs& a, int tokens,
+                          const std::function<kir::Mem(int, int, int)>& acc, kir::Mem scratch,
+                          const std::function<void(int, int, kir::V)>& finish = {});
+
 // Stores the 16 rows of an AVX2 tile (lo: rows 0-7, hi: 8-15) at y: both vectors when nrows
 // is 16, else rows 0 .. nrows - 1 one by one through `scratch` (32 bytes, 32-aligned).
 void store_rows16_avx2(kir::Builder& b, kir::V y, kir::V nrows, kir::V lo, kir::V hi,
