@@ -205,9 +205,20 @@ bool build_r16_avx2(
   if (vnni) m->isa.push_back("avxvnni");
   m->comment = fmt::format("generator {}, rows 16, tokens {}: {}", gen, tokens, what);
   Builder e = open_linear_entry(*m, m->name);
-  const Grid g = token_grid(m->name, kRows16, tokens, [&](const std::string& fn, int k) {
-    return emit_tile(*m, fn, vnni, k);
-  });
+  auto tile = [&](int k) { return emit_tile(*m, fmt::format("{}_t{}", m->name, k), vnni, k); };
+  Grid g;
+  g.R = kRows16;
+  g.G = tokens;
+  g.full_fn = tile(tokens);
+  if (tokens == 4) {
+    // A rest of 3 is the 2-token tile and the 1-token one (each token's bits are its own in
+    // these tiles, whichever tile computes it): less code to compile than a 3-token tile.
+    g.head = 2;
+    g.head_fn = tile(2);
+    g.rem_fn[1] = tile(1);
+  } else {
+    for (int r = 1; r < tokens; ++r) g.rem_fn[r] = tile(r);
+  }
   emit_r16_entry(e, g, l);
   return true;
 }
