@@ -17,7 +17,8 @@
 //
 // Why: the row-major AVX2 tile (gen_linear_q4_K.cpp, 8 rows) transposes every super-block of
 // its rows for one token, about as much work as the dot products. Prefill (tokens 8) is that
-// tile's arithmetic on the copy: build_linear_q2_K_r16_gemm_avx2, no transposes at all.
+// tile's arithmetic on the copy: build_linear_q2_K_r16_gemm_avx2, no transposes at all
+// (a candidate: its map says why).
 
 #include <stdexcept>
 #include <vector>
