@@ -55,30 +55,18 @@ int emit_tile(kir::Module& m, const std::string& name, bool vnni, int tokens) {
   Builder b = open_tile(m, name);
   const TileArgs a = begin_tile(b);
   const VecOf ymm{b, 256};
-  V frame = b.ptr("frame");
-  b.ptr_align(frame, b.stack(32 * kSlots + 32, "frame_raw"), 32);
-  auto slot = [&](int s, int disp = 0) { return Mem{frame, {}, 1, 32 * s + disp}; };
-  auto keep_table = [&](int s, const std::vector<uint32_t>& lanes) {
-    V x = ymm.i("table");
-    b.vconst32(x, lanes);
-    b.vstore(slot(s), x);
-  };
-  auto table = [&](int s) {
-    V x = ymm.i("table");
-    b.vload(x, slot(s));
-    return x;
-  };
-  keep_table(kPair01, dword_shuffle({0, -1, 1, -1}, 2));  // bytes 0, 1 as the dword's words
-  keep_table(kPair23, dword_shuffle({2, -1, 3, -1}, 2));
-  keep_table(kDWords, words_of(0));
-  keep_table(kDminWords, words_of(2));
-  keep_table(kPack, {0, 1, 4, 5, 0, 1, 4, 5});  // the blocks' first qwords
+  const YmmSlots slot(b, kSlots);
+  slot.keep(kPair01, dword_shuffle({0, -1, 1, -1}, 2));  // bytes 0, 1 as the dword's words
+  slot.keep(kPair23, dword_shuffle({2, -1, 3, -1}, 2));
+  slot.keep(kDWords, words_of(0));
+  slot.keep(kDminWords, words_of(2));
+  slot.keep(kPack, {0, 1, 4, 5, 0, 1, 4, 5});  // the blocks' first qwords
   const V nib = ymm.splat("nib", 0x0F0F0F0Fu), m03 = ymm.splat("m03", 0x03030303u);
   // Scale byte k as what multiplies s_j: both words (AVX2) or the low word (AVX-VNNI).
   for (int k = 0; k < 4; ++k)
-    keep_table(kScCtl + k, dword_shuffle(vnni ? std::initializer_list<int>{k, -1, -1, -1}
-                                              : std::initializer_list<int>{k, -1, k, -1},
-                                         2));
+    slot.keep(kScCtl + k, dword_shuffle(vnni ? std::initializer_list<int>{k, -1, -1, -1}
+                                             : std::initializer_list<int>{k, -1, k, -1},
+                                        2));
 
   V acc[2] = {ymm.f("acc_lo"), ymm.f("acc_hi")},
     accmin[2] = {ymm.f("accmin_lo"), ymm.f("accmin_hi")};
@@ -104,8 +92,8 @@ int emit_tile(kir::Module& m, const std::string& name, bool vnni, int tokens) {
       b.vbcast_f32(da, act(0));
       for (int s = 0; s < 2; ++s) {
         V t = ymm.i("dwords"), f = ymm.f("dw");
-        b.vshuf_b(t, hd, table(s ? kDminWords : kDWords));
-        b.vperm_d(t, t, table(kPack));
+        b.vshuf_b(t, hd, slot.table(s ? kDminWords : kDWords));
+        b.vperm_d(t, t, slot.table(kPack));
         b.vcvt_f16_f32(f, b.view(t, 128, Cls::I));
         b.vmul_f(s ? dmin : d, f, da);
       }
@@ -123,7 +111,7 @@ int emit_tile(kir::Module& m, const std::string& name, bool vnni, int tokens) {
         b.vand(mn, mn, nib);
         for (int i = 0; i < 2; ++i) {  // (m_4k+2i, m_4k+2i+1) . (bsums[4k+2i], bsums[4k+2i+1])
           V mp = ymm.i("mn_pair"), bb = ymm.i("bsum_pair");
-          b.vshuf_b(mp, mn, table(i ? kPair23 : kPair01));
+          b.vshuf_b(mp, mn, slot.table(i ? kPair23 : kPair01));
           b.vbcast_f32(bb, act(kABsums + 4 * (2 * k + i)));
           if (k == 0 && i == 0) {
             b.vmadd_wd(imin, mp, bb);
@@ -171,7 +159,7 @@ int emit_tile(kir::Module& m, const std::string& name, bool vnni, int tokens) {
         for (int g = 0; g < 4; ++g) {
           const int j = 8 * hq + 2 * g + u;
           V scj = ymm.i("sc_j");
-          b.vshuf_b(scj, sc[j / 4], table(kScCtl + j % 4));
+          b.vshuf_b(scj, sc[j / 4], slot.table(kScCtl + j % 4));
           add_scaled_dot_avx2(b, isum, hq == 0 && u == 0 && g == 0, s[g], scj, vnni);
         }
       }

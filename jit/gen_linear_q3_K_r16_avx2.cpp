@@ -65,9 +65,7 @@ int emit_tile(kir::Module& m, const std::string& name, bool vnni, int tokens) {
   Builder b = open_tile(m, name);
   const TileArgs a = begin_tile(b);
   const VecOf ymm{b, 256};
-  V frame = b.ptr("frame");
-  b.ptr_align(frame, b.stack(32 * kSlots + 32, "frame_raw"), 32);
-  auto slot = [&](int s, int disp = 0) { return Mem{frame, {}, 1, 32 * s + disp}; };
+  const YmmSlots slot(b, kSlots);
   {
     V z = ymm.f("zero");
     b.vzero(z);

@@ -238,26 +238,14 @@ int emit_prefill_tile(kir::Module& m, const std::string& name, int tokens, bool 
   constexpr int kAccMin = kAcc + 8;
   constexpr int kIsum = kAccMin + 8;  // the gemv's running isum of token t
   constexpr int kOut = kIsum + 4, kSlots = kOut + 1;
-  V frame = b.ptr("frame");
-  b.ptr_align(frame, b.stack(32 * kSlots + 32, "frame_raw"), 32);
-  auto slot = [&](int s, int disp = 0) { return Mem{frame, {}, 1, 32 * s + disp}; };
-  auto keep_table = [&](int s, const std::vector<uint32_t>& lanes) {
-    V x = ymm.i("table");
-    b.vconst32(x, lanes);
-    b.vstore(slot(s), x);
-  };
-  auto table = [&](int s) {
-    V x = ymm.i("table");
-    b.vload(x, slot(s));
-    return x;
-  };
+  const YmmSlots slot(b, kSlots);
   for (int k = 0; k < 4; ++k)
-    keep_table(kCtl + k, dword_shuffle({k, -1, -1, -1}, 2));  // sc_j as a dword
-  keep_table(kCtl + 4, dword_shuffle({0, -1, 1, -1}, 2));
-  keep_table(kCtl + 5, dword_shuffle({2, -1, 3, -1}, 2));
-  keep_table(kCtl + 6, words_of(0));
-  keep_table(kCtl + 7, words_of(2));
-  keep_table(kCtl + 8, {0, 1, 4, 5, 0, 1, 4, 5});
+    slot.keep(kCtl + k, dword_shuffle({k, -1, -1, -1}, 2));  // sc_j as a dword
+  slot.keep(kCtl + 4, dword_shuffle({0, -1, 1, -1}, 2));
+  slot.keep(kCtl + 5, dword_shuffle({2, -1, 3, -1}, 2));
+  slot.keep(kCtl + 6, words_of(0));
+  slot.keep(kCtl + 7, words_of(2));
+  slot.keep(kCtl + 8, {0, 1, 4, 5, 0, 1, 4, 5});
   {
     V z = ymm.f("zero");
     b.vzero(z);
@@ -302,8 +290,8 @@ int emit_prefill_tile(kir::Module& m, const std::string& name, int tokens, bool 
       // fl(d_w * d_a), fl(dmin_w * d_a) of each token.
       for (int s = 0; s < 2; ++s) {
         V t = ymm.i("dwords"), f = ymm.f("dw");
-        b.vshuf_b(t, hd[0], table(kCtl + 6 + s));
-        b.vperm_d(t, t, table(kCtl + 8));
+        b.vshuf_b(t, hd[0], slot.table(kCtl + 6 + s));
+        b.vperm_d(t, t, slot.table(kCtl + 8));
         b.vcvt_f16_f32(f, b.view(t, 128, Cls::I));
         for (int k = 0; k < tokens; ++k) {
           V da = ymm.f("da"), d = ymm.f("d");
@@ -318,12 +306,12 @@ int emit_prefill_tile(kir::Module& m, const std::string& name, int tokens, bool 
       const V sc_lo = sm.sc_lo, sc_hi = sm.sc_hi, mn_lo = sm.mn_lo, mn_hi = sm.mn_hi;
       for (int j = 0; j < 8; ++j) {
         V sc = ymm.i("sc");
-        b.vshuf_b(sc, j < 4 ? sc_lo : sc_hi, table(kCtl + j % 4));
+        b.vshuf_b(sc, j < 4 ? sc_lo : sc_hi, slot.table(kCtl + j % 4));
         b.vstore(slot(kScj + j), sc);
       }
       for (int i = 0; i < 4; ++i) {
         V mp = ymm.i("mn_pair");
-        b.vshuf_b(mp, i < 2 ? mn_lo : mn_hi, table(kCtl + 4 + i % 2));
+        b.vshuf_b(mp, i < 2 ? mn_lo : mn_hi, slot.table(kCtl + 4 + i % 2));
         b.vstore(slot(kMp + i), mp);
       }
     }

@@ -68,9 +68,7 @@ int emit_tile(kir::Module& m, const std::string& name, bool /*vnni*/, int tokens
   Builder b = open_tile(m, name);
   const TileArgs a = begin_tile(b);
   const VecOf ymm{b, 256};
-  V frame = b.ptr("frame");
-  b.ptr_align(frame, b.stack(32 * kSlots + 32, "frame_raw"), 32);
-  auto slot = [&](int s, int disp = 0) { return Mem{frame, {}, 1, 32 * s + disp}; };
+  const YmmSlots slot(b, kSlots);
   {
     V z = ymm.f("zero");
     b.vzero(z);
@@ -80,24 +78,14 @@ int emit_tile(kir::Module& m, const std::string& name, bool /*vnni*/, int tokens
         b.vstore(slot(summs_slot(h, t)), z);
       }
   }
-  auto keep_table = [&](int s, const std::vector<uint32_t>& lanes) {
-    V x = ymm.i("table");
-    b.vconst32(x, lanes);
-    b.vstore(slot(s), x);
-  };
-  auto table = [&](int s) {
-    V x = ymm.i("table");
-    b.vload(x, slot(s));
-    return x;
-  };
-  keep_table(kPack, {0, 1, 4, 5, 0, 1, 4, 5});  // the blocks' first qwords
-  keep_table(kDWords, words_of(0));
-  keep_table(kDminWords, words_of(2));
+  slot.keep(kPack, {0, 1, 4, 5, 0, 1, 4, 5});  // the blocks' first qwords
+  slot.keep(kDWords, words_of(0));
+  slot.keep(kDminWords, words_of(2));
   // sc[k] in both words (what multiplies a lane's pair sums); the rows' (m_2i, m_2i+1) as
   // the words of each dword.
-  for (int k = 0; k < 4; ++k) keep_table(kScCtl + k, dword_shuffle({k, -1, k, -1}, 2));
-  keep_table(kPairCtl, dword_shuffle({0, -1, 1, -1}, 2));
-  keep_table(kPairCtl + 1, dword_shuffle({2, -1, 3, -1}, 2));
+  for (int k = 0; k < 4; ++k) slot.keep(kScCtl + k, dword_shuffle({k, -1, k, -1}, 2));
+  slot.keep(kPairCtl, dword_shuffle({0, -1, 1, -1}, 2));
+  slot.keep(kPairCtl + 1, dword_shuffle({2, -1, 3, -1}, 2));
   const int pair_at[4] = {0, 4, 16, 20};  // bsum32 pairs in a kBs slot
 
   TokenRows tr = token_rows(b, a.a, a.as, tokens);
@@ -130,8 +118,8 @@ int emit_tile(kir::Module& m, const std::string& name, bool /*vnni*/, int tokens
       V dw = ymm.f("dw");
       for (int s = 0; s < 2; ++s) {
         V t = ymm.i("dwords");
-        b.vshuf_b(t, hd[0], table(s ? kDminWords : kDWords));
-        b.vperm_d(t, t, table(kPack));
+        b.vshuf_b(t, hd[0], slot.table(s ? kDminWords : kDWords));
+        b.vperm_d(t, t, slot.table(kPack));
         b.vcvt_f16_f32(s ? dminw : dw, b.view(t, 128, Cls::I));
       }
       for (int t = 0; t < tokens; ++t) {
@@ -143,12 +131,12 @@ int emit_tile(kir::Module& m, const std::string& name, bool /*vnni*/, int tokens
       const ScalesMins sm = unpack_scales_mins(b, ymm, hd, ymm.splat("nib", 0x0F0F0F0Fu));
       for (int c = 0; c < 8; ++c) {  // S[c]: sc[c] as its products' multiplier
         V s = ymm.i("S");
-        b.vshuf_b(s, c < 4 ? sm.sc_lo : sm.sc_hi, table(kScCtl + c % 4));
+        b.vshuf_b(s, c < 4 ? sm.sc_lo : sm.sc_hi, slot.table(kScCtl + c % 4));
         b.vstore(slot(kS + c), s);
       }
       for (int i = 0; i < 4; ++i) {  // the min pairs
         V mp = ymm.i("mn_pair");
-        b.vshuf_b(mp, i < 2 ? sm.mn_lo : sm.mn_hi, table(kPairCtl + i % 2));
+        b.vshuf_b(mp, i < 2 ? sm.mn_lo : sm.mn_hi, slot.table(kPairCtl + i % 2));
         b.vstore(slot(kMp + i), mp);
       }
     }

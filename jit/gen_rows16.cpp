@@ -351,6 +351,22 @@ void add_scaled_dot(Builder& b, V& isum, bool first, V dot, V S) {
   }
 }
 
+YmmSlots::YmmSlots(Builder& b, int slots) : b_(b), base_(b.ptr("frame")) {
+  b.ptr_align(base_, b.stack(32 * slots + 32, "frame_raw"), 32);
+}
+
+void YmmSlots::keep(int s, const std::vector<uint32_t>& lanes) const {
+  V x = b_.vec(256, Cls::I, "table");
+  b_.vconst32(x, lanes);
+  b_.vstore((*this)(s), x);
+}
+
+V YmmSlots::table(int s) const {
+  V x = b_.vec(256, Cls::I, "table");
+  b_.vload(x, (*this)(s));
+  return x;
+}
+
 void add_scaled_dot_avx2(Builder& b, V isum, bool first, V dot, V S, bool vnni) {
   if (first) {
     b.vmadd_wd(isum, dot, S);  // S * dot, exact

@@ -120,6 +120,21 @@ class LaneAccs {
 // high one), the first of a chain (first) by vpmaddwd into a new isum.
 void add_scaled_dot(kir::Builder& b, kir::V& isum, bool first, kir::V dot, kir::V S);
 
+// An AVX2 tile's frame buffer: `slots` aligned slots of 32 bytes, slot(s, disp) their memory,
+// keep(s, lanes) a vpshufb / vpermd table stored in one and table(s) it read back (the 16 ymm
+// registers hold a tile's sums and accumulators, so its tables wait in the frame).
+class YmmSlots {
+ public:
+  YmmSlots(kir::Builder& b, int slots);
+  kir::Mem operator()(int s, int disp = 0) const { return kir::Mem{base_, {}, 1, 32 * s + disp}; }
+  void keep(int s, const std::vector<uint32_t>& lanes) const;
+  kir::V table(int s) const;
+
+ private:
+  kir::Builder& b_;
+  kir::V base_;
+};
+
 // Their AVX2 form: isum += S * dot with dot the int16 pair sums (vpmaddwd into dot, then
 // vpaddd) or, with AVX-VNNI (vnni), an int32 dot within int16 (vpdpwssd); the first of a
 // chain (first) by vpmaddwd into isum. S: the rows' scale in both words (AVX2) or the low one.
