@@ -91,7 +91,8 @@ constexpr int kOffsetPackedMaxBlocks = 512;
 // Their activation pack, per group of up to kOffGroup tokens and block (kOffPack bytes):
 // token t's 32 quants at 32 t, its scale as f32 (exact) at kOffPackScale + 4 t, and at
 // kOffPackCorr + 32 t its 8 int32 lanes -bias * (sum of each lane's 4 quants) (q8_0: bias
-// 128, q5_0: 16), the correction of the biased-weight products.
+// 128, q5_0: 16), the correction of the biased-weight products (q4_1, q5_1, whose weights
+// need none: the block's Q8_1 s as f32 there, in the first dword).
 constexpr int kOffGroup = 4;
 constexpr int kOffPackScale = 32 * kOffGroup;
 constexpr int kOffPackCorr = kOffPackScale + 4 * kOffGroup;
@@ -154,6 +155,11 @@ bool build_linear_q8_0_r16_avxvnni(const GeneratorParams& p, kir::Module* m, std
 bool build_linear_q5_0_r16_avx512vnni(const GeneratorParams& p, kir::Module* m, std::string* err);
 bool build_linear_q5_0_r16_avx2(const GeneratorParams& p, kir::Module* m, std::string* err);
 bool build_linear_q5_0_r16_avxvnni(const GeneratorParams& p, kir::Module* m, std::string* err);
+// q4_1 / q5_1 (linear.q{4,5}_1.ggml) on their q4_1_r16 / q5_1_r16 copies: the same tiles at
+// AVX-512 VNNI, with unsigned weight integers and the min term (gen_linear_q8_0_r16.cpp;
+// params rows 16, tokens 1..2).
+bool build_linear_q4_1_r16_avx512vnni(const GeneratorParams& p, kir::Module* m, std::string* err);
+bool build_linear_q5_1_r16_avx512vnni(const GeneratorParams& p, kir::Module* m, std::string* err);
 // The weight copy those tiles read. q8_0_r16: lane vector j is a plain load of u = q + 128.
 // q5_0_r16 (Q5_0's contract is Q8_0's lanes with q = x - 16, x = nibble | high bit << 4):
 // lane vector j is made in registers as u = x (0..31), and the pack's correction is
@@ -161,12 +167,26 @@ bool build_linear_q5_0_r16_avxvnni(const GeneratorParams& p, kir::Module* m, std
 // the sign-move tiles take q = x - 16. x of vector j: the nibbles of qs dword j % 4 (low for
 // j < 4, high for j >= 4), | bit 4 from the reordered qh dword (bit 8k + j = element 4j + k's
 // high bit) shifted by 4 - j.
+// q4_1_r16 / q5_1_r16: u = x (0..15 / 0..31) made the same way, and it is the weight integer
+// itself: vpdpbusd(u, a) is the exact lane sum with no correction, so there are no sign-move
+// tiles (ggml's mul_sum_us8_pairs_float has no wrap either); the pack holds each token's
+// Q8_1 s in place of the corrections, for the min term summs = fma(m_w, s_a, summs).
 struct Q8_0R16Form {
-  bool q5 = false;
-  int block() const { return q5 ? kQ5_0R16Block : kQ8_0R16Block; }
-  int scale() const { return q5 ? 320 : 512; }  // the 16 fp16 d's
-  int qh() const { return 256; }                // q5 only: the reordered high-bit dwords
-  QFormat pack() const { return q5 ? QFormat::Q5_0 : QFormat::Q8_0; }
+  QFormat f = QFormat::Q8_0;  // Q8_0, Q5_0 (every level); Q4_1, Q5_1 (AVX-512 VNNI)
+  bool high_bit() const { return f == QFormat::Q5_0 || f == QFormat::Q5_1; }
+  bool nibbles() const { return f != QFormat::Q8_0; }
+  bool has_min() const { return f == QFormat::Q4_1 || f == QFormat::Q5_1; }
+  int block() const {
+    return f == QFormat::Q5_0   ? kQ5_0R16Block
+           : f == QFormat::Q4_1 ? kQ4_1R16Block
+           : f == QFormat::Q5_1 ? kQ5_1R16Block
+                                : kQ8_0R16Block;
+  }
+  // The 16 fp16 d's, and (q4_1, q5_1) the 16 fp16 m's right after them.
+  int scale() const { return f == QFormat::Q8_0 ? 512 : f == QFormat::Q4_1 ? 256 : 320; }
+  int min() const { return scale() + 32; }
+  int qh() const { return 256; }  // q5_0, q5_1: the reordered high-bit dwords
+  QFormat pack() const { return f; }
 };
 // Their tile at AVX2 / AVX-VNNI (gen_linear_q8_0_r16_avx2.cpp): one 16-row group of the
 // copy x `tokens` (1..4) tokens of an offset pack (gen_tile.h ABI, a = the pack), with the

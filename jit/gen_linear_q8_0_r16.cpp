@@ -80,21 +80,28 @@ int emit_tile(kir::Module& m, const std::string& name, int tokens, Products prod
     zero = b.vec(512, Cls::I, "zero");
     to_q = b.vec(512, Cls::I, "to_q");
     b.vzero(zero);
-    b.vsplat32(to_q, wf.q5 ? 0x10101010u : 0x80808080u);  // q = u - 16 / u xor 0x80
+    b.vsplat32(to_q, wf.high_bit() ? 0x10101010u : 0x80808080u);  // q = u - 16 / u xor 0x80
   }
   V m0f, m10;
-  if (wf.q5) {
+  if (wf.nibbles()) {
     m0f = b.vec(512, Cls::I, "m0f");
-    m10 = b.vec(512, Cls::I, "m10");
     b.vsplat32(m0f, 0x0F0F0F0Fu);
+  }
+  if (wf.high_bit()) {
+    m10 = b.vec(512, Cls::I, "m10");
     b.vsplat32(m10, 0x10101010u);
   }
-  V acc[kMaxGroup][kLanes];
-  for (int t = 0; t < tokens; ++t)
+  V acc[kMaxGroup][kLanes], summs[kMaxGroup];
+  for (int t = 0; t < tokens; ++t) {
     for (int j = 0; j < kLanes; ++j) {
       acc[t][j] = b.vec(512, Cls::F, "acc");
       b.vzero(acc[t][j]);
     }
+    if (wf.has_min()) {
+      summs[t] = b.vec(512, Cls::F, "summs");
+      b.vzero(summs[t]);
+    }
+  }
 
   V wb = b.ptr("wb"), pk = b.ptr("pk"), off = b.i64("off"), end = b.i64("end");
   b.mov(pk, a.a);
@@ -118,14 +125,24 @@ int emit_tile(kir::Module& m, const std::string& name, int tokens, Products prod
     d[t] = b.vec(512, Cls::F, "d");
     b.vmul_f(d[t], dw, da);
   }
+  if (wf.has_min()) {  // summs = fma(m_w, s_a, summs), ggml's contracted `summs += m * s`
+    V mh = b.vec(256, Cls::I, "mh"), mw = b.vec(512, Cls::F, "mw");
+    b.vload(mh, Mem{wb, {}, 1, wf.min()});
+    b.vcvt_f16_f32(mw, mh);
+    for (int t = 0; t < tokens; ++t) {
+      V sa = b.vec(512, Cls::F, "sa");
+      b.vbcast_f32(sa, Mem{pk, {}, 1, kOffPackCorr + 32 * t});  // the pack's s (f32, exact)
+      b.vfma(summs[t], mw, sa);
+    }
+  }
   V qh;
-  if (wf.q5) {
+  if (wf.high_bit()) {
     qh = b.vec(512, Cls::I, "qh");
     b.vload(qh, Mem{wb, {}, 1, wf.qh()});  // lane r: row r's reordered high bits
   }
   for (int j = 0; j < kLanes; ++j) {
     V u = b.vec(512, Cls::I, "u");
-    if (wf.q5) {  // u = x of row r's elements 4j..4j+3 (0..31)
+    if (wf.high_bit()) {  // u = x of row r's elements 4j..4j+3 (0..31)
       V hb = b.vec(512, Cls::I, "hb");
       if (j < 4) b.vsll_i32(hb, qh, 4 - j);
       if (j > 4) b.vsrl_i32(hb, qh, j - 4);
@@ -134,13 +151,17 @@ int emit_tile(kir::Module& m, const std::string& name, int tokens, Products prod
       if (j >= 4) b.vsrl_i32(nib, nib, 4);
       b.vand(nib, nib, m0f);
       b.vternlog(u, nib, j == 4 ? qh : hb, m10, 0xF8);  // nib | (hb & 0x10)
+    } else if (wf.nibbles()) {  // q4_1: u = the nibbles of elements 4j..4j+3 (0..15)
+      b.vload(u, Mem{wb, {}, 1, 64 * (j % 4)});
+      if (j >= 4) b.vsrl_i32(u, u, 4);
+      b.vand(u, u, m0f);
     } else {
       b.vload(u, Mem{wb, {}, 1, 64 * j});  // lane r: q + 128 of row r's elements 4j..4j+3
     }
     V aq, neg;
     if (!exact) {  // |q| and q's sign, for ggml's sign move
       V q = b.vec(512, Cls::I, "q");
-      if (wf.q5)
+      if (wf.high_bit())
         b.vsub_i8(q, u, to_q);
       else
         b.vxor(q, u, to_q);
@@ -159,7 +180,8 @@ int emit_tile(kir::Module& m, const std::string& name, int tokens, Products prod
         // slot there; 66 -> 105 GMAC/s in a port test of this block's instructions).
         b.vzero(isum);
         b.vdpbusd_b(isum, u, act_m);
-        b.vadd_i32_b(isum, isum, Mem{pk, {}, 1, kOffPackCorr + 32 * t + 4 * j});
+        if (!wf.has_min())  // q4_1 / q5_1: u is the weight integer, no correction
+          b.vadd_i32_b(isum, isum, Mem{pk, {}, 1, kOffPackCorr + 32 * t + 4 * j});
       } else {
         V act = b.vec(512, Cls::I, "act");
         b.vbcast_f32(act, act_m);
@@ -183,7 +205,9 @@ int emit_tile(kir::Module& m, const std::string& name, int tokens, Products prod
   b.mov(yt, a.y);
   for (int t = 0; t < tokens; ++t) {
     if (t > 0) b.ptr_add(yt, yt, a.ys, 1);
-    b.vstore_mk(Mem{yt, {}, 1, 0}, hsum8_rows(b, acc[t]), store);
+    V h = hsum8_rows(b, acc[t]);
+    if (wf.has_min()) b.vadd_f(h, h, summs[t]);  // hsum8(acc) + summs
+    b.vstore_mk(Mem{yt, {}, 1, 0}, h, store);
   }
   return b.index();
 }
@@ -199,7 +223,7 @@ void build_entry(Builder& e, kir::Module& m, const std::string& name, int group,
     const std::string t = fmt::format("{}_t{}", name, k);
     if (avx512) {
       exact[k] = emit_tile(m, t, k, Products::Exact, wf);
-      sign[k] = emit_tile(m, t + "_sign", k, Products::SignMove, wf);
+      sign[k] = wf.has_min() ? exact[k] : emit_tile(m, t + "_sign", k, Products::SignMove, wf);
     } else {
       sign[k] = emit_q8_0_r16_tile_avx2(m, t + "_sign", k, Q8_0Products::SignMove, vnni, wf);
       exact[k] = vnni ? emit_q8_0_r16_tile_avx2(m, t, k, Q8_0Products::Exact, true, wf) : sign[k];
@@ -212,7 +236,7 @@ void build_entry(Builder& e, kir::Module& m, const std::string& name, int group,
   e.muli(ra.ys, N, 4);
   e.ptr_align(ra.tmp, e.stack(4 * kRows16 * group + 64, "tmp_raw"), 64);
   V as = e.i64("act_stride"), tmp = e.i64("tmp");
-  e.muli(as, nb, int64_t(sizeof(block_q8_0)));
+  e.muli(as, nb, q_traits(wf.pack()).act_block_bytes);  // block_q8_0, or block_q8_1
   V pk = e.ptr("pack");
   e.ptr_align(pk, e.stack(kPackBudget + 64, "pack_raw"), 64);
 
@@ -257,7 +281,9 @@ void build_entry(Builder& e, kir::Module& m, const std::string& name, int group,
     e.muli(tmp, as, group);
     e.ptr_add(xg, xg, tmp, 1);
     e.end_for();
-    if (avx512) {
+    if (wf.has_min()) {
+      e.movi(bits, 0);  // exact products for every activation (no sign-move tiles)
+    } else if (avx512) {
       emit_has_min8(e, cmin, bits);
     } else if (vnni) {
       emit_has_min8_avx2(e, cmin, bits);
@@ -272,7 +298,7 @@ void build_entry(Builder& e, kir::Module& m, const std::string& name, int group,
       e.movi(groups.has_tail, 1);
     }
     // One row loop per (products, size of the last group): the tail tile is fixed per loop.
-    for (int s = 0; s < (vnni ? 2 : 1); ++s) {
+    for (int s = 0; s < (vnni && !wf.has_min() ? 2 : 1); ++s) {
       e.if_(bits, s ? Cmp::NE : Cmp::EQ, 0);
       const int* tiles = s ? sign : exact;
       for (int r = 0; r < group; ++r) {
@@ -297,7 +323,9 @@ namespace {
 bool build(const char* gen, Rows16Isa isa, const GeneratorParams& p, kir::Module* m,
            std::string* err, WeightForm wf = {}) {
   const bool avx512 = isa == Rows16Isa::Avx512Vnni;
-  const int most = avx512 ? kMaxGroup : kMaxTokens;
+  // q4_1 / q5_1 at AVX-512: 2 tokens (8 lane accumulators, a min sum and a scale product
+  // per token, within the 32 registers; 3 would spill).
+  const int most = avx512 ? (wf.has_min() ? 2 : kMaxGroup) : kMaxTokens;
   int rows = 16, tokens = most;
   if (!int_params(p, gen, {{"rows", &rows}, {"tokens", &tokens}}, err)) return false;
   if (rows != 16 || tokens < 1 || tokens > most) {
@@ -309,9 +337,9 @@ bool build(const char* gen, Rows16Isa isa, const GeneratorParams& p, kir::Module
   if (isa == Rows16Isa::AvxVnni) m->isa.push_back("avxvnni");
   m->comment = fmt::format(
       "generator {}, rows 16, tokens {}: ggml_vec_dot lanes of contract linear.{}.ggml\n"
-      "(weights: the {}_r16 copy made at load; activations: q8_0 rows from the plan's "
+      "(weights: the {}_r16 copy made at load; activations: rows from the plan's "
       "act_quant step)",
-      gen, tokens, wf.q5 ? "q5_0" : "q8_0", wf.q5 ? "q5_0" : "q8_0");
+      gen, tokens, q_traits(wf.f).name, q_traits(wf.f).name);
   Builder e = open_linear_entry(*m, m->name);
   build_entry(e, *m, m->name, tokens, isa, wf);
   return true;
@@ -323,7 +351,16 @@ bool build_linear_q8_0_r16_avx512vnni(const GeneratorParams& p, kir::Module* m, 
   return build("linear_q8_0_r16__avx512vnni", Rows16Isa::Avx512Vnni, p, m, err);
 }
 bool build_linear_q5_0_r16_avx512vnni(const GeneratorParams& p, kir::Module* m, std::string* err) {
-  return build("linear_q5_0_r16__avx512vnni", Rows16Isa::Avx512Vnni, p, m, err, WeightForm{true});
+  return build("linear_q5_0_r16__avx512vnni", Rows16Isa::Avx512Vnni, p, m, err,
+               WeightForm{QFormat::Q5_0});
+}
+bool build_linear_q4_1_r16_avx512vnni(const GeneratorParams& p, kir::Module* m, std::string* err) {
+  return build("linear_q4_1_r16__avx512vnni", Rows16Isa::Avx512Vnni, p, m, err,
+               WeightForm{QFormat::Q4_1});
+}
+bool build_linear_q5_1_r16_avx512vnni(const GeneratorParams& p, kir::Module* m, std::string* err) {
+  return build("linear_q5_1_r16__avx512vnni", Rows16Isa::Avx512Vnni, p, m, err,
+               WeightForm{QFormat::Q5_1});
 }
 bool build_linear_q8_0_r16_avx2(const GeneratorParams& p, kir::Module* m, std::string* err) {
   return build("linear_q8_0_r16__avx2", Rows16Isa::Avx2, p, m, err);
@@ -332,10 +369,11 @@ bool build_linear_q8_0_r16_avxvnni(const GeneratorParams& p, kir::Module* m, std
   return build("linear_q8_0_r16__avxvnni", Rows16Isa::AvxVnni, p, m, err);
 }
 bool build_linear_q5_0_r16_avx2(const GeneratorParams& p, kir::Module* m, std::string* err) {
-  return build("linear_q5_0_r16__avx2", Rows16Isa::Avx2, p, m, err, WeightForm{true});
+  return build("linear_q5_0_r16__avx2", Rows16Isa::Avx2, p, m, err, WeightForm{QFormat::Q5_0});
 }
 bool build_linear_q5_0_r16_avxvnni(const GeneratorParams& p, kir::Module* m, std::string* err) {
-  return build("linear_q5_0_r16__avxvnni", Rows16Isa::AvxVnni, p, m, err, WeightForm{true});
+  return build("linear_q5_0_r16__avxvnni", Rows16Isa::AvxVnni, p, m, err,
+               WeightForm{QFormat::Q5_0});
 }
 
 }  // namespace cke::jit::gen

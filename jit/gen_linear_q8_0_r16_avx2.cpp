@@ -61,6 +61,7 @@ int emit_q8_0_r16_tile_avx2(kir::Module& m, const std::string& name, int tokens,
                             Q8_0Products products, bool vnni, Q8_0R16Form wf) {
   if (tokens < 1 || tokens > 4)
     throw std::logic_error("gen: the AVX2 q8_0_r16 tile takes 1..4 tokens");
+  if (wf.has_min()) throw std::logic_error("gen: no AVX2 q8_0_r16 tile of a format with a min");
   const bool exact = products == Q8_0Products::Exact;
   if (exact && !vnni) throw std::logic_error("gen: exact q8_0_r16 products need AVX-VNNI");
   const int lanes = tokens == 1 ? 8 : tokens == 2 ? 4 : 2, passes = kLanes / lanes;
@@ -69,9 +70,9 @@ int emit_q8_0_r16_tile_avx2(kir::Module& m, const std::string& name, int tokens,
   const TileArgs a = begin_tile(b);
   const VecOf ymm{b, 256};
   // q from u: u xor 0x80 (q8_0), u - 16 (q5_0)
-  const V to_q = exact ? V{} : ymm.splat("to_q", wf.q5 ? 0x10101010u : 0x80808080u);
-  const V m0f = wf.q5 ? ymm.splat("m0f", 0x0F0F0F0Fu) : V{};
-  const V m10 = wf.q5 ? ymm.splat("m10", 0x10101010u) : V{};
+  const V to_q = exact ? V{} : ymm.splat("to_q", wf.high_bit() ? 0x10101010u : 0x80808080u);
+  const V m0f = wf.high_bit() ? ymm.splat("m0f", 0x0F0F0F0Fu) : V{};
+  const V m10 = wf.high_bit() ? ymm.splat("m10", 0x10101010u) : V{};
   const V ones16 = exact || vnni ? V{} : ymm.splat("ones16", 0x00010001u);
   V end = b.i64("end"), frame = b.ptr("frame");
   const int block = wf.block();
@@ -134,14 +135,14 @@ int emit_q8_0_r16_tile_avx2(kir::Module& m, const std::string& name, int tokens,
         }
       }
       V qh;
-      if (wf.q5) {
+      if (wf.high_bit()) {
         qh = ymm.i("qh");
         b.vload(qh, w(wf.qh() + 32 * h));  // lane r: row 8h + r's reordered high bits
       }
       for (int l = 0; l < lanes; ++l) {
         const int j = p * lanes + l;
         V u = ymm.i("u"), q, aq;
-        if (wf.q5) {  // u = x of row 8h + r's elements 4j..4j+3 (0..31)
+        if (wf.high_bit()) {  // u = x of row 8h + r's elements 4j..4j+3 (0..31)
           V hb = ymm.i("hb");
           if (j < 4) b.vsll_i32(hb, qh, 4 - j);
           if (j > 4) b.vsrl_i32(hb, qh, j - 4);
@@ -156,7 +157,7 @@ int emit_q8_0_r16_tile_avx2(kir::Module& m, const std::string& name, int tokens,
         }
         if (!exact) {  // q and |q|, for ggml's sign move
           q = ymm.i("q");
-          if (wf.q5)
+          if (wf.high_bit())
             b.vsub_i8(q, u, to_q);
           else
             b.vxor(q, u, to_q);

@@ -502,12 +502,16 @@ void emit_offset_pack(Builder& e, QFormat f, V x, V as, V nb, V count, V pk, V a
   const int qo = q_traits(f).act_quants_offset;
   V t = e.i64("pk_t"), blk = e.i64("pk_b"), tmp = e.i64("pk_tmp");
   V src = e.ptr("pk_src"), dq = e.ptr("pk_dq"), ds = e.ptr("pk_ds"), dc = e.ptr("pk_dc");
-  V bias = e.vec(256, Cls::I, "pk_bias"), zero = e.vec(256, Cls::I, "pk_zero");
-  e.vsplat32(bias,
-             0x01010101u * uint32_t(q_traits(f).unpack == QUnpack::Bytes ? 128 : q_traits(f).bias));
-  e.vzero(zero);
-  V ones16;
-  if (!vnni) {
+  const bool sums = q_traits(f).act_sum_offset >= 0;  // q4_1, q5_1: s in place of corrections
+  V bias, zero, ones16;
+  if (!sums) {
+    bias = e.vec(256, Cls::I, "pk_bias");
+    zero = e.vec(256, Cls::I, "pk_zero");
+    e.vsplat32(bias, 0x01010101u *
+                         uint32_t(q_traits(f).unpack == QUnpack::Bytes ? 128 : q_traits(f).bias));
+    e.vzero(zero);
+  }
+  if (!vnni && !sums) {
     ones16 = e.vec(256, Cls::I, "pk_ones16");
     e.vsplat32(ones16, 0x00010001u);
   }
@@ -526,15 +530,22 @@ void emit_offset_pack(Builder& e, QFormat f, V x, V as, V nb, V count, V pk, V a
       e.vload(q, Mem{src, {}, 1, qo});
       e.vstore(Mem{dq, {}, 1, 0}, q);
       e.vmin_i8(amin, amin, q);
-      if (vnni) {
-        e.vzero(s);
-        e.vdpbusd(s, bias, q);  // bias * (sum of each lane's 4 quants)
+      if (sums) {  // unsigned weights, no correction: the block's Q8_1 s as f32 (exact)
+        V sh = e.vec(128, Cls::I, "pk_sh"), sf = e.vec(128, Cls::F, "pk_sf");
+        e.vbcast_i16(sh, Mem{src, {}, 1, q_traits(f).act_sum_offset});
+        e.vcvt_f16_f32(sf, sh);
+        e.vstore_ss(Mem{dc, {}, 1, kOffPackCorr}, sf);
       } else {
-        e.vmaddubs_w(s, bias, q);
-        e.vmadd_wd(s, s, ones16);
+        if (vnni) {
+          e.vzero(s);
+          e.vdpbusd(s, bias, q);  // bias * (sum of each lane's 4 quants)
+        } else {
+          e.vmaddubs_w(s, bias, q);
+          e.vmadd_wd(s, s, ones16);
+        }
+        e.vsub_i32(s, zero, s);
+        e.vstore(Mem{dc, {}, 1, kOffPackCorr}, s);
       }
-      e.vsub_i32(s, zero, s);
-      e.vstore(Mem{dc, {}, 1, kOffPackCorr}, s);
       V h = e.vec(128, Cls::I, "pk_h"), d = e.vec(128, Cls::F, "pk_d");
       e.vbcast_i16(h, Mem{src, {}, 1, 0});
       e.vcvt_f16_f32(d, h);

@@ -91,7 +91,7 @@ constexpr gen::MoeCombineFn kMoeCombine = nullptr;
 constexpr gen::MoeRouteFn kMoeRoute = nullptr;
 constexpr gen::MoeGroupFn kMoeGroup = nullptr;
 
-const std::array<Generator, 154> kGenerators = {
+const std::array<Generator, 156> kGenerators = {
     make_generator("linear_q8_0__avx512vnni",
                    "q8_0 linear, ggml vec_dot lanes, 2 rows per zmm, vpdpbusd", kAvx512Vnni,
                    kLinear, &gen::build_linear_q8_0_avx512vnni),
@@ -113,6 +113,14 @@ const std::array<Generator, 154> kGenerators = {
                    "q5_0 linear on the q5_0_r16 weight copy, ggml vec_dot lanes, lane j of 16 "
                    "rows per zmm, made from nibbles and high bits (contract linear.q5_0.ggml)",
                    kAvx512Vnni, kLinear, &gen::build_linear_q5_0_r16_avx512vnni),
+    make_generator("linear_q4_1_r16__avx512vnni",
+                   "q4_1 linear on the q4_1_r16 weight copy, ggml vec_dot lanes, lane j of 16 "
+                   "rows per zmm, with the min term (contract linear.q4_1.ggml)",
+                   kAvx512Vnni, kLinear, &gen::build_linear_q4_1_r16_avx512vnni),
+    make_generator("linear_q5_1_r16__avx512vnni",
+                   "q5_1 linear on the q5_1_r16 weight copy, ggml vec_dot lanes, lane j of 16 "
+                   "rows per zmm, with the min term (contract linear.q5_1.ggml)",
+                   kAvx512Vnni, kLinear, &gen::build_linear_q5_1_r16_avx512vnni),
     make_generator("linear_q6_K__avx512vnni",
                    "q6_K linear, ggml vec_dot_q6_K lanes, two chunks per zmm, vpdpbusd",
                    kAvx512Vnni, kLinear, &gen::build_linear_q6_K_avx512vnni),

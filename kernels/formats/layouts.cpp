@@ -132,6 +132,62 @@ void q5_0_r16_repack(const uint8_t* src, uint8_t* dst, int64_t K, int64_t N, int
   }
 }
 
+size_t q4_1_r16_bytes(int64_t K, int64_t N) {
+  return size_t(groups(N, kQ4_1R16Rows)) * size_t(K / kQK4_1) * kQ4_1R16Block;
+}
+
+void q4_1_r16_repack(const uint8_t* src, uint8_t* dst, int64_t K, int64_t N, int64_t g0,
+                     int64_t g1) {
+  const int64_t nb = K / kQK4_1;
+  const auto* rows = reinterpret_cast<const block_q4_1*>(src);
+  const size_t gbytes = size_t(nb) * kQ4_1R16Block;
+  for (int64_t g = g0; g < g1; ++g) {
+    uint8_t* buf = group_buffer(gbytes, (g + 1) * kQ4_1R16Rows > N);
+    for (int64_t b = 0; b < nb; ++b) {
+      uint8_t* out = buf + size_t(b) * kQ4_1R16Block;
+      for (int r = 0; r < kQ4_1R16Rows; ++r) {
+        const int64_t n = g * kQ4_1R16Rows + r;
+        if (n >= N) break;
+        const block_q4_1& blk = rows[n * nb + b];
+        for (int j = 0; j < 4; ++j) std::memcpy(out + 64 * j + 4 * r, blk.qs + 4 * j, 4);
+        std::memcpy(out + 256 + 2 * r, &blk.d, 2);
+        std::memcpy(out + 288 + 2 * r, &blk.m, 2);
+      }
+    }
+    stream_out(dst + size_t(g) * gbytes, buf, gbytes);
+  }
+}
+
+size_t q5_1_r16_bytes(int64_t K, int64_t N) {
+  return size_t(groups(N, kQ5_1R16Rows)) * size_t(K / kQK5_1) * kQ5_1R16Block;
+}
+
+void q5_1_r16_repack(const uint8_t* src, uint8_t* dst, int64_t K, int64_t N, int64_t g0,
+                     int64_t g1) {
+  const int64_t nb = K / kQK5_1;
+  const auto* rows = reinterpret_cast<const block_q5_1*>(src);
+  const size_t gbytes = size_t(nb) * kQ5_1R16Block;
+  for (int64_t g = g0; g < g1; ++g) {
+    uint8_t* buf = group_buffer(gbytes, (g + 1) * kQ5_1R16Rows > N);
+    for (int64_t b = 0; b < nb; ++b) {
+      uint8_t* out = buf + size_t(b) * kQ5_1R16Block;
+      for (int r = 0; r < kQ5_1R16Rows; ++r) {
+        const int64_t n = g * kQ5_1R16Rows + r;
+        if (n >= N) break;
+        const block_q5_1& blk = rows[n * nb + b];
+        for (int j = 0; j < 4; ++j) std::memcpy(out + 64 * j + 4 * r, blk.qs + 4 * j, 4);
+        uint32_t qh;
+        std::memcpy(&qh, blk.qh, 4);
+        qh = q5_0_qh_reordered(qh);
+        std::memcpy(out + 256 + 4 * r, &qh, 4);
+        std::memcpy(out + 320 + 2 * r, &blk.d, 2);
+        std::memcpy(out + 352 + 2 * r, &blk.m, 2);
+      }
+    }
+    stream_out(dst + size_t(g) * gbytes, buf, gbytes);
+  }
+}
+
 size_t q4_K_r16_bytes(int64_t K, int64_t N) {
   return size_t(groups(N, kQ4KR16Rows)) * size_t(K / kQK_K) * kQ4KR16Block;
 }
@@ -290,6 +346,8 @@ const std::vector<WeightLayout>& weight_layouts() {
       {"q4_0_r16", DType::Q4_0, kQ4_0R16Rows, &q4_0_r16_bytes, &q4_0_r16_repack},
       {"q8_0_r16", DType::Q8_0, kQ8_0R16Rows, &q8_0_r16_bytes, &q8_0_r16_repack},
       {"q5_0_r16", DType::Q5_0, kQ5_0R16Rows, &q5_0_r16_bytes, &q5_0_r16_repack},
+      {"q4_1_r16", DType::Q4_1, kQ4_1R16Rows, &q4_1_r16_bytes, &q4_1_r16_repack},
+      {"q5_1_r16", DType::Q5_1, kQ5_1R16Rows, &q5_1_r16_bytes, &q5_1_r16_repack},
       {"q4_K_r16", DType::Q4_K, kQ4KR16Rows, &q4_K_r16_bytes, &q4_K_r16_repack},
       {"q6_K_r16", DType::Q6_K, kQ6KR16Rows, &q6_K_r16_bytes, &q6_K_r16_repack},
       {"q5_K_r16", DType::Q5_K, kQ5KR16Rows, &q5_K_r16_bytes, &q5_K_r16_repack},

@@ -51,6 +51,23 @@
 //                                                    vector j's byte k takes it by one shift
 //                bytes [320 + 2 r, 320 + 2 r + 2)    that block's fp16 scale d
 //              22 bytes per row and block, as in the file.
+//   q4_1_r16   q4_1 rows in groups of 16, as q5_0_r16 without the high bits and with the
+//              block minima. Group g (rows 16g .. 16g+15; rows past N are zero), block b is
+//              kQ4_1R16Block bytes at (g * nb + b) * kQ4_1R16Block:
+//                bytes [64 j + 4 r, 64 j + 4 r + 4)  dword j (qs bytes 4j .. 4j+3: elements
+//                                                    4j.. as low nibbles, 16+4j.. as high
+//                                                    ones) of row 16g + r's block, j = 0..3
+//                bytes [256 + 2 r, 256 + 2 r + 2)    that block's fp16 scale d
+//                bytes [288 + 2 r, 288 + 2 r + 2)    that block's fp16 min m
+//              20 bytes per row and block, as in the file (a block is 5 cache lines).
+//   q5_1_r16   q5_1 rows in groups of 16: q5_0_r16's quants and reordered high bits, then
+//              the scales and minima. Block b of group g is kQ5_1R16Block bytes at
+//              (g * nb + b) * kQ5_1R16Block:
+//                bytes [64 j + 4 r, +4)              qs dword j of row 16g + r, j = 0..3
+//                bytes [256 + 4 r, +4)               its qh reordered as q5_0_r16's
+//                bytes [320 + 2 r, +2)               fp16 d
+//                bytes [352 + 2 r, +2)               fp16 m
+//              24 bytes per row and block, as in the file (a block is 6 cache lines).
 //   q6_K_r16   q6_K rows in groups of 16, super-block-interleaved and transposed for kernels
 //              that keep each row's 8 ggml lanes in 8 vectors of one lane per row. Group g
 //              (rows 16g .. 16g+15; rows past N are zero), super-block b (elements 256b ..
@@ -129,6 +146,10 @@ inline constexpr int kQ8_0R16Rows = 16;
 inline constexpr int kQ8_0R16Block = 16 * 34;  // bytes of one block of a 16-row group
 inline constexpr int kQ5_0R16Rows = 16;
 inline constexpr int kQ5_0R16Block = 16 * 22;  // bytes of one block of a 16-row group
+inline constexpr int kQ4_1R16Rows = 16;
+inline constexpr int kQ4_1R16Block = 16 * 20;  // bytes of one block of a 16-row group
+inline constexpr int kQ5_1R16Rows = 16;
+inline constexpr int kQ5_1R16Block = 16 * 24;  // bytes of one block of a 16-row group
 inline constexpr int kQ4KR16Rows = 16;
 inline constexpr int kQ4KR16Block = 16 * 144;  // bytes of one super-block of a 16-row group
 inline constexpr int kQ6KR16Rows = 16;

@@ -115,6 +115,70 @@ TEST(WeightLayouts, q5_0_r16) {
   }
 }
 
+// q4_1_r16 (320-byte blocks) and q5_1_r16 (384): element e = 4j + k (j = 0..7) of row 16g + r
+// has its nibble in byte 64 (j % 4) + 4 r + k (low for j < 4, high for j >= 4); q5_1 its high
+// bit at bit 8k + j of the dword at 256 + 4 r; fp16 d and m at `scale` + 2 r and `min` + 2 r;
+// rows past N zero. Each element's value rebuilt from the copy equals dequantize_row_q{4,5}_1's
+// indexing (element i < 16: qs[i] & 15, i + 16: qs[i] >> 4, | qh bit i << 4 for q5_1).
+template <class Block>
+void check_min_layout(const char* name, DType dtype, int block, int scale, int min, bool q5) {
+  const WeightLayout& l = *find_weight_layout(name);
+  EXPECT_EQ(l.dtype, dtype);
+  for (auto [K, N] : {std::pair<int64_t, int64_t>{32, 16}, {96, 37}, {256, 8}, {64, 48}}) {
+    const int64_t nb = K / 32, groups = (N + 15) / 16;
+    const std::vector<uint8_t> src = random_bytes(size_t(N * nb) * sizeof(Block), 13);
+    ASSERT_EQ(l.bytes(K, N), size_t(groups * nb * block)) << name << " K=" << K << " N=" << N;
+    std::vector<uint8_t> dst(l.bytes(K, N), 0xAB);
+    l.repack(src.data(), dst.data(), K, N, 0, groups);
+    for (int64_t g = 0; g < groups; ++g)
+      for (int64_t b = 0; b < nb; ++b) {
+        const uint8_t* blk = dst.data() + (g * nb + b) * block;
+        for (int r = 0; r < 16; ++r) {
+          const int64_t n = 16 * g + r;
+          uint32_t qh_copy = 0;
+          if (q5) std::memcpy(&qh_copy, blk + 256 + 4 * r, 4);
+          uint16_t d, m;
+          std::memcpy(&d, blk + scale + 2 * r, 2);
+          std::memcpy(&m, blk + min + 2 * r, 2);
+          if (n >= N) {
+            for (int j = 0; j < 4; ++j)
+              for (int k = 0; k < 4; ++k) ASSERT_EQ(blk[64 * j + 4 * r + k], 0);
+            ASSERT_EQ(qh_copy, 0u) << name << " padding row " << n;
+            ASSERT_EQ(d | m, 0) << name << " padding row " << n;
+            continue;
+          }
+          Block row;
+          std::memcpy(&row, src.data() + (n * nb + b) * sizeof(Block), sizeof(row));
+          uint32_t qh = 0;
+          if constexpr (requires { row.qh; }) std::memcpy(&qh, row.qh, 4);
+          for (int e = 0; e < 32; ++e) {
+            const int want = (e < 16 ? row.qs[e] & 15 : row.qs[e - 16] >> 4) |
+                             (q5 ? int((qh >> e) & 1) << 4 : 0);
+            const int j = e / 4, k = e % 4;
+            const uint8_t byte = blk[64 * (j % 4) + 4 * r + k];
+            const int got = (j < 4 ? byte & 15 : byte >> 4) | int((qh_copy >> (8 * k + j)) & 1)
+                                                                  << 4;
+            ASSERT_EQ(got, want) << name << " K=" << K << " N=" << N << " row " << n << " block "
+                                 << b << " element " << e;
+          }
+          ASSERT_EQ(d, row.d) << name << " scale of row " << n << " block " << b;
+          ASSERT_EQ(m, row.m) << name << " min of row " << n << " block " << b;
+        }
+      }
+    std::vector<uint8_t> parts(l.bytes(K, N), 0x11);
+    for (int64_t g = 0; g < groups; ++g) l.repack(src.data(), parts.data(), K, N, g, g + 1);
+    EXPECT_EQ(parts, dst) << name;
+  }
+}
+
+TEST(WeightLayouts, q4_1_r16) {
+  check_min_layout<block_q4_1>("q4_1_r16", DType::Q4_1, 320, 256, 288, false);
+}
+
+TEST(WeightLayouts, q5_1_r16) {
+  check_min_layout<block_q5_1>("q5_1_r16", DType::Q5_1, 384, 320, 352, true);
+}
+
 // q8_0_r16: group g, block b at (g * nb + b) * 544; quant e of row 16g + r at
 // 64 (e / 4) + 4 r + e % 4, biased (q + 128 as a byte); the row's fp16 scale at 512 + 2 r;
 // rows past N zero. The bias is undone here, so every byte of the file is checked.

@@ -665,6 +665,18 @@ TEST(JitLinear, linear_q5_0r16_f32_16x3__avx512vnni) {
 TEST(JitLinear, linear_q5_0r16_f32_16x1__avx512vnni) {
   run_all("linear_q5_0r16_f32_16x1__avx512vnni");
 }
+TEST(JitLinear, linear_q4_1r16_f32_16x2__avx512vnni) {
+  run_all("linear_q4_1r16_f32_16x2__avx512vnni");
+}
+TEST(JitLinear, linear_q4_1r16_f32_16x1__avx512vnni) {
+  run_all("linear_q4_1r16_f32_16x1__avx512vnni");
+}
+TEST(JitLinear, linear_q5_1r16_f32_16x2__avx512vnni) {
+  run_all("linear_q5_1r16_f32_16x2__avx512vnni");
+}
+TEST(JitLinear, linear_q5_1r16_f32_16x1__avx512vnni) {
+  run_all("linear_q5_1r16_f32_16x1__avx512vnni");
+}
 TEST(JitLinear, linear_q8_0r16_f32_16x1__avx2) {
   run_all("linear_q8_0r16_f32_16x1__avx2");
 }
@@ -913,6 +925,10 @@ TEST(JitLinear, EveryGeneratedProviderHasATest) {
       "linear_q8_0r16_f32_16x1__avx512vnni",
       "linear_q5_0r16_f32_16x3__avx512vnni",
       "linear_q5_0r16_f32_16x1__avx512vnni",
+      "linear_q4_1r16_f32_16x2__avx512vnni",
+      "linear_q4_1r16_f32_16x1__avx512vnni",
+      "linear_q5_1r16_f32_16x2__avx512vnni",
+      "linear_q5_1r16_f32_16x1__avx512vnni",
       "linear_q8_0r16_f32_16x1__avx2",
       "linear_q8_0r16_f32_16x1__avxvnni",
       "linear_q8_0r16_f32_16x4__avx2",
