@@ -155,11 +155,16 @@ bool build_linear_q8_0_r16_avxvnni(const GeneratorParams& p, kir::Module* m, std
 bool build_linear_q5_0_r16_avx512vnni(const GeneratorParams& p, kir::Module* m, std::string* err);
 bool build_linear_q5_0_r16_avx2(const GeneratorParams& p, kir::Module* m, std::string* err);
 bool build_linear_q5_0_r16_avxvnni(const GeneratorParams& p, kir::Module* m, std::string* err);
-// q4_1 / q5_1 (linear.q{4,5}_1.ggml) on their q4_1_r16 / q5_1_r16 copies: the same tiles at
-// AVX-512 VNNI, with unsigned weight integers and the min term (gen_linear_q8_0_r16.cpp;
-// params rows 16, tokens 1..2).
+// q4_1 / q5_1 (linear.q{4,5}_1.ggml) on their q4_1_r16 / q5_1_r16 copies: the same tiles,
+// with unsigned weight integers and the min term (gen_linear_q8_0_r16.cpp; params rows 16,
+// tokens 1..2).
 bool build_linear_q4_1_r16_avx512vnni(const GeneratorParams& p, kir::Module* m, std::string* err);
 bool build_linear_q5_1_r16_avx512vnni(const GeneratorParams& p, kir::Module* m, std::string* err);
+// At AVX2 / AVX-VNNI (gen_linear_q8_0_r16_avx2.cpp; params rows 16, tokens 1..4).
+bool build_linear_q4_1_r16_avx2(const GeneratorParams& p, kir::Module* m, std::string* err);
+bool build_linear_q4_1_r16_avxvnni(const GeneratorParams& p, kir::Module* m, std::string* err);
+bool build_linear_q5_1_r16_avx2(const GeneratorParams& p, kir::Module* m, std::string* err);
+bool build_linear_q5_1_r16_avxvnni(const GeneratorParams& p, kir::Module* m, std::string* err);
 // The weight copy those tiles read. q8_0_r16: lane vector j is a plain load of u = q + 128.
 // q5_0_r16 (Q5_0's contract is Q8_0's lanes with q = x - 16, x = nibble | high bit << 4):
 // lane vector j is made in registers as u = x (0..31), and the pack's correction is
@@ -172,7 +177,7 @@ bool build_linear_q5_1_r16_avx512vnni(const GeneratorParams& p, kir::Module* m, 
 // tiles (ggml's mul_sum_us8_pairs_float has no wrap either); the pack holds each token's
 // Q8_1 s in place of the corrections, for the min term summs = fma(m_w, s_a, summs).
 struct Q8_0R16Form {
-  QFormat f = QFormat::Q8_0;  // Q8_0, Q5_0 (every level); Q4_1, Q5_1 (AVX-512 VNNI)
+  QFormat f = QFormat::Q8_0;
   bool high_bit() const { return f == QFormat::Q5_0 || f == QFormat::Q5_1; }
   bool nibbles() const { return f != QFormat::Q8_0; }
   bool has_min() const { return f == QFormat::Q4_1 || f == QFormat::Q5_1; }

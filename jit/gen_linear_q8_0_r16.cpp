@@ -225,6 +225,10 @@ void build_entry(Builder& e, kir::Module& m, const std::string& name, int group,
       exact[k] = emit_tile(m, t, k, Products::Exact, wf);
       sign[k] = wf.has_min() ? exact[k] : emit_tile(m, t + "_sign", k, Products::SignMove, wf);
     } else {
+      if (wf.has_min()) {  // unsigned weights: exact products at either level, no sign move
+        exact[k] = sign[k] = emit_q8_0_r16_tile_avx2(m, t, k, Q8_0Products::Exact, vnni, wf);
+        continue;
+      }
       sign[k] = emit_q8_0_r16_tile_avx2(m, t + "_sign", k, Q8_0Products::SignMove, vnni, wf);
       exact[k] = vnni ? emit_q8_0_r16_tile_avx2(m, t, k, Q8_0Products::Exact, true, wf) : sign[k];
     }
@@ -360,6 +364,20 @@ bool build_linear_q4_1_r16_avx512vnni(const GeneratorParams& p, kir::Module* m, 
 }
 bool build_linear_q5_1_r16_avx512vnni(const GeneratorParams& p, kir::Module* m, std::string* err) {
   return build("linear_q5_1_r16__avx512vnni", Rows16Isa::Avx512Vnni, p, m, err,
+               WeightForm{QFormat::Q5_1});
+}
+bool build_linear_q4_1_r16_avx2(const GeneratorParams& p, kir::Module* m, std::string* err) {
+  return build("linear_q4_1_r16__avx2", Rows16Isa::Avx2, p, m, err, WeightForm{QFormat::Q4_1});
+}
+bool build_linear_q4_1_r16_avxvnni(const GeneratorParams& p, kir::Module* m, std::string* err) {
+  return build("linear_q4_1_r16__avxvnni", Rows16Isa::AvxVnni, p, m, err,
+               WeightForm{QFormat::Q4_1});
+}
+bool build_linear_q5_1_r16_avx2(const GeneratorParams& p, kir::Module* m, std::string* err) {
+  return build("linear_q5_1_r16__avx2", Rows16Isa::Avx2, p, m, err, WeightForm{QFormat::Q5_1});
+}
+bool build_linear_q5_1_r16_avxvnni(const GeneratorParams& p, kir::Module* m, std::string* err) {
+  return build("linear_q5_1_r16__avxvnni", Rows16Isa::AvxVnni, p, m, err,
                WeightForm{QFormat::Q5_1});
 }
 bool build_linear_q8_0_r16_avx2(const GeneratorParams& p, kir::Module* m, std::string* err) {

@@ -3,7 +3,9 @@
 // float lanes per output, lane j of a row in lane r of a vector of 8 rows. It runs Q5_0 on
 // its q5_0_r16 copy too (linear.q5_0.ggml, the same lanes with q = x - 16): each lane vector
 // is then made from the copy's nibbles and reordered high bits (Q8_0R16Form, gen_linear_q.h),
-// 5-6 ops where q8_0 loads it.
+// 5-6 ops where q8_0 loads it; and Q4_1 / Q5_1 on theirs (linear.q{4,5}_1.ggml: unsigned
+// weight integers, whose vpmaddubsw pairs cannot saturate, so every level takes the exact
+// products with no correction; plus the min term, a loop of its own per chunk and half).
 //
 // Why this shape. The row-major AVX2 tiles (gen_linear_q_avx2.cpp) form each row's 8 lanes
 // in one ymm and need a scale product per row and token as a vector plus a horizontal sum
@@ -61,9 +63,9 @@ int emit_q8_0_r16_tile_avx2(kir::Module& m, const std::string& name, int tokens,
                             Q8_0Products products, bool vnni, Q8_0R16Form wf) {
   if (tokens < 1 || tokens > 4)
     throw std::logic_error("gen: the AVX2 q8_0_r16 tile takes 1..4 tokens");
-  if (wf.has_min()) throw std::logic_error("gen: no AVX2 q8_0_r16 tile of a format with a min");
-  const bool exact = products == Q8_0Products::Exact;
-  if (exact && !vnni) throw std::logic_error("gen: exact q8_0_r16 products need AVX-VNNI");
+  const bool exact = products == Q8_0Products::Exact, min = wf.has_min();
+  if (exact && !vnni && !min) throw std::logic_error("gen: exact q8_0_r16 products need AVX-VNNI");
+  if (min && !exact) throw std::logic_error("gen: q4_1 / q5_1 tiles take the exact products");
   const int lanes = tokens == 1 ? 8 : tokens == 2 ? 4 : 2, passes = kLanes / lanes;
   const int chunk = tokens == 1 ? 2 : 16;  // blocks (see the top)
   Builder b = open_tile(m, name);
@@ -71,26 +73,30 @@ int emit_q8_0_r16_tile_avx2(kir::Module& m, const std::string& name, int tokens,
   const VecOf ymm{b, 256};
   // q from u: u xor 0x80 (q8_0), u - 16 (q5_0)
   const V to_q = exact ? V{} : ymm.splat("to_q", wf.high_bit() ? 0x10101010u : 0x80808080u);
-  const V m0f = wf.high_bit() ? ymm.splat("m0f", 0x0F0F0F0Fu) : V{};
+  const V m0f = wf.nibbles() ? ymm.splat("m0f", 0x0F0F0F0Fu) : V{};
   const V m10 = wf.high_bit() ? ymm.splat("m10", 0x10101010u) : V{};
-  const V ones16 = exact || vnni ? V{} : ymm.splat("ones16", 0x00010001u);
+  const V ones16 = vnni || (exact && !min) ? V{} : ymm.splat("ones16", 0x00010001u);
   V end = b.i64("end"), frame = b.ptr("frame");
   const int block = wf.block();
   b.muli(end, a.n, block);
   // The lane accumulators (32 bytes a half, token and lane), 32 bytes of store scratch, and
   // the chunk's scale products fl(d_w * d_a) of the half for the passes after its first
-  // (32 bytes a block and token).
-  const int scratch = 32 * 2 * tokens * kLanes, dprod = scratch + 32;
-  b.ptr_align(frame, b.stack(dprod + 32 * chunk * tokens + 32, "frame_raw"), 32);
+  // (32 bytes a block and token), then (q4_1, q5_1) the min sums (32 bytes a half and token).
+  const int scratch = 32 * 2 * tokens * kLanes, dprod = scratch + 32,
+            msum = dprod + 32 * chunk * tokens;
+  b.ptr_align(frame, b.stack(msum + 64 * tokens + 32, "frame_raw"), 32);
   auto slot = [&](int h, int t, int j) {
     return Mem{frame, {}, 1, 32 * ((h * tokens + t) * kLanes + j)};
   };
+  auto summs_slot = [&](int h, int t) { return Mem{frame, {}, 1, msum + 32 * (h * tokens + t)}; };
   {
     V z = ymm.f("zero");
     b.vzero(z);
     for (int h = 0; h < 2; ++h)
-      for (int t = 0; t < tokens; ++t)
+      for (int t = 0; t < tokens; ++t) {
         for (int j = 0; j < kLanes; ++j) b.vstore(slot(h, t, j), z);
+        if (min) b.vstore(summs_slot(h, t), z);
+      }
   }
   // Chunks of `chunk` blocks: every pass of a chunk reads it from L1.
   V c0 = b.i64("c0"), cend = b.i64("cend"), pkc = b.ptr("pkc");
@@ -98,7 +104,31 @@ int emit_q8_0_r16_tile_avx2(kir::Module& m, const std::string& name, int tokens,
   b.for_(c0, b.imm(0, "zero_c"), end, b.imm(int64_t(chunk) * block, "chunk_bytes"));
   b.addi(cend, c0, int64_t(chunk) * block);
   b.min(cend, cend, end);
-  for (int h = 0; h < 2; ++h) {         // rows 8h .. 8h + 7
+  for (int h = 0; h < 2; ++h) {  // rows 8h .. 8h + 7
+    if (min) {
+      // The min term of the half's rows over the chunk, in block order: summs = fma(m_w, s_a,
+      // summs) (ggml's contracted `summs += m * s`), a loop of its own (few registers).
+      V summs[4];
+      for (int t = 0; t < tokens; ++t) {
+        summs[t] = ymm.f("summs");
+        b.vload(summs[t], summs_slot(h, t));
+      }
+      V wb = b.ptr("wb_m"), pk = b.ptr("pk_m"), off = b.i64("off_m");
+      b.mov(pk, pkc);
+      b.for_(off, c0, cend, b.imm(block, "block_bytes_m"));
+      b.ptr_add(wb, a.w, off, 1);
+      V mh = b.vec(128, Cls::I, "mh"), mw = ymm.f("mw");
+      b.vload(mh, Mem{wb, {}, 1, wf.min() + 16 * h});
+      b.vcvt_f16_f32(mw, mh);
+      for (int t = 0; t < tokens; ++t) {
+        V sa = ymm.f("sa");
+        b.vbcast_f32(sa, Mem{pk, {}, 1, kOffPackCorr + 32 * t});  // the pack's s (f32)
+        b.vfma(summs[t], mw, sa);
+      }
+      b.addi(pk, pk, kOffPack);
+      b.end_for();
+      for (int t = 0; t < tokens; ++t) b.vstore(summs_slot(h, t), summs[t]);
+    }
     for (int p = 0; p < passes; ++p) {  // lanes pL .. pL + L - 1
       V acc[4][kLanes];
       for (int t = 0; t < tokens; ++t)
@@ -152,6 +182,10 @@ int emit_q8_0_r16_tile_avx2(kir::Module& m, const std::string& name, int tokens,
           if (j >= 4) b.vsrl_i32(nib, nib, 4);
           b.vand(nib, nib, m0f);
           b.vor(u, nib, hb);
+        } else if (wf.nibbles()) {  // q4_1: u = the nibbles of elements 4j..4j+3 (0..15)
+          b.vload(u, w(64 * (j % 4) + 32 * h));
+          if (j >= 4) b.vsrl_i32(u, u, 4);
+          b.vand(u, u, m0f);
         } else {
           b.vload(u, w(64 * j + 32 * h));  // lane r: q + 128 of row 8h + r's elements 4j..4j+3
         }
@@ -167,7 +201,16 @@ int emit_q8_0_r16_tile_avx2(kir::Module& m, const std::string& name, int tokens,
         for (int t = 0; t < tokens; ++t) {
           V act = ymm.i("act"), s = ymm.i("isum");
           b.vbcast_f32(act, Mem{pk, {}, 1, 32 * t + 4 * j});  // activation dword j (bits)
-          if (exact) {
+          if (min) {  // u is the weight integer (0..31): pair sums <= 2 * 31 * 128, exact
+            if (vnni) {
+              b.vzero(s);
+              b.vdpbusd(s, u, act);
+            } else {
+              V pr = ymm.i("pairs");
+              b.vmaddubs_w(pr, u, act);
+              b.vmadd_wd(s, pr, ones16);
+            }
+          } else if (exact) {
             // -128 * sum(a) (q8_0), -16 * sum(a) (q5_0)
             b.vbcast_f32(s, Mem{pk, {}, 1, kOffPackCorr + 32 * t + 4 * j});
             b.vdpbusd(s, u, act);  // sum u a + the correction = sum q a
@@ -209,7 +252,13 @@ int emit_q8_0_r16_tile_avx2(kir::Module& m, const std::string& name, int tokens,
         b.vload(lane[j], slot(h, t, j));
       }
       if (t > 0) b.ptr_add(yt, yt, a.ys, 1);
-      store_rows8_avx2(b, yt, rows, hsum8_rows(b, lane), Mem{frame, {}, 1, scratch});
+      V h8 = hsum8_rows(b, lane);
+      if (min) {  // hsum8(acc) + summs
+        V sm = ymm.f("summs_out");
+        b.vload(sm, summs_slot(h, t));
+        b.vadd_f(h8, h8, sm);
+      }
+      store_rows8_avx2(b, yt, rows, h8, Mem{frame, {}, 1, scratch});
     }
   }
   return b.index();

@@ -91,7 +91,7 @@ constexpr gen::MoeCombineFn kMoeCombine = nullptr;
 constexpr gen::MoeRouteFn kMoeRoute = nullptr;
 constexpr gen::MoeGroupFn kMoeGroup = nullptr;
 
-const std::array<Generator, 156> kGenerators = {
+const std::array<Generator, 160> kGenerators = {
     make_generator("linear_q8_0__avx512vnni",
                    "q8_0 linear, ggml vec_dot lanes, 2 rows per zmm, vpdpbusd", kAvx512Vnni,
                    kLinear, &gen::build_linear_q8_0_avx512vnni),
@@ -161,6 +161,14 @@ const std::array<Generator, 156> kGenerators = {
                    "q8_0 linear on the q8_0_r16 weight copy, ggml vec_dot lanes (sign-move "
                    "products), lane j of 8 rows a ymm",
                    kAvx2, kLinear, &gen::build_linear_q8_0_r16_avx2),
+    make_generator("linear_q4_1_r16__avx2",
+                   "q4_1 linear on the q4_1_r16 weight copy, ggml vec_dot lanes with the min "
+                   "term, lane j of 8 rows a ymm (contract linear.q4_1.ggml)",
+                   kAvx2, kLinear, &gen::build_linear_q4_1_r16_avx2),
+    make_generator("linear_q5_1_r16__avx2",
+                   "q5_1 linear on the q5_1_r16 weight copy, ggml vec_dot lanes with the min "
+                   "term, lane j of 8 rows a ymm (contract linear.q5_1.ggml)",
+                   kAvx2, kLinear, &gen::build_linear_q5_1_r16_avx2),
     make_generator("linear_q5_0_r16__avx2",
                    "q5_0 linear on the q5_0_r16 weight copy, ggml vec_dot lanes (sign-move "
                    "products), lane j of 8 rows a ymm, made from nibbles and high bits",
@@ -250,6 +258,14 @@ const std::array<Generator, 156> kGenerators = {
                    "q8_0 linear on the q8_0_r16 weight copy, ggml vec_dot lanes, lane j of 8 "
                    "rows a ymm, AVX-VNNI vpdpbusd",
                    kAvxVnni, kLinear, &gen::build_linear_q8_0_r16_avxvnni),
+    make_generator("linear_q4_1_r16__avxvnni",
+                   "q4_1 linear on the q4_1_r16 weight copy, ggml vec_dot lanes with the min "
+                   "term, lane j of 8 rows a ymm, vpdpbusd (contract linear.q4_1.ggml)",
+                   kAvxVnni, kLinear, &gen::build_linear_q4_1_r16_avxvnni),
+    make_generator("linear_q5_1_r16__avxvnni",
+                   "q5_1 linear on the q5_1_r16 weight copy, ggml vec_dot lanes with the min "
+                   "term, lane j of 8 rows a ymm, vpdpbusd (contract linear.q5_1.ggml)",
+                   kAvxVnni, kLinear, &gen::build_linear_q5_1_r16_avxvnni),
     make_generator("linear_q5_0_r16__avxvnni",
                    "q5_0 linear on the q5_0_r16 weight copy, ggml vec_dot lanes, lane j of 8 "
                    "rows a ymm, made from nibbles and high bits, AVX-VNNI vpdpbusd",

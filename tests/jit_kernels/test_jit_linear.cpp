@@ -728,6 +728,30 @@ TEST(JitLinear, linear_q5_0r16_f32_16x4__avx2) {
 TEST(JitLinear, linear_q5_0r16_f32_16x4__avxvnni) {
   run_all("linear_q5_0r16_f32_16x4__avxvnni");
 }
+TEST(JitLinear, linear_q4_1r16_f32_16x1__avx2) {
+  run_all("linear_q4_1r16_f32_16x1__avx2");
+}
+TEST(JitLinear, linear_q4_1r16_f32_16x1__avxvnni) {
+  run_all("linear_q4_1r16_f32_16x1__avxvnni");
+}
+TEST(JitLinear, linear_q4_1r16_f32_16x4__avx2) {
+  run_all("linear_q4_1r16_f32_16x4__avx2");
+}
+TEST(JitLinear, linear_q4_1r16_f32_16x4__avxvnni) {
+  run_all("linear_q4_1r16_f32_16x4__avxvnni");
+}
+TEST(JitLinear, linear_q5_1r16_f32_16x1__avx2) {
+  run_all("linear_q5_1r16_f32_16x1__avx2");
+}
+TEST(JitLinear, linear_q5_1r16_f32_16x1__avxvnni) {
+  run_all("linear_q5_1r16_f32_16x1__avxvnni");
+}
+TEST(JitLinear, linear_q5_1r16_f32_16x4__avx2) {
+  run_all("linear_q5_1r16_f32_16x4__avx2");
+}
+TEST(JitLinear, linear_q5_1r16_f32_16x4__avxvnni) {
+  run_all("linear_q5_1r16_f32_16x4__avxvnni");
+}
 TEST(JitLinear, linear_q4_Kr16_f32_16x8__avx512vnni) {
   run_all("linear_q4_Kr16_f32_16x8__avx512vnni");
 }
@@ -937,6 +961,14 @@ TEST(JitLinear, EveryGeneratedProviderHasATest) {
       "linear_q5_0r16_f32_16x1__avxvnni",
       "linear_q5_0r16_f32_16x4__avx2",
       "linear_q5_0r16_f32_16x4__avxvnni",
+      "linear_q4_1r16_f32_16x1__avx2",
+      "linear_q4_1r16_f32_16x1__avxvnni",
+      "linear_q4_1r16_f32_16x4__avx2",
+      "linear_q4_1r16_f32_16x4__avxvnni",
+      "linear_q5_1r16_f32_16x1__avx2",
+      "linear_q5_1r16_f32_16x1__avxvnni",
+      "linear_q5_1r16_f32_16x4__avx2",
+      "linear_q5_1r16_f32_16x4__avxvnni",
       "linear_q6_Kr16_f32_16x4__avx512vnni",
       "linear_q6_Kr16_f32_16x1__avx512vnni",
       "linear_q6_Kr16_f32_16x1__avx2",
