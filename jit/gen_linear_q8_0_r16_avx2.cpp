@@ -201,29 +201,27 @@ int emit_q8_0_r16_tile_avx2(kir::Module& m, const std::string& name, int tokens,
         for (int t = 0; t < tokens; ++t) {
           V act = ymm.i("act"), s = ymm.i("isum");
           b.vbcast_f32(act, Mem{pk, {}, 1, 32 * t + 4 * j});  // activation dword j (bits)
-          if (min) {  // u is the weight integer (0..31): pair sums <= 2 * 31 * 128, exact
+          // s = the int32 lane sums of x (unsigned bytes) times act: vpdpbusd from 0, or
+          // vpmaddubsw pairs (no saturation for the x given here) and vpmaddwd by 1s.
+          auto unsigned_dot = [&](V x) {
             if (vnni) {
               b.vzero(s);
-              b.vdpbusd(s, u, act);
+              b.vdpbusd(s, x, act);
             } else {
               V pr = ymm.i("pairs");
-              b.vmaddubs_w(pr, u, act);
+              b.vmaddubs_w(pr, x, act);
               b.vmadd_wd(s, pr, ones16);
             }
+          };
+          if (min) {  // u is the weight integer (0..31): pair sums <= 2 * 31 * 128, exact
+            unsigned_dot(u);
           } else if (exact) {
             // -128 * sum(a) (q8_0), -16 * sum(a) (q5_0)
             b.vbcast_f32(s, Mem{pk, {}, 1, kOffPackCorr + 32 * t + 4 * j});
             b.vdpbusd(s, u, act);  // sum u a + the correction = sum q a
           } else {
             b.vsign_i8(act, act, q);  // the weight's sign onto the activation
-            if (vnni) {
-              b.vzero(s);
-              b.vdpbusd(s, aq, act);
-            } else {
-              V pr = ymm.i("pairs");
-              b.vmaddubs_w(pr, aq, act);
-              b.vmadd_wd(s, pr, ones16);
-            }
+            unsigned_dot(aq);
           }
           V f = ymm.f("fsum");
           b.vcvt_i32_f32(f, s);

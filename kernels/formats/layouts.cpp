@@ -40,29 +40,44 @@ uint8_t* group_buffer(size_t bytes, bool partial) {
   return buf.data();
 }
 
+// The loop every layout here shares: row group g (16 rows) is made block by block in a
+// buffer that stays in cache, by put(out, r, row_block) for each row r of the group below N
+// (out: the group's block, row_block: row 16g + r's block in the file), then streamed out.
+template <class Put>
+void repack_rows16(const uint8_t* src, uint8_t* dst, int64_t nb, int64_t N, int64_t g0, int64_t g1,
+                   size_t file_block, int block, Put put) {
+  constexpr int kRows = 16;
+  static_assert(kQ4_0R16Rows == kRows && kQ8_0R16Rows == kRows && kQ5_0R16Rows == kRows &&
+                kQ4_1R16Rows == kRows && kQ5_1R16Rows == kRows && kQ4KR16Rows == kRows &&
+                kQ6KR16Rows == kRows && kQ5KR16Rows == kRows && kQ3KR16Rows == kRows &&
+                kQ2KR16Rows == kRows);
+  const size_t gbytes = size_t(nb) * size_t(block);
+  for (int64_t g = g0; g < g1; ++g) {
+    uint8_t* buf = group_buffer(gbytes, (g + 1) * kRows > N);
+    for (int64_t b = 0; b < nb; ++b) {
+      uint8_t* out = buf + size_t(b) * size_t(block);
+      for (int r = 0; r < kRows; ++r) {
+        const int64_t n = g * kRows + r;
+        if (n >= N) break;
+        put(out, r, src + size_t(n * nb + b) * file_block);
+      }
+    }
+    stream_out(dst + size_t(g) * gbytes, buf, gbytes);
+  }
+}
+
 size_t q4_0_r16_bytes(int64_t K, int64_t N) {
   return size_t(groups(N, kQ4_0R16Rows)) * size_t(K / kQK4_0) * kQ4_0R16Block;
 }
 
 void q4_0_r16_repack(const uint8_t* src, uint8_t* dst, int64_t K, int64_t N, int64_t g0,
                      int64_t g1) {
-  const int64_t nb = K / kQK4_0;
-  const auto* rows = reinterpret_cast<const block_q4_0*>(src);
-  const size_t gbytes = size_t(nb) * kQ4_0R16Block;
-  for (int64_t g = g0; g < g1; ++g) {
-    uint8_t* buf = group_buffer(gbytes, (g + 1) * kQ4_0R16Rows > N);
-    for (int64_t b = 0; b < nb; ++b) {
-      uint8_t* out = buf + size_t(b) * kQ4_0R16Block;
-      for (int r = 0; r < kQ4_0R16Rows; ++r) {
-        const int64_t n = g * kQ4_0R16Rows + r;
-        if (n >= N) break;
-        const block_q4_0& blk = rows[n * nb + b];
-        for (int j = 0; j < 4; ++j) std::memcpy(out + 64 * j + 4 * r, blk.qs + 4 * j, 4);
-        std::memcpy(out + 256 + 2 * r, &blk.d, 2);
-      }
-    }
-    stream_out(dst + size_t(g) * gbytes, buf, gbytes);
-  }
+  repack_rows16(src, dst, K / kQK4_0, N, g0, g1, sizeof(block_q4_0), kQ4_0R16Block,
+                [](uint8_t* out, int r, const uint8_t* row_block) {
+                  const auto& blk = *reinterpret_cast<const block_q4_0*>(row_block);
+                  for (int j = 0; j < 4; ++j) std::memcpy(out + 64 * j + 4 * r, blk.qs + 4 * j, 4);
+                  std::memcpy(out + 256 + 2 * r, &blk.d, 2);
+                });
 }
 
 size_t q8_0_r16_bytes(int64_t K, int64_t N) {
@@ -71,28 +86,17 @@ size_t q8_0_r16_bytes(int64_t K, int64_t N) {
 
 void q8_0_r16_repack(const uint8_t* src, uint8_t* dst, int64_t K, int64_t N, int64_t g0,
                      int64_t g1) {
-  const int64_t nb = K / kQK8_0;
-  const auto* rows = reinterpret_cast<const block_q8_0*>(src);
-  const size_t gbytes = size_t(nb) * kQ8_0R16Block;
-  for (int64_t g = g0; g < g1; ++g) {
-    uint8_t* buf = group_buffer(gbytes, (g + 1) * kQ8_0R16Rows > N);
-    for (int64_t b = 0; b < nb; ++b) {
-      uint8_t* out = buf + size_t(b) * kQ8_0R16Block;
-      for (int r = 0; r < kQ8_0R16Rows; ++r) {
-        const int64_t n = g * kQ8_0R16Rows + r;
-        if (n >= N) break;
-        const block_q8_0& blk = rows[n * nb + b];
-        for (int j = 0; j < 8; ++j) {
-          uint32_t v;
-          std::memcpy(&v, blk.qs + 4 * j, 4);
-          v ^= 0x80808080u;  // each byte q + 128
-          std::memcpy(out + 64 * j + 4 * r, &v, 4);
-        }
-        std::memcpy(out + 512 + 2 * r, &blk.d, 2);
-      }
-    }
-    stream_out(dst + size_t(g) * gbytes, buf, gbytes);
-  }
+  repack_rows16(src, dst, K / kQK8_0, N, g0, g1, sizeof(block_q8_0), kQ8_0R16Block,
+                [](uint8_t* out, int r, const uint8_t* row_block) {
+                  const auto& blk = *reinterpret_cast<const block_q8_0*>(row_block);
+                  for (int j = 0; j < 8; ++j) {
+                    uint32_t v;
+                    std::memcpy(&v, blk.qs + 4 * j, 4);
+                    v ^= 0x80808080u;  // each byte q + 128
+                    std::memcpy(out + 64 * j + 4 * r, &v, 4);
+                  }
+                  std::memcpy(out + 512 + 2 * r, &blk.d, 2);
+                });
 }
 
 size_t q5_0_r16_bytes(int64_t K, int64_t N) {
@@ -109,27 +113,16 @@ uint32_t q5_0_qh_reordered(uint32_t qh) {
 
 void q5_0_r16_repack(const uint8_t* src, uint8_t* dst, int64_t K, int64_t N, int64_t g0,
                      int64_t g1) {
-  const int64_t nb = K / kQK5_0;
-  const auto* rows = reinterpret_cast<const block_q5_0*>(src);
-  const size_t gbytes = size_t(nb) * kQ5_0R16Block;
-  for (int64_t g = g0; g < g1; ++g) {
-    uint8_t* buf = group_buffer(gbytes, (g + 1) * kQ5_0R16Rows > N);
-    for (int64_t b = 0; b < nb; ++b) {
-      uint8_t* out = buf + size_t(b) * kQ5_0R16Block;
-      for (int r = 0; r < kQ5_0R16Rows; ++r) {
-        const int64_t n = g * kQ5_0R16Rows + r;
-        if (n >= N) break;
-        const block_q5_0& blk = rows[n * nb + b];
-        for (int j = 0; j < 4; ++j) std::memcpy(out + 64 * j + 4 * r, blk.qs + 4 * j, 4);
-        uint32_t qh;
-        std::memcpy(&qh, blk.qh, 4);
-        qh = q5_0_qh_reordered(qh);
-        std::memcpy(out + 256 + 4 * r, &qh, 4);
-        std::memcpy(out + 320 + 2 * r, &blk.d, 2);
-      }
-    }
-    stream_out(dst + size_t(g) * gbytes, buf, gbytes);
-  }
+  repack_rows16(src, dst, K / kQK5_0, N, g0, g1, sizeof(block_q5_0), kQ5_0R16Block,
+                [](uint8_t* out, int r, const uint8_t* row_block) {
+                  const auto& blk = *reinterpret_cast<const block_q5_0*>(row_block);
+                  for (int j = 0; j < 4; ++j) std::memcpy(out + 64 * j + 4 * r, blk.qs + 4 * j, 4);
+                  uint32_t qh;
+                  std::memcpy(&qh, blk.qh, 4);
+                  qh = q5_0_qh_reordered(qh);
+                  std::memcpy(out + 256 + 4 * r, &qh, 4);
+                  std::memcpy(out + 320 + 2 * r, &blk.d, 2);
+                });
 }
 
 size_t q4_1_r16_bytes(int64_t K, int64_t N) {
@@ -138,24 +131,13 @@ size_t q4_1_r16_bytes(int64_t K, int64_t N) {
 
 void q4_1_r16_repack(const uint8_t* src, uint8_t* dst, int64_t K, int64_t N, int64_t g0,
                      int64_t g1) {
-  const int64_t nb = K / kQK4_1;
-  const auto* rows = reinterpret_cast<const block_q4_1*>(src);
-  const size_t gbytes = size_t(nb) * kQ4_1R16Block;
-  for (int64_t g = g0; g < g1; ++g) {
-    uint8_t* buf = group_buffer(gbytes, (g + 1) * kQ4_1R16Rows > N);
-    for (int64_t b = 0; b < nb; ++b) {
-      uint8_t* out = buf + size_t(b) * kQ4_1R16Block;
-      for (int r = 0; r < kQ4_1R16Rows; ++r) {
-        const int64_t n = g * kQ4_1R16Rows + r;
-        if (n >= N) break;
-        const block_q4_1& blk = rows[n * nb + b];
-        for (int j = 0; j < 4; ++j) std::memcpy(out + 64 * j + 4 * r, blk.qs + 4 * j, 4);
-        std::memcpy(out + 256 + 2 * r, &blk.d, 2);
-        std::memcpy(out + 288 + 2 * r, &blk.m, 2);
-      }
-    }
-    stream_out(dst + size_t(g) * gbytes, buf, gbytes);
-  }
+  repack_rows16(src, dst, K / kQK4_1, N, g0, g1, sizeof(block_q4_1), kQ4_1R16Block,
+                [](uint8_t* out, int r, const uint8_t* row_block) {
+                  const auto& blk = *reinterpret_cast<const block_q4_1*>(row_block);
+                  for (int j = 0; j < 4; ++j) std::memcpy(out + 64 * j + 4 * r, blk.qs + 4 * j, 4);
+                  std::memcpy(out + 256 + 2 * r, &blk.d, 2);
+                  std::memcpy(out + 288 + 2 * r, &blk.m, 2);
+                });
 }
 
 size_t q5_1_r16_bytes(int64_t K, int64_t N) {
@@ -164,28 +146,17 @@ size_t q5_1_r16_bytes(int64_t K, int64_t N) {
 
 void q5_1_r16_repack(const uint8_t* src, uint8_t* dst, int64_t K, int64_t N, int64_t g0,
                      int64_t g1) {
-  const int64_t nb = K / kQK5_1;
-  const auto* rows = reinterpret_cast<const block_q5_1*>(src);
-  const size_t gbytes = size_t(nb) * kQ5_1R16Block;
-  for (int64_t g = g0; g < g1; ++g) {
-    uint8_t* buf = group_buffer(gbytes, (g + 1) * kQ5_1R16Rows > N);
-    for (int64_t b = 0; b < nb; ++b) {
-      uint8_t* out = buf + size_t(b) * kQ5_1R16Block;
-      for (int r = 0; r < kQ5_1R16Rows; ++r) {
-        const int64_t n = g * kQ5_1R16Rows + r;
-        if (n >= N) break;
-        const block_q5_1& blk = rows[n * nb + b];
-        for (int j = 0; j < 4; ++j) std::memcpy(out + 64 * j + 4 * r, blk.qs + 4 * j, 4);
-        uint32_t qh;
-        std::memcpy(&qh, blk.qh, 4);
-        qh = q5_0_qh_reordered(qh);
-        std::memcpy(out + 256 + 4 * r, &qh, 4);
-        std::memcpy(out + 320 + 2 * r, &blk.d, 2);
-        std::memcpy(out + 352 + 2 * r, &blk.m, 2);
-      }
-    }
-    stream_out(dst + size_t(g) * gbytes, buf, gbytes);
-  }
+  repack_rows16(src, dst, K / kQK5_1, N, g0, g1, sizeof(block_q5_1), kQ5_1R16Block,
+                [](uint8_t* out, int r, const uint8_t* row_block) {
+                  const auto& blk = *reinterpret_cast<const block_q5_1*>(row_block);
+                  for (int j = 0; j < 4; ++j) std::memcpy(out + 64 * j + 4 * r, blk.qs + 4 * j, 4);
+                  uint32_t qh;
+                  std::memcpy(&qh, blk.qh, 4);
+                  qh = q5_0_qh_reordered(qh);
+                  std::memcpy(out + 256 + 4 * r, &qh, 4);
+                  std::memcpy(out + 320 + 2 * r, &blk.d, 2);
+                  std::memcpy(out + 352 + 2 * r, &blk.m, 2);
+                });
 }
 
 size_t q4_K_r16_bytes(int64_t K, int64_t N) {
@@ -195,24 +166,15 @@ size_t q4_K_r16_bytes(int64_t K, int64_t N) {
 void q4_K_r16_repack(const uint8_t* src, uint8_t* dst, int64_t K, int64_t N, int64_t g0,
                      int64_t g1) {
   static_assert(sizeof(block_q4_K) == 144 && offsetof(block_q4_K, qs) == 16);
-  const int64_t nb = K / kQK_K;
-  const size_t gbytes = size_t(nb) * kQ4KR16Block;
-  for (int64_t g = g0; g < g1; ++g) {
-    uint8_t* buf = group_buffer(gbytes, (g + 1) * kQ4KR16Rows > N);
-    for (int64_t b = 0; b < nb; ++b) {
-      uint8_t* out = buf + size_t(b) * kQ4KR16Block;
-      for (int r = 0; r < kQ4KR16Rows; ++r) {
-        const int64_t n = g * kQ4KR16Rows + r;
-        if (n >= N) break;
-        const uint8_t* blk = src + size_t(n * nb + b) * sizeof(block_q4_K);
-        for (int k = 0; k < 4; ++k) std::memcpy(out + 64 * k + 4 * r, blk + 4 * k, 4);
-        for (int c = 0; c < 4; ++c)
-          for (int d = 0; d < 8; ++d)
-            std::memcpy(out + 256 + 512 * c + 64 * d + 4 * r, blk + 16 + 32 * c + 4 * d, 4);
-      }
-    }
-    stream_out(dst + size_t(g) * gbytes, buf, gbytes);
-  }
+  repack_rows16(src, dst, K / kQK_K, N, g0, g1, sizeof(block_q4_K), kQ4KR16Block,
+                [](uint8_t* out, int r, const uint8_t* row_block) {
+                  const uint8_t* blk = row_block;
+                  for (int k = 0; k < 4; ++k) std::memcpy(out + 64 * k + 4 * r, blk + 4 * k, 4);
+                  for (int c = 0; c < 4; ++c)
+                    for (int d = 0; d < 8; ++d)
+                      std::memcpy(out + 256 + 512 * c + 64 * d + 4 * r, blk + 16 + 32 * c + 4 * d,
+                                  4);
+                });
 }
 
 size_t q6_K_r16_bytes(int64_t K, int64_t N) {
@@ -223,29 +185,20 @@ void q6_K_r16_repack(const uint8_t* src, uint8_t* dst, int64_t K, int64_t N, int
                      int64_t g1) {
   static_assert(sizeof(block_q6_K) == 210 && offsetof(block_q6_K, qh) == 128 &&
                 offsetof(block_q6_K, scales) == 192 && offsetof(block_q6_K, d) == 208);
-  const int64_t nb = K / kQK_K;
-  const size_t gbytes = size_t(nb) * kQ6KR16Block;
-  for (int64_t g = g0; g < g1; ++g) {
-    uint8_t* buf = group_buffer(gbytes, (g + 1) * kQ6KR16Rows > N);
-    for (int64_t b = 0; b < nb; ++b) {
-      uint8_t* out = buf + size_t(b) * kQ6KR16Block;
-      for (int r = 0; r < kQ6KR16Rows; ++r) {
-        const int64_t n = g * kQ6KR16Rows + r;
-        if (n >= N) break;
-        const uint8_t* blk = src + size_t(n * nb + b) * sizeof(block_q6_K);
-        for (int p = 0; p < 8; ++p) std::memcpy(out + 32 * p + 2 * r, blk + 192 + 2 * p, 2);
-        for (int l = 0; l < 8; ++l)
-          for (int h = 0; h < 2; ++h) {
-            uint8_t* q = out + 256 + 384 * l + 192 * h + 4 * r;
-            std::memcpy(q, blk + 64 * h + 4 * l, 4);              // ql, chunks 4h, 4h+2
-            std::memcpy(q + 64, blk + 64 * h + 32 + 4 * l, 4);    // ql, chunks 4h+1, 4h+3
-            std::memcpy(q + 128, blk + 128 + 32 * h + 4 * l, 4);  // qh, chunks 4h .. 4h+3
-          }
-        std::memcpy(out + 3328 + 2 * r, blk + 208, 2);
-      }
-    }
-    stream_out(dst + size_t(g) * gbytes, buf, gbytes);
-  }
+  repack_rows16(src, dst, K / kQK_K, N, g0, g1, sizeof(block_q6_K), kQ6KR16Block,
+                [](uint8_t* out, int r, const uint8_t* row_block) {
+                  const uint8_t* blk = row_block;
+                  for (int p = 0; p < 8; ++p)
+                    std::memcpy(out + 32 * p + 2 * r, blk + 192 + 2 * p, 2);
+                  for (int l = 0; l < 8; ++l)
+                    for (int h = 0; h < 2; ++h) {
+                      uint8_t* q = out + 256 + 384 * l + 192 * h + 4 * r;
+                      std::memcpy(q, blk + 64 * h + 4 * l, 4);              // ql, chunks 4h, 4h+2
+                      std::memcpy(q + 64, blk + 64 * h + 32 + 4 * l, 4);    // ql, chunks 4h+1, 4h+3
+                      std::memcpy(q + 128, blk + 128 + 32 * h + 4 * l, 4);  // qh, chunks 4h .. 4h+3
+                    }
+                  std::memcpy(out + 3328 + 2 * r, blk + 208, 2);
+                });
 }
 
 size_t q5_K_r16_bytes(int64_t K, int64_t N) {
@@ -256,26 +209,17 @@ void q5_K_r16_repack(const uint8_t* src, uint8_t* dst, int64_t K, int64_t N, int
                      int64_t g1) {
   static_assert(sizeof(block_q5_K) == 176 && offsetof(block_q5_K, qh) == 16 &&
                 offsetof(block_q5_K, qs) == 48);
-  const int64_t nb = K / kQK_K;
-  const size_t gbytes = size_t(nb) * kQ5KR16Block;
-  for (int64_t g = g0; g < g1; ++g) {
-    uint8_t* buf = group_buffer(gbytes, (g + 1) * kQ5KR16Rows > N);
-    for (int64_t b = 0; b < nb; ++b) {
-      uint8_t* out = buf + size_t(b) * kQ5KR16Block;
-      for (int r = 0; r < kQ5KR16Rows; ++r) {
-        const int64_t n = g * kQ5KR16Rows + r;
-        if (n >= N) break;
-        const uint8_t* blk = src + size_t(n * nb + b) * sizeof(block_q5_K);
-        for (int k = 0; k < 4; ++k) std::memcpy(out + 64 * k + 4 * r, blk + 4 * k, 4);
-        for (int l = 0; l < 8; ++l) {
-          uint8_t* q = out + 256 + 320 * l + 4 * r;
-          for (int j = 0; j < 4; ++j) std::memcpy(q + 64 * j, blk + 48 + 32 * j + 4 * l, 4);
-          std::memcpy(q + 256, blk + 16 + 4 * l, 4);  // qh
-        }
-      }
-    }
-    stream_out(dst + size_t(g) * gbytes, buf, gbytes);
-  }
+  repack_rows16(src, dst, K / kQK_K, N, g0, g1, sizeof(block_q5_K), kQ5KR16Block,
+                [](uint8_t* out, int r, const uint8_t* row_block) {
+                  const uint8_t* blk = row_block;
+                  for (int k = 0; k < 4; ++k) std::memcpy(out + 64 * k + 4 * r, blk + 4 * k, 4);
+                  for (int l = 0; l < 8; ++l) {
+                    uint8_t* q = out + 256 + 320 * l + 4 * r;
+                    for (int j = 0; j < 4; ++j)
+                      std::memcpy(q + 64 * j, blk + 48 + 32 * j + 4 * l, 4);
+                    std::memcpy(q + 256, blk + 16 + 4 * l, 4);  // qh
+                  }
+                });
 }
 
 size_t q3_K_r16_bytes(int64_t K, int64_t N) {
@@ -286,28 +230,19 @@ void q3_K_r16_repack(const uint8_t* src, uint8_t* dst, int64_t K, int64_t N, int
                      int64_t g1) {
   static_assert(sizeof(block_q3_K) == 110 && offsetof(block_q3_K, qs) == 32 &&
                 offsetof(block_q3_K, scales) == 96 && offsetof(block_q3_K, d) == 108);
-  const int64_t nb = K / kQK_K;
-  const size_t gbytes = size_t(nb) * kQ3KR16Block;
-  for (int64_t g = g0; g < g1; ++g) {
-    uint8_t* buf = group_buffer(gbytes, (g + 1) * kQ3KR16Rows > N);
-    for (int64_t b = 0; b < nb; ++b) {
-      uint8_t* out = buf + size_t(b) * kQ3KR16Block;
-      for (int r = 0; r < kQ3KR16Rows; ++r) {
-        const int64_t n = g * kQ3KR16Rows + r;
-        if (n >= N) break;
-        const uint8_t* blk = src + size_t(n * nb + b) * sizeof(block_q3_K);
-        for (int k = 0; k < 3; ++k) std::memcpy(out + 64 * k + 4 * r, blk + 96 + 4 * k, 4);
-        for (int l = 0; l < 8; ++l) {
-          uint8_t* q = out + 192 + 192 * l + 4 * r;
-          std::memcpy(q, blk + 32 + 4 * l, 4);       // qs, chunks 0..3
-          std::memcpy(q + 64, blk + 64 + 4 * l, 4);  // qs, chunks 4..7
-          std::memcpy(q + 128, blk + 4 * l, 4);      // hmask
-        }
-        std::memcpy(out + 1728 + 2 * r, blk + 108, 2);
-      }
-    }
-    stream_out(dst + size_t(g) * gbytes, buf, gbytes);
-  }
+  repack_rows16(src, dst, K / kQK_K, N, g0, g1, sizeof(block_q3_K), kQ3KR16Block,
+                [](uint8_t* out, int r, const uint8_t* row_block) {
+                  const uint8_t* blk = row_block;
+                  for (int k = 0; k < 3; ++k)
+                    std::memcpy(out + 64 * k + 4 * r, blk + 96 + 4 * k, 4);
+                  for (int l = 0; l < 8; ++l) {
+                    uint8_t* q = out + 192 + 192 * l + 4 * r;
+                    std::memcpy(q, blk + 32 + 4 * l, 4);       // qs, chunks 0..3
+                    std::memcpy(q + 64, blk + 64 + 4 * l, 4);  // qs, chunks 4..7
+                    std::memcpy(q + 128, blk + 4 * l, 4);      // hmask
+                  }
+                  std::memcpy(out + 1728 + 2 * r, blk + 108, 2);
+                });
 }
 
 size_t q2_K_r16_bytes(int64_t K, int64_t N) {
@@ -318,25 +253,16 @@ void q2_K_r16_repack(const uint8_t* src, uint8_t* dst, int64_t K, int64_t N, int
                      int64_t g1) {
   static_assert(sizeof(block_q2_K) == 84 && offsetof(block_q2_K, qs) == 16 &&
                 offsetof(block_q2_K, d) == 80);
-  const int64_t nb = K / kQK_K;
-  const size_t gbytes = size_t(nb) * kQ2KR16Block;
-  for (int64_t g = g0; g < g1; ++g) {
-    uint8_t* buf = group_buffer(gbytes, (g + 1) * kQ2KR16Rows > N);
-    for (int64_t b = 0; b < nb; ++b) {
-      uint8_t* out = buf + size_t(b) * kQ2KR16Block;
-      for (int r = 0; r < kQ2KR16Rows; ++r) {
-        const int64_t n = g * kQ2KR16Rows + r;
-        if (n >= N) break;
-        const uint8_t* blk = src + size_t(n * nb + b) * sizeof(block_q2_K);
-        for (int k = 0; k < 4; ++k) std::memcpy(out + 64 * k + 4 * r, blk + 4 * k, 4);
-        std::memcpy(out + 256 + 4 * r, blk + 80, 4);  // d, dmin
-        for (int h = 0; h < 2; ++h)
-          for (int d = 0; d < 8; ++d)
-            std::memcpy(out + 320 + 512 * h + 64 * d + 4 * r, blk + 16 + 32 * h + 4 * d, 4);
-      }
-    }
-    stream_out(dst + size_t(g) * gbytes, buf, gbytes);
-  }
+  repack_rows16(src, dst, K / kQK_K, N, g0, g1, sizeof(block_q2_K), kQ2KR16Block,
+                [](uint8_t* out, int r, const uint8_t* row_block) {
+                  const uint8_t* blk = row_block;
+                  for (int k = 0; k < 4; ++k) std::memcpy(out + 64 * k + 4 * r, blk + 4 * k, 4);
+                  std::memcpy(out + 256 + 4 * r, blk + 80, 4);  // d, dmin
+                  for (int h = 0; h < 2; ++h)
+                    for (int d = 0; d < 8; ++d)
+                      std::memcpy(out + 320 + 512 * h + 64 * d + 4 * r, blk + 16 + 32 * h + 4 * d,
+                                  4);
+                });
 }
 
 }  // namespace
