@@ -3,7 +3,9 @@
 // output, with each of them one lane of a vector of 16 rows. The entry below also runs the
 // AVX2 / AVX-VNNI tiles (gen_linear_q8_0_r16_avx2.cpp: 8 rows a ymm, up to 4 tokens), and
 // Q5_0 on its q5_0_r16 copy at each of those levels (contract linear.q5_0.ggml: the same
-// lanes with q = x - 16; Q8_0R16Form in gen_linear_q.h).
+// lanes with q = x - 16; Q8_0R16Form in gen_linear_q.h), and Q4_1 / Q5_1 on theirs
+// (linear.q{4,5}_1.ggml: the same lanes with unsigned weight integers, no correction, plus
+// the min term summs = fma(m_w, s_a, summs) per token and block, y = hsum8(acc) + summs).
 //
 // Why this shape. The contract fixes, per (row, token, 32-element block), 8 int32 lane sums
 // of 4 products, 8 int-to-float conversions and 8 lane FMAs with fl(d_w * d_a). The vec_dot
