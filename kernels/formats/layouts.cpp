@@ -66,6 +66,12 @@ void repack_rows16(const uint8_t* src, uint8_t* dst, int64_t nb, int64_t N, int6
   }
 }
 
+// The 16 qs bytes of a 32-element nibble block (q4_0, q5_0, q4_1, q5_1) as dwords j = 0..3
+// of lane r: at 64 j + 4 r.
+void put_qs_dwords(uint8_t* out, int r, const uint8_t* qs) {
+  for (int j = 0; j < 4; ++j) std::memcpy(out + 64 * j + 4 * r, qs + 4 * j, 4);
+}
+
 size_t q4_0_r16_bytes(int64_t K, int64_t N) {
   return size_t(groups(N, kQ4_0R16Rows)) * size_t(K / kQK4_0) * kQ4_0R16Block;
 }
@@ -75,7 +81,7 @@ void q4_0_r16_repack(const uint8_t* src, uint8_t* dst, int64_t K, int64_t N, int
   repack_rows16(src, dst, K / kQK4_0, N, g0, g1, sizeof(block_q4_0), kQ4_0R16Block,
                 [](uint8_t* out, int r, const uint8_t* row_block) {
                   const auto& blk = *reinterpret_cast<const block_q4_0*>(row_block);
-                  for (int j = 0; j < 4; ++j) std::memcpy(out + 64 * j + 4 * r, blk.qs + 4 * j, 4);
+                  put_qs_dwords(out, r, blk.qs);
                   std::memcpy(out + 256 + 2 * r, &blk.d, 2);
                 });
 }
@@ -111,16 +117,21 @@ uint32_t q5_0_qh_reordered(uint32_t qh) {
   return out;
 }
 
+// A q5 block's high bits (q5_0, q5_1), reordered for the lane vectors, at 256 + 4 r.
+void put_qh_reordered(uint8_t* out, int r, const uint8_t* qh_bytes) {
+  uint32_t qh;
+  std::memcpy(&qh, qh_bytes, 4);
+  qh = q5_0_qh_reordered(qh);
+  std::memcpy(out + 256 + 4 * r, &qh, 4);
+}
+
 void q5_0_r16_repack(const uint8_t* src, uint8_t* dst, int64_t K, int64_t N, int64_t g0,
                      int64_t g1) {
   repack_rows16(src, dst, K / kQK5_0, N, g0, g1, sizeof(block_q5_0), kQ5_0R16Block,
                 [](uint8_t* out, int r, const uint8_t* row_block) {
                   const auto& blk = *reinterpret_cast<const block_q5_0*>(row_block);
-                  for (int j = 0; j < 4; ++j) std::memcpy(out + 64 * j + 4 * r, blk.qs + 4 * j, 4);
-                  uint32_t qh;
-                  std::memcpy(&qh, blk.qh, 4);
-                  qh = q5_0_qh_reordered(qh);
-                  std::memcpy(out + 256 + 4 * r, &qh, 4);
+                  put_qs_dwords(out, r, blk.qs);
+                  put_qh_reordered(out, r, blk.qh);
                   std::memcpy(out + 320 + 2 * r, &blk.d, 2);
                 });
 }
@@ -134,7 +145,7 @@ void q4_1_r16_repack(const uint8_t* src, uint8_t* dst, int64_t K, int64_t N, int
   repack_rows16(src, dst, K / kQK4_1, N, g0, g1, sizeof(block_q4_1), kQ4_1R16Block,
                 [](uint8_t* out, int r, const uint8_t* row_block) {
                   const auto& blk = *reinterpret_cast<const block_q4_1*>(row_block);
-                  for (int j = 0; j < 4; ++j) std::memcpy(out + 64 * j + 4 * r, blk.qs + 4 * j, 4);
+                  put_qs_dwords(out, r, blk.qs);
                   std::memcpy(out + 256 + 2 * r, &blk.d, 2);
                   std::memcpy(out + 288 + 2 * r, &blk.m, 2);
                 });
@@ -149,11 +160,8 @@ void q5_1_r16_repack(const uint8_t* src, uint8_t* dst, int64_t K, int64_t N, int
   repack_rows16(src, dst, K / kQK5_1, N, g0, g1, sizeof(block_q5_1), kQ5_1R16Block,
                 [](uint8_t* out, int r, const uint8_t* row_block) {
                   const auto& blk = *reinterpret_cast<const block_q5_1*>(row_block);
-                  for (int j = 0; j < 4; ++j) std::memcpy(out + 64 * j + 4 * r, blk.qs + 4 * j, 4);
-                  uint32_t qh;
-                  std::memcpy(&qh, blk.qh, 4);
-                  qh = q5_0_qh_reordered(qh);
-                  std::memcpy(out + 256 + 4 * r, &qh, 4);
+                  put_qs_dwords(out, r, blk.qs);
+                  put_qh_reordered(out, r, blk.qh);
                   std::memcpy(out + 320 + 2 * r, &blk.d, 2);
                   std::memcpy(out + 352 + 2 * r, &blk.m, 2);
                 });
