@@ -3,6 +3,7 @@
 
 #include <emmintrin.h>  // SSE2 (x86-64 baseline): non-temporal stores
 
+#include <array>
 #include <cstddef>
 #include <cstring>
 #include <vector>
@@ -109,11 +110,18 @@ size_t q5_0_r16_bytes(int64_t K, int64_t N) {
   return size_t(groups(N, kQ5_0R16Rows)) * size_t(K / kQK5_0) * kQ5_0R16Block;
 }
 
-// qh bit 4j + k (element 4j + k's high bit) -> bit 8k + j.
+// qh bit 4j + k (element 4j + k's high bit) -> bit 8k + j: nibble j of qh, its bit k moved
+// to bit 8k (kSpread), shifted left by j. A table of 16 instead of a loop over the 32 bits,
+// which made the q5 copies 4x slower than the others (2.7 against 10-12 GB/s from cache).
 uint32_t q5_0_qh_reordered(uint32_t qh) {
+  static constexpr auto kSpread = [] {
+    std::array<uint32_t, 16> t{};
+    for (uint32_t n = 0; n < 16; ++n)
+      for (int k = 0; k < 4; ++k) t[n] |= ((n >> k) & 1u) << (8 * k);
+    return t;
+  }();
   uint32_t out = 0;
-  for (int j = 0; j < 8; ++j)
-    for (int k = 0; k < 4; ++k) out |= ((qh >> (4 * j + k)) & 1u) << (8 * k + j);
+  for (int j = 0; j < 8; ++j) out |= kSpread[(qh >> (4 * j)) & 15u] << j;
   return out;
 }
 
