@@ -218,6 +218,7 @@ int main(int argc, char** argv) {
     return 1;
   }
 
+  eo.plan_only = show_plan || !emit_dir.empty();  // both exit before running: no weight copies
   auto engine = cke::Engine::load(eo, &err);
   if (!engine) {
     fmt::print(stderr, "cke-run: {}\n", err);

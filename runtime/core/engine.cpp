@@ -180,7 +180,8 @@ bool Engine::Impl::compile(std::string* err) {
   if (!build_graph(facts, err) || !resolve_kernels(err)) return false;
   stats.resolve_ms = ms_since(t);
   t = std::chrono::steady_clock::now();
-  if (!build_plans(err) || !repack_weights(err) || !place_weights(err) || !make_backend(err))
+  if (!build_plans(err)) return false;
+  if (!opt.plan_only && (!repack_weights(err) || !place_weights(err) || !make_backend(err)))
     return false;
   stats.jit_ms = ms_since(t) - stats.repack_ms;
   return true;
@@ -353,7 +354,7 @@ bool Engine::Impl::build_plans(std::string* err) {
   const uint64_t have = opt.memory_limit_bytes > 0
                             ? uint64_t(opt.memory_limit_bytes)
                             : uint64_t(sysconf(_SC_PHYS_PAGES)) * uint64_t(sysconf(_SC_PAGESIZE));
-  if (need > have) {
+  if (need > have && !opt.plan_only) {
     constexpr double kGiB = 1024.0 * 1024 * 1024;
     *err = fmt::format(
         "{}: needs {:.2f} GiB (weights {:.2f}, repacked weights {:.2f}, KV cache and state "
@@ -828,9 +829,17 @@ static bool check_tokens(int32_t seq, int32_t n_seq, int32_t pos, int32_t n_ctx,
   return true;
 }
 
+// An engine loaded with plan_only has a plan but no weight copies and no backend.
+static bool runnable(const Engine::Impl& m, std::string* err) {
+  if (m.backend) return true;
+  *err = fmt::format("{}: loaded with plan_only (compile only): nothing runs", m.opt.model_path);
+  return false;
+}
+
 bool Engine::decode_batch(std::span<const int32_t> seqs, std::span<const int32_t> tokens,
                           std::vector<float>* logits, std::string* err) {
   Impl& m = *impl_;
+  if (!runnable(m, err)) return false;
   if (seqs.size() != tokens.size() || seqs.empty() || seqs.size() > size_t(m.opt.n_seq)) {
     *err = fmt::format("decode_batch: {} sequences and {} tokens (expected 1 .. {} of each)",
                        seqs.size(), tokens.size(), m.opt.n_seq);
@@ -866,6 +875,7 @@ bool Engine::decode_batch(std::span<const int32_t> seqs, std::span<const int32_t
 bool Engine::eval(int32_t seq, std::span<const int32_t> tokens, std::vector<float>* logits,
                   bool all_logits, std::string* err) {
   Impl& m = *impl_;
+  if (!runnable(m, err)) return false;
   if (!check_tokens(seq, m.opt.n_seq, pos(seq), m.n_ctx, m.n_vocab, tokens, err)) return false;
   if (logits) logits->resize((all_logits ? tokens.size() : 1) * size_t(m.n_vocab));
   size_t done = 0;

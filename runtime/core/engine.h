@@ -46,6 +46,11 @@ struct EngineOptions {
   // The memory the model file, KV cache and activations may need together; 0: the machine's
   // physical memory. Loading fails up front, naming the sizes, when they need more.
   int64_t memory_limit_bytes = 0;
+  // Compile only: resolve, plan and JIT, for what reads the plan (plan_text, emit_c, the
+  // X-Ray trace), with no weight copies made and no memory check: an audit of a model needs
+  // neither its repack time nor the memory to run it. Such an engine refuses eval and
+  // decode_batch (an error, not a crash).
+  bool plan_only = false;
 };
 
 struct EngineStats {

@@ -9,6 +9,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <string>
 #include <vector>
 
 #include "resolver/host_caps.h"
@@ -128,6 +130,55 @@ TEST(RepackHugeCopy, SameBitsAsTheFileBlocks) {
   const std::vector<float> want = run(*plain, prompt, next), got = run(*a, prompt, next);
   ASSERT_EQ(got.size(), want.size());
   EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0);
+}
+
+// plan_only (cke-run --plan / --emit-c): the same plan and the same emitted C as an engine
+// that runs, with no weight copy made and no memory check (a limit of one byte refuses the
+// running engine, not this one); running it is an error, not a crash.
+TEST(PlanOnly, SamePlanAndCWithoutCopiesOrMemory) {
+  const TempDir dir("cke_plan_only_");
+  const std::string path = synth_llama(dir, DType::Q4_0, "llama-q4_0.gguf");
+  ASSERT_FALSE(path.empty());
+  EngineOptions o;
+  o.model_path = path;
+  o.n_ctx = 64;
+  o.n_threads = 2;
+  auto full = test::load_engine(o);
+  o.plan_only = true;
+  o.memory_limit_bytes = 1;
+  auto plan = test::load_engine(o);
+  ASSERT_TRUE(full && plan);
+  EXPECT_EQ(plan->plan_text(), full->plan_text());
+  EXPECT_EQ(plan->stats().repack_bytes, 0);
+  EXPECT_EQ(plan->stats().weight_copy_bytes, 0);
+  if (HostCaps::probe().has(Feature::avx512vnni)) {
+    EXPECT_GT(full->stats().repack_bytes, 0);
+  }
+  std::string err;
+  const TempDir a("cke_plan_only_full_"), b("cke_plan_only_plan_");
+  ASSERT_TRUE(full->emit_c(a.p.string(), &err)) << err;
+  ASSERT_TRUE(plan->emit_c(b.p.string(), &err)) << err;
+  for (const char* f : {"cke_plan.h", "cke_plan.c"}) {
+    std::ifstream fa(a.p / f, std::ios::binary), fb(b.p / f, std::ios::binary);
+    const std::string ca((std::istreambuf_iterator<char>(fa)), {}),
+        cb((std::istreambuf_iterator<char>(fb)), {});
+    EXPECT_FALSE(ca.empty()) << f;
+    EXPECT_EQ(ca, cb) << f;
+  }
+  std::vector<float> logits;
+  err.clear();
+  EXPECT_FALSE(plan->eval(std::vector<int32_t>{1, 303}, &logits, false, &err));
+  EXPECT_NE(err.find("plan_only"), std::string::npos) << err;
+  const int32_t seq = 0, tok = 303;
+  err.clear();
+  EXPECT_FALSE(plan->decode_batch({&seq, 1}, {&tok, 1}, &logits, &err));
+  EXPECT_NE(err.find("plan_only"), std::string::npos) << err;
+
+  o.plan_only = false;  // the same limit refuses the engine that runs
+  EngineOptions bad = o;
+  err.clear();
+  EXPECT_EQ(Engine::load(bad, &err), nullptr);
+  EXPECT_NE(err.find("needs"), std::string::npos) << err;
 }
 
 // The weights read in the file's layout (an F16 llama: every matrix) are a copy in 2 MiB
