@@ -443,10 +443,6 @@ bool Engine::Impl::repack_weights(std::string* err) {
   repacked = shared_repack(
       key, [&](AlignedBuf& buf) { return fill_repacked(buf, err); }, &stats.repack_reused);
   if (!repacked) return false;
-  // A tensor no step reads in its own layout any more: the file's pages go.
-  const std::set<int> row_major = row_major_weights();
-  for (const Repack& r : repacks)
-    if (!row_major.count(r.buffer)) drop_file_pages(*file->tensor(graph->buffers[r.buffer].tensor));
   stats.repack_ms = ms_since(t0);
   stats.repack_bytes = int64_t(repack_bytes);
   return true;
@@ -585,6 +581,10 @@ bool Engine::Impl::fill_repacked(AlignedBuf& buf, std::string* err) {
     return false;
   }
   uint8_t* base = static_cast<uint8_t*>(buf.p);
+  // A tensor no step reads in its own layout leaves the process as soon as its copy is made,
+  // so that the file's pages and the copy are not both resident at the peak (Q8_0 TinyLlama:
+  // peak RSS 2.17 GB when they left after the last copy).
+  const std::set<int> row_major = row_major_weights();
   tbb::task_arena workers(load_threads());
   workers.execute([&] {
     tbb::parallel_for(size_t(0), repacks.size(), [&](size_t i) {
@@ -595,6 +595,7 @@ bool Engine::Impl::fill_repacked(AlignedBuf& buf, std::string* err) {
       tbb::parallel_for(int64_t(0), groups, int64_t(16), [&](int64_t g0) {
         l.repack(t->data, base + repack_offset[i], K, N, g0, std::min(groups, g0 + 16));
       });
+      if (!row_major.count(r.buffer)) drop_file_pages(*t);
     });
   });
   return true;
