@@ -3,7 +3,6 @@
 // shared/models/synthetic file of its family (made by llama.cpp's gguf-py), and bad shapes
 // are refused naming the field.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
@@ -17,6 +16,7 @@
 #include "runtime/gguf/synth.h"
 #include "runtime/gguf/synth_family.h"
 #include "tests/common/engine_load.h"
+#include "tests/common/files.h"
 #include "tests/common/shared.h"
 
 namespace cke::gguf {
@@ -38,15 +38,7 @@ const Case kCases[] = {
     {"nemotron", "nemotron", ""}, {"qwen3moe", "qwen3moe", ""},
 };
 
-// A temporary directory removed at scope exit.
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const std::string& tag)
-      : path(fs::temp_directory_path() / ("cke_synth_" + tag + "_" + std::to_string(::getpid()))) {
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
+using test::TempDir;
 
 // Writes the case's tiny model of `type` with the vocabulary of `vocab` (nullptr: the
 // built-in one) to `out`.
@@ -103,7 +95,7 @@ std::vector<float> run(const std::string& model, int threads, const std::string&
 
 TEST_P(SynthRuns, LoadsResolvesAndRunsThreadInvariant) {
   const auto& [k, type] = GetParam();
-  TempDir dir(std::string(k.stem) + "_" + std::string(dtype_name(type)));
+  TempDir dir("cke_synth_" + std::string(k.stem) + "_" + std::string(dtype_name(type)) + "_");
   const std::string model = (dir.path / "m.gguf").string();
   ASSERT_NO_FATAL_FAILURE(synthesize(k, type, nullptr, model));
   const auto one = run(model, 1, k.arch), two = run(model, 2, k.arch);
@@ -146,7 +138,7 @@ TEST_P(SynthMatchesShared, MetadataAndTensors) {
   ASSERT_TRUE(vocab) << err.message;
   auto ref = File::open(ref_path, &err);
   ASSERT_TRUE(ref) << err.message;
-  TempDir dir(std::string("ref_") + k.stem);
+  TempDir dir("cke_synth_ref_" + std::string(k.stem) + "_");
   const std::string model = (dir.path / "m.gguf").string();
   ASSERT_NO_FATAL_FAILURE(synthesize(k, DType::F32, vocab.get(), model));
   auto f = File::open(model, &err);
@@ -237,7 +229,7 @@ TEST(Synth, Glm4FusedWidthAndPartialRope) {
   auto c = synth_preset("tiny", "glm4", &why);
   ASSERT_TRUE(c) << why;
   ASSERT_TRUE(synth_apply_dims(&*c, "n_ff=383,n_rot=16,n_layer=1", &why)) << why;
-  TempDir dir("glm4_odd");
+  TempDir dir("cke_synth_glm4_odd_");
   const std::string model = (dir.path / "m.gguf").string();
   GgufError err;
   ASSERT_TRUE(synth_write(*c, nullptr, model, &err)) << err.message;
@@ -316,7 +308,7 @@ Ran tool(const std::string& args) {
 }
 
 TEST(Synth, ToolMessagesAndExitCodes) {
-  TempDir dir("tool");
+  TempDir dir("cke_synth_tool_");
   const std::string out = " -o " + (dir.path / "m.gguf").string();
   Ran r = tool("synth --preset tiny --arch glm4 --dims n_rot=96" + out);
   EXPECT_EQ(r.code, 1);

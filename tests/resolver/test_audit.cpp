@@ -9,6 +9,7 @@
 #include "kernels/registry.h"
 #include "resolver/audit.h"
 #include "resolver_test_util.h"
+#include "tests/common/files.h"
 #include "tests/common/shared.h"
 
 namespace cke {
@@ -34,10 +35,7 @@ class AuditTree : public ::testing::Test {
     fs::create_directories((root_ / rel).parent_path());
     std::ofstream(root_ / rel) << text;
   }
-  std::string read(const fs::path& rel) {
-    std::ifstream in(root_ / rel);
-    return std::string(std::istreambuf_iterator<char>(in), {});
-  }
+  std::string read(const fs::path& rel) { return test::read_file(root_ / rel); }
   AuditReport audit(bool update = false) { return run_audit({root_, {}, update, {}}); }
 
   fs::path root_;

@@ -4,12 +4,10 @@
 // contract), the copy named in the plan and counted in the stats, and one copy shared by
 // engines of the same file and plan.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <string>
 #include <vector>
 
@@ -17,10 +15,13 @@
 #include "runtime/core/engine.h"
 #include "runtime/gguf/synth.h"
 #include "tests/common/engine_load.h"
+#include "tests/common/files.h"
 #include "tests/common/shared.h"
 
 namespace cke {
 namespace {
+
+using test::TempDir;
 
 std::unique_ptr<Engine> load(const std::string& path, bool no_repack, bool mmap_weights = false) {
   EngineOptions o;
@@ -32,18 +33,9 @@ std::unique_ptr<Engine> load(const std::string& path, bool no_repack, bool mmap_
   return test::load_engine(o);
 }
 
-struct TempDir {  // removed at scope exit, also when an assertion returns early
-  std::filesystem::path p;
-  explicit TempDir(const std::string& tag)
-      : p(std::filesystem::temp_directory_path() / (tag + std::to_string(::getpid()))) {
-    std::filesystem::create_directories(p);
-  }
-  ~TempDir() { std::filesystem::remove_all(p); }
-};
-
 // A llama of `type` synthesized into dir (n_embd 512, 2 layers: a few MiB of weights).
 std::string synth_llama(const TempDir& dir, DType type, const std::string& name) {
-  const std::string path = (dir.p / name).string();
+  const std::string path = (dir.path / name).string();
   std::string why;
   auto c = gguf::synth_preset("tiny", "llama", &why);
   EXPECT_TRUE(c) << why;
@@ -156,12 +148,10 @@ TEST(PlanOnly, SamePlanAndCWithoutCopiesOrMemory) {
   }
   std::string err;
   const TempDir a("cke_plan_only_full_"), b("cke_plan_only_plan_");
-  ASSERT_TRUE(full->emit_c(a.p.string(), &err)) << err;
-  ASSERT_TRUE(plan->emit_c(b.p.string(), &err)) << err;
+  ASSERT_TRUE(full->emit_c(a.path.string(), &err)) << err;
+  ASSERT_TRUE(plan->emit_c(b.path.string(), &err)) << err;
   for (const char* f : {"cke_plan.h", "cke_plan.c"}) {
-    std::ifstream fa(a.p / f, std::ios::binary), fb(b.p / f, std::ios::binary);
-    const std::string ca((std::istreambuf_iterator<char>(fa)), {}),
-        cb((std::istreambuf_iterator<char>(fb)), {});
+    const std::string ca = test::read_file(a.path / f), cb = test::read_file(b.path / f);
     EXPECT_FALSE(ca.empty()) << f;
     EXPECT_EQ(ca, cb) << f;
   }

@@ -4,23 +4,17 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <fstream>
-#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
 
+#include "tests/common/files.h"
 #include "tests/common/shared.h"
 #include "tests/tokenizer/vocab_loader.h"
 
 namespace cke {
 namespace {
-
-std::string read_all(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
 
 // A byte string made printable for failure messages (C escapes for control bytes).
 std::string show(std::string_view s) {
@@ -55,7 +49,7 @@ struct VectorCase {
 // test-tokenizer-0's format: the .inp split on "\n__ggml_vocab_test__\n" (a trailing
 // non-empty piece counts), line i of .out holds the ids of case i.
 std::vector<VectorCase> read_vectors(const std::string& inp_path, const std::string& out_path) {
-  const std::string raw = read_all(inp_path);
+  const std::string raw = test::read_file(inp_path);
   const std::string sep = "\n__ggml_vocab_test__\n";
   std::vector<std::string> texts;
   for (size_t pos = 0; pos < raw.size();) {
@@ -68,7 +62,7 @@ std::vector<VectorCase> read_vectors(const std::string& inp_path, const std::str
     pos = next + sep.size();
   }
   std::vector<VectorCase> cases;
-  std::istringstream out(read_all(out_path));
+  std::istringstream out(test::read_file(out_path));
   std::string line;
   for (size_t i = 0; std::getline(out, line); ++i) {
     VectorCase c;
@@ -308,7 +302,7 @@ TEST(Stories260K, ReferencePrompts) {
   std::string err;
   const auto tok = test::load_tokenizer(model, &err);
   ASSERT_TRUE(tok) << err;
-  const auto ref = nlohmann::json::parse(read_all(ref_path));
+  const auto ref = nlohmann::json::parse(test::read_file(ref_path));
   ASSERT_GE(ref["cases"].size(), 4u);
   EXPECT_EQ(tok->n_vocab(), 512);
   EXPECT_TRUE(tok->add_bos());
@@ -355,7 +349,7 @@ TEST(VocabFiles, Qwen2HundredKilobytes) {
   std::string err;
   const auto tok = test::load_tokenizer(path, &err);
   ASSERT_TRUE(tok) << err;
-  const std::string unit = read_all(inp);
+  const std::string unit = test::read_file(inp);
   std::string text;
   while (text.size() < 100 * 1024) text += unit;
   const auto t0 = std::chrono::steady_clock::now();
