@@ -16,6 +16,7 @@
 #include <limits>
 #include <random>
 
+#include "attention_test_util.h"
 #include "generated_kernel.h"
 #include "jit/gen_attention.h"
 #include "jit/kir/kir_c.h"
@@ -27,9 +28,8 @@ namespace {
 
 using AttnFn = jit::gen::AttentionFn;
 
-struct Shape {
-  int64_t hd, nh, nhkv, nctx;
-};
+using Shape = AttnShape;
+using Call = AttnCall;
 
 using Loaded = GeneratedKernel<AttnFn>;
 Loaded load(const std::string& id, std::string* skip) {
@@ -56,58 +56,10 @@ Cache make_cache(const Shape& s, int64_t written, std::mt19937& rng) {
   return c;
 }
 
-std::vector<float> make_q(const Shape& s, int64_t T, float mag, std::mt19937& rng) {
-  std::normal_distribution<float> nd(0.0f, mag);
-  std::vector<float> q(size_t(s.hd * s.nh * T));
-  for (float& x : q) x = nd(rng);
-  return q;
-}
-
-std::string show(float x) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.9g (%a)", double(x), double(x));
-  return buf;
-}
-
-bool same_bits(float a, float b) {
-  if (std::isnan(a) && std::isnan(b)) return true;
-  return std::memcmp(&a, &b, 4) == 0;
-}
-
-struct Call {
-  int64_t pos0, T, window, h0, h1;
-  float scale;
-};
-
-// Runs the three renderings on the same inputs (outputs prefilled with a sentinel) and
-// returns "" when all agree bit for bit, else the first difference.
+// "" when reference, machine code and emitted C agree bit for bit (attention_test_util.h).
 std::string compare(const Loaded& l, const Shape& s, const float* k, const float* v,
                     const std::vector<float>& q, const Call& c) {
-  const size_t n = size_t(s.hd * s.nh * c.T);
-  const float sentinel = -12345.678f;
-  std::vector<float> yr(n, sentinel), yj(n, sentinel), yc(n, sentinel);
-  l.ref(q.data(), k, v, yr.data(), s.hd, s.nh, s.nhkv, s.nctx, c.pos0, c.T, c.scale, c.window, c.h0,
-        c.h1);
-  dirty_stack(uint8_t(c.pos0 * 7 + c.T));
-  l.fn(q.data(), k, v, yj.data(), s.hd, s.nh, s.nhkv, s.nctx, c.pos0, c.T, c.scale, c.window, c.h0,
-       c.h1);
-  dirty_stack(uint8_t(c.pos0 * 7 + c.T));
-  l.cfn(q.data(), k, v, yc.data(), s.hd, s.nh, s.nhkv, s.nctx, c.pos0, c.T, c.scale, c.window, c.h0,
-        c.h1);
-  const std::string where = "hd=" + std::to_string(s.hd) + " nh=" + std::to_string(s.nh) +
-                            " nhkv=" + std::to_string(s.nhkv) + " nctx=" + std::to_string(s.nctx) +
-                            " pos0=" + std::to_string(c.pos0) + " T=" + std::to_string(c.T) +
-                            " window=" + std::to_string(c.window) + " heads [" +
-                            std::to_string(c.h0) + "," + std::to_string(c.h1) + ")";
-  for (size_t i = 0; i < n; ++i) {
-    if (!same_bits(yj[i], yr[i]))
-      return where + ": out[" + std::to_string(i) + "] jit " + show(yj[i]) + " reference " +
-             show(yr[i]);
-    if (std::memcmp(&yj[i], &yc[i], 4) != 0 && !(std::isnan(yj[i]) && std::isnan(yc[i])))
-      return where + ": out[" + std::to_string(i) + "] jit " + show(yj[i]) + " emitted C " +
-             show(yc[i]);
-  }
-  return "";
+  return compare_attention(l, s, k, v, q, c);
 }
 
 const Shape kShapes[] = {
@@ -128,7 +80,7 @@ void sweep(const Loaded& l) {
       for (int64_t pos : {0, 1, 14, 15, 16, 17, 31, 63, 64, 65, 100, 127, 128, 129, 159}) {
         if (pos >= s.nctx) continue;
         const Cache c = make_cache(s, pos + 1, rng);
-        const std::vector<float> q = make_q(s, 1, 1.0f, rng);
+        const std::vector<float> q = make_attn_q(s, 1, 1.0f, rng);
         const Call call{pos, 1, window, 0, s.nh, 1.0f / std::sqrt(float(s.hd))};
         EXPECT_EQ(compare(l, s, c.k.data(), c.v.data(), q, call), "");
       }
@@ -142,7 +94,7 @@ void sweep(const Loaded& l) {
                              {64, 65}}) {
         if (pos0 + T > s.nctx) continue;
         const Cache c = make_cache(s, pos0 + T, rng);
-        const std::vector<float> q = make_q(s, T, 1.0f, rng);
+        const std::vector<float> q = make_attn_q(s, T, 1.0f, rng);
         const Call call{pos0, T, window, 0, s.nh, 1.0f / std::sqrt(float(s.hd))};
         EXPECT_EQ(compare(l, s, c.k.data(), c.v.data(), q, call), "");
       }
@@ -155,7 +107,7 @@ void head_ranges(const Loaded& l) {
   std::mt19937 rng(11);
   const Shape s = kShapes[0];
   const Cache c = make_cache(s, 40, rng);
-  const std::vector<float> q = make_q(s, 8, 1.0f, rng);
+  const std::vector<float> q = make_attn_q(s, 8, 1.0f, rng);
   for (auto [h0, h1] : {std::pair<int64_t, int64_t>{0, 1}, {1, 3}, {7, 9}, {31, 32}, {5, 32}})
     EXPECT_EQ(compare(l, s, c.k.data(), c.v.data(), q, Call{32, 8, 0, h0, h1, 0.125f}), "");
 }
@@ -167,13 +119,13 @@ void edge_data(const Loaded& l) {
   const Shape s = kShapes[0];
   const Cache c = make_cache(s, 100, rng);
   for (float mag : {0.0f, 3.0f, 8.0f, 20.0f, 60.0f}) {
-    const std::vector<float> q = make_q(s, 4, mag, rng);
+    const std::vector<float> q = make_attn_q(s, 4, mag, rng);
     EXPECT_EQ(compare(l, s, c.k.data(), c.v.data(), q, Call{96, 4, 0, 0, s.nh, 0.125f}), "")
         << "query magnitude " << mag;
     EXPECT_EQ(compare(l, s, c.k.data(), c.v.data(), q, Call{99, 1, 0, 0, s.nh, 0.125f}), "")
         << "query magnitude " << mag;
   }
-  std::vector<float> q = make_q(s, 2, 1.0f, rng);
+  std::vector<float> q = make_attn_q(s, 2, 1.0f, rng);
   q[3] = std::numeric_limits<float>::quiet_NaN();                    // head 0, token 0
   q[size_t(s.hd * 5 + 1)] = std::numeric_limits<float>::infinity();  // head 5, token 0
   q[size_t(s.hd * (s.nh + 9))] = -std::numeric_limits<float>::infinity();
@@ -213,7 +165,7 @@ void long_cache(const Loaded& l) {
   for (const Shape& s : {Shape{64, 16, 4, 1300}, Shape{128, 4, 2, 1300}, Shape{256, 2, 2, 1300}}) {
     for (auto [pos0, T] : {std::pair<int64_t, int64_t>{1020, 19}, {1187, 13}, {500, 24}}) {
       const Cache c = make_cache(s, pos0 + T, rng);
-      const std::vector<float> q = make_q(s, T, 1.0f, rng);
+      const std::vector<float> q = make_attn_q(s, T, 1.0f, rng);
       const float scale = 1.0f / std::sqrt(float(s.hd));
       for (int64_t window : {int64_t(0), int64_t(700)})
         EXPECT_EQ(compare(l, s, c.k.data(), c.v.data(), q, Call{pos0, T, window, 0, s.nh, scale}),
@@ -233,7 +185,7 @@ void guard_pages(const Loaded& l) {
     GuardedBuffer gk(c.k.data(), c.k.size() * 4), gv(c.v.data(), c.v.size() * 4);
     const auto* k = static_cast<const float*>(gk.data());
     const auto* v = static_cast<const float*>(gv.data());
-    const std::vector<float> q1 = make_q(s, 1, 1.0f, rng), q5 = make_q(s, 5, 1.0f, rng);
+    const std::vector<float> q1 = make_attn_q(s, 1, 1.0f, rng), q5 = make_attn_q(s, 5, 1.0f, rng);
     EXPECT_EQ(compare(l, s, k, v, q1, Call{36, 1, 0, 0, s.nh, 0.3f}), "");
     EXPECT_EQ(compare(l, s, k, v, q5, Call{32, 5, 0, 0, s.nh, 0.3f}), "");
   }
@@ -244,7 +196,7 @@ void bad_calls(const Loaded& l) {
   std::mt19937 rng(19);
   const Shape s = kShapes[0];
   const Cache c = make_cache(s, s.nctx, rng);
-  const std::vector<float> q = make_q(s, 4, 1.0f, rng);
+  const std::vector<float> q = make_attn_q(s, 4, 1.0f, rng);
   const float sentinel = 7.0f;
   auto untouched = [&](Shape sh, Call cl) {
     std::vector<float> y(size_t(s.hd * s.nh * 4), sentinel);
