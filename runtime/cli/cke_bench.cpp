@@ -2,13 +2,16 @@
 //
 //   cke-bench -m model.gguf -p 512 -n 128 -t 2 --isa avx2,avx512 -r 3 [--probe]
 //   cke-bench -m model.gguf -p 128,512 -n 32 -d 0,2048
+//   cke-bench -m model.gguf -p 0 -n 0 -pg 512,128       (a prompt, then generation from it)
 //   cke-bench -m model.gguf -p 0 -n 32 --decode-prefetch on,off   (a new host's prefetch choice)
 //
 // Every (model, ISA cap, threads) combination compiles its own plan; pp<N> evaluates N
 // prompt tokens from an empty cache (prefill plan, chunks of -b, the next token's logits
 // only, as llama-bench), tg<N> N single-token decode steps. -p, -n and -d take lists, as
 // llama-bench: each depth D > 0 runs every test after D context tokens evaluated untimed
-// before each repetition ("pp512 @ d2048"). Results are tokens/s, mean ±
+// before each repetition ("pp512 @ d2048"). -pg P,G (repeatable) is llama-bench's combined
+// test pp<P>+tg<G>: P prompt tokens, then G decode steps after them, timed together, t/s
+// counting both. Results are tokens/s, mean ±
 // stddev over -r repetitions, as llama-bench's markdown table (plus load and compile
 // times) or JSON. --probe measures the machine's limits first (machine_probe.h) and adds
 // what fraction of them each test reaches: decode as GB/s of weights read per second
@@ -98,6 +101,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> models;
   std::string isas = "", threads_list = "0", out_format = "md";
   std::string prompt_list = "512", gen_list = "128", depth_list = "0";
+  std::vector<std::string> pg_list;
   int32_t reps = 3, n_batch = 256;
   bool probe = false;
   int32_t n_parallel = 1;
@@ -106,6 +110,11 @@ int main(int argc, char** argv) {
                  "comma-separated prompt lengths, a pp test each (0: none)");
   app.add_option("-n,--n-gen", gen_list,
                  "comma-separated generation lengths, a tg test each (0: none)");
+  app.add_option("--pg", pg_list,
+                 "P,G: a pp<P>+tg<G> test, P prompt tokens then G generated (repeatable; also "
+                 "-pg)")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   app.add_option("-d,--n-depth", depth_list,
                  "comma-separated context depths: every test runs after that many tokens");
   app.add_option("-b,--batch-size", n_batch, "prefill chunk")->check(CLI::Range(1, 1 << 16));
@@ -155,6 +164,20 @@ int main(int argc, char** argv) {
       fmt::print(stderr, "cke-bench: {}\n", err);
       return 2;
     }
+  std::vector<std::pair<int, int>> pgs;  // -pg: (prompt, generated)
+  int max_pg = 0;
+  for (const std::string& text : pg_list) {
+    std::vector<int> pair;
+    std::string err;
+    if (!parse_counts("-pg", text, &pair, &err) || pair.size() != 2 || pair[0] < 1 || pair[1] < 1) {
+      fmt::print(
+          stderr, "cke-bench: {}\n",
+          err.empty() ? fmt::format("-pg {}: expected P,G, two counts of at least 1", text) : err);
+      return 2;
+    }
+    pgs.emplace_back(pair[0], pair[1]);
+    max_pg = std::max(max_pg, pair[0] + pair[1]);
+  }
   const int max_prompt = *std::max_element(prompts.begin(), prompts.end()),
             max_gen = *std::max_element(gens.begin(), gens.end()),
             max_depth = *std::max_element(depths.begin(), depths.end());
@@ -180,7 +203,7 @@ int main(int argc, char** argv) {
           o.cache_type = cache_type;
           o.no_repack = no_repack;
           o.mmap_weights = mmap_weights;
-          o.n_ctx = max_depth + std::max(max_prompt, max_gen + 1);
+          o.n_ctx = max_depth + std::max({max_prompt, max_gen + 1, max_pg});
           o.n_seq = n_parallel;
           std::string err;
           auto e = cke::Engine::load(o, &err);
@@ -206,12 +229,16 @@ int main(int argc, char** argv) {
           }
           std::mt19937 rng(1234);
           std::uniform_int_distribution<int32_t> tok(0, e->n_vocab() - 1);
-          // seqs > 1: decode steps of `seqs` sequences in one batched call each; depth > 0:
+          // Timed: a prefill of n_prompt tokens (if any), then n_gen decode steps (each
+          // sequence's token in one batched call when seqs > 1, with no prompt); depth > 0:
           // each sequence holds `depth` tokens before the timed part.
-          auto run = [&](const std::string& test, int n, bool prefill, int depth, int seqs = 1) {
+          auto run = [&](const std::string& test, int n_prompt, int n_gen, int depth,
+                         int seqs = 1) {
+            const bool prefill = n_gen == 0;  // what the fractions of the limits measure
             std::vector<double> tps;
-            std::vector<int32_t> ids(static_cast<size_t>(n * seqs), 0),
-                context(static_cast<size_t>(depth));
+            std::vector<int32_t> prompt(static_cast<size_t>(n_prompt)),
+                ids(static_cast<size_t>(n_gen * seqs), 0), context(static_cast<size_t>(depth));
+            for (auto& id : prompt) id = tok(rng);
             for (auto& id : ids) id = tok(rng);
             for (auto& id : context) id = tok(rng);
             std::vector<int32_t> seq_ids(static_cast<size_t>(seqs));
@@ -223,20 +250,19 @@ int main(int argc, char** argv) {
                 if (depth > 0 && !e->eval(s, context, nullptr, false, &err)) return false;
               }
               auto t0 = std::chrono::steady_clock::now();
-              if (prefill) {
-                if (!e->eval(ids, &logits, false, &err)) return false;
-              } else if (seqs == 1) {
-                for (int i = 0; i < n; ++i)
+              if (n_prompt > 0 && !e->eval(prompt, &logits, false, &err)) return false;
+              if (seqs == 1) {
+                for (int i = 0; i < n_gen; ++i)
                   if (!e->eval({&ids[size_t(i)], 1}, &logits, false, &err)) return false;
               } else {
-                for (int i = 0; i < n; ++i)
+                for (int i = 0; i < n_gen; ++i)
                   if (!e->decode_batch(seq_ids, {&ids[size_t(i * seqs)], size_t(seqs)}, &logits,
                                        &err))
                     return false;
               }
               const double s =
                   std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-              if (r > 0) tps.push_back(double(n) * seqs / s);
+              if (r > 0) tps.push_back(double(n_prompt + n_gen * seqs) / s);
             }
             const Stat st = stat(tps);
             const std::string isa_name =
@@ -252,7 +278,9 @@ int main(int argc, char** argv) {
                                   {"cache_type", cache_type},
                                   {"threads", e->n_threads()},
                                   {"test", test},
-                                  {"n", n},
+                                  {"n", n_prompt + n_gen},
+                                  {"n_prompt", n_prompt},
+                                  {"n_gen", n_gen},
                                   {"n_depth", depth},
                                   {"sequences", seqs},
                                   {"tokens_per_second", st.mean},
@@ -267,7 +295,9 @@ int main(int argc, char** argv) {
                                   {"repack_bytes", es.repack_bytes},
                                   {"weight_copy_bytes", es.weight_copy_bytes},
                                   {"weight_pages", es.weight_pages}};
-            if (probe) {
+            if (probe && n_prompt > 0 && n_gen > 0) {
+              frac = "-";  // a prompt and its generation: neither limit alone
+            } else if (probe) {
               const cke::MachineLimits& m = limits[e->n_threads()];
               if (prefill) {
                 frac = fmt::format("{:.0f} GOPS: {:.0f}% f32 FMA, {:.0f}% int8", gops,
@@ -295,14 +325,14 @@ int main(int argc, char** argv) {
           for (int d : depths) {
             const std::string at = d > 0 ? fmt::format(" @ d{}", d) : "";
             bool ok = true;
-            for (int n : prompts)
-              ok = ok && (n == 0 || run(fmt::format("pp{}{}", n, at), n, true, d));
+            for (int n : prompts) ok = ok && (n == 0 || run(fmt::format("pp{}{}", n, at), n, 0, d));
             for (int n : gens) {
-              ok = ok && (n == 0 || run(fmt::format("tg{}{}", n, at), n, false, d));
-              ok =
-                  ok && (n == 0 || n_parallel == 1 ||
-                         run(fmt::format("tg{}x{}{}", n, n_parallel, at), n, false, d, n_parallel));
+              ok = ok && (n == 0 || run(fmt::format("tg{}{}", n, at), 0, n, d));
+              ok = ok && (n == 0 || n_parallel == 1 ||
+                          run(fmt::format("tg{}x{}{}", n, n_parallel, at), 0, n, d, n_parallel));
             }
+            for (auto [pp, tg] : pgs)
+              ok = ok && run(fmt::format("pp{}+tg{}{}", pp, tg, at), pp, tg, d);
             if (!ok) {
               fmt::print(stderr, "cke-bench: {}\n", err);
               return 1;

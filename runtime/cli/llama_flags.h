@@ -1,5 +1,5 @@
-// llama.cpp's multi-letter short flags (-ctk, -ctv, -fa, -np) as CKE's tools accept them. CLI11
-// allows one-letter short names only, so these are rewritten to their long names before
+// llama.cpp's multi-letter short flags (-ctk, -ctv, -fa, -np, -pg) as CKE's tools accept them.
+// CLI11 allows one-letter short names only, so these are rewritten to their long names before
 // parsing; everything else passes through unchanged.
 #pragma once
 
@@ -22,6 +22,8 @@ class LlamaArgs {
         store_.emplace_back("--flash-attn");
       else if (a == "-np")
         store_.emplace_back("--parallel");
+      else if (a == "-pg")
+        store_.emplace_back("--pg");
       else
         store_.emplace_back(a);
     }

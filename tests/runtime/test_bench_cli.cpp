@@ -1,6 +1,7 @@
-// cke-bench's llama-bench flags: -p, -n and -d take comma-separated lists; per depth the pp
-// tests, then the tg tests, named as llama-bench names them ("pp8 @ d5"); a bad list item
-// is an error naming the flag and the item.
+// cke-bench's llama-bench flags: -p, -n and -d take comma-separated lists, -pg P,G adds a
+// prompt-then-generation test; per depth the pp tests, the tg tests, then the pg tests,
+// named as llama-bench names them ("pp8 @ d5", "pp4+tg2"); a bad list item is an error
+// naming the flag and the item.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -29,12 +30,45 @@ TEST(CkeBench, ListsAndDepthsRunEveryTestInLlamaBenchsOrder) {
   }
 }
 
+// -pg P,G (repeatable, llama-bench's -pg): P prompt tokens then G decode steps, timed
+// together; n counts both, as t/s does.
+TEST(CkeBench, PromptThenGenerationTestsFollowTheTgTests) {
+  CKE_REQUIRE_SHARED(model, "models/stories260K.gguf");
+  const auto r = test::run_tool(
+      CKE_BENCH_BIN, "-m " + model + " -p 4 -n 2 -pg 8,3 -pg 4,2 -d 0,5 -r 1 -t 1 -o json", "2>&1");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const nlohmann::json j = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << r.out;
+  struct Want {
+    std::string test;
+    int depth, n_prompt, n_gen;
+  };
+  const std::vector<Want> want = {{"pp4", 0, 4, 0},          {"tg2", 0, 0, 2},
+                                  {"pp8+tg3", 0, 8, 3},      {"pp4+tg2", 0, 4, 2},
+                                  {"pp4 @ d5", 5, 4, 0},     {"tg2 @ d5", 5, 0, 2},
+                                  {"pp8+tg3 @ d5", 5, 8, 3}, {"pp4+tg2 @ d5", 5, 4, 2}};
+  ASSERT_EQ(j["results"].size(), want.size()) << r.out;
+  for (size_t i = 0; i < want.size(); ++i) {
+    const nlohmann::json& row = j["results"][i];
+    EXPECT_EQ(row["test"], want[i].test) << "row " << i;
+    EXPECT_EQ(row["n_depth"], want[i].depth) << "row " << i;
+    EXPECT_EQ(row["n_prompt"], want[i].n_prompt) << "row " << i;
+    EXPECT_EQ(row["n_gen"], want[i].n_gen) << "row " << i;
+    EXPECT_EQ(row["n"], want[i].n_prompt + want[i].n_gen) << "row " << i;
+    EXPECT_GT(row["tokens_per_second"].get<double>(), 0.0) << "row " << i;
+  }
+}
+
 TEST(CkeBench, ABadListItemIsAnErrorNamingTheFlag) {
-  for (const auto& [args, msg] :
-       std::vector<std::pair<std::string, std::string>>{{"-p 8,x", "-p 8,x: 'x' is not a count"},
-                                                        {"-n 4,-2", "-n 4,-2: '-2' is not a count"},
-                                                        {"-d 1x", "-d 1x: '1x' is not a count"},
-                                                        {"-t ,2", "-t ,2: '' is not a count"}}) {
+  for (const auto& [args, msg] : std::vector<std::pair<std::string, std::string>>{
+           {"-p 8,x", "-p 8,x: 'x' is not a count"},
+           {"-n 4,-2", "-n 4,-2: '-2' is not a count"},
+           {"-d 1x", "-d 1x: '1x' is not a count"},
+           {"-t ,2", "-t ,2: '' is not a count"},
+           {"-pg 8", "-pg 8: expected P,G"},
+           {"-pg 0,4", "-pg 0,4: expected P,G"},
+           {"-pg 8,2,1", "-pg 8,2,1: expected P,G"},
+           {"-pg 8,y", "-pg 8,y: 'y' is not a count"}}) {
     const auto r = test::run_tool(CKE_BENCH_BIN, "-m none.gguf " + args, "2>&1 >/dev/null");
     EXPECT_EQ(r.code, 2) << args << ": " << r.out;
     EXPECT_NE(r.out.find(msg), std::string::npos) << args << ": " << r.out;
