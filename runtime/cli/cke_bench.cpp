@@ -11,10 +11,11 @@
 // llama-bench: each depth D > 0 runs every test after D context tokens evaluated untimed
 // before each repetition ("pp512 @ d2048"). -pg P,G (repeatable) is llama-bench's combined
 // test pp<P>+tg<G>: P prompt tokens, then G decode steps after them, timed together, t/s
-// counting both. Results are tokens/s, mean ±
-// stddev over -r repetitions, as llama-bench's markdown table (plus load and compile
-// times) or JSON. --probe measures the machine's limits first (machine_probe.h) and adds
-// what fraction of them each test reaches: decode as GB/s of weights read per second
+// counting both. Results are tokens/s, mean ± stddev over -r repetitions, as llama-bench's
+// markdown table (plus load and compile times), one JSON document, JSON lines (-o jsonl: a
+// test a line, as it ends) or CSV. --probe measures the machine's limits first
+// (machine_probe.h) and adds what fraction of them each test reaches (not of a -pg test,
+// which is both): decode as GB/s of weights read per second
 // against the read bandwidth, prefill as GOPS (2 per weight element per token) against
 // the FMA and int8 peaks. Compare rows of one run: the machine may be shared and noisy.
 // --parallel N adds tg<n>xN: N sequences decoded together, one batched plan call a step
@@ -25,6 +26,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
@@ -93,6 +96,28 @@ std::string human_size(int64_t b) {
                                  : fmt::format("{:.2f} MiB", double(b) / (1 << 20));
 }
 
+// -o csv: these fields of each test's row, in this order (the JSON row has them all).
+constexpr const char* kCsvColumns[] = {
+    "model",  "size_bytes", "params",     "isa",      "cache_type", "threads",
+    "test",   "n_prompt",   "n_gen",      "n_depth",  "sequences",  "tokens_per_second",
+    "stddev", "load_ms",    "compile_ms", "repack_ms"};
+
+std::string csv_row(const nlohmann::json& row) {
+  std::string out;
+  for (const char* c : kCsvColumns) {
+    if (!out.empty()) out += ',';
+    const nlohmann::json& v = row[c];
+    if (!v.is_string()) {
+      out += v.dump();
+      continue;
+    }
+    std::string q = "\"";  // RFC 4180: quoted, a quote doubled
+    for (char ch : v.get<std::string>()) q += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+    out += q + '"';
+  }
+  return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -130,7 +155,9 @@ int main(int argc, char** argv) {
                  "comma-separated on|off: the decode tiles' prefetch ahead of the weights, to "
                  "compare on a new host (empty: the host's probed choice)");
   app.add_option("-r,--repetitions", reps, "repetitions")->check(CLI::Range(1, 1000));
-  app.add_option("-o,--output", out_format, "md or json")->check(CLI::IsMember({"md", "json"}));
+  app.add_option("-o,--output", out_format,
+                 "md, json, jsonl (a line per test as it ends) or csv (a row per test)")
+      ->check(CLI::IsMember({"md", "json", "jsonl", "csv"}));
   app.add_option("--parallel", n_parallel,
                  "also decode N sequences together in batched steps (tg<n>xN; 1: no; also -np)")
       ->check(CLI::Range(1, 64));
@@ -184,6 +211,8 @@ int main(int argc, char** argv) {
   const cke::HostCaps host = cke::HostCaps::probe();
   nlohmann::json rows = nlohmann::json::array(), limits_json = nlohmann::json::object();
   std::map<int, cke::MachineLimits> limits;  // by thread count
+  if (out_format == "csv")
+    fmt::print("{}\n", fmt::join(std::begin(kCsvColumns), std::end(kCsvColumns), ","));
   if (out_format == "md")
     fmt::print(
         "| model | size | params | isa | threads | test | t/s | load ms | compile ms | repack ms "
@@ -318,6 +347,9 @@ int main(int argc, char** argv) {
                   model.substr(model.find_last_of('/') + 1), human_size(es.file_bytes),
                   human_params(es.n_params), isa_name, e->n_threads(), test, st.mean, st.sd,
                   es.load_ms, es.compile_ms, es.repack_ms, probe ? " " + frac + " |" : "");
+            if (out_format == "jsonl") fmt::print("{}\n", row.dump());
+            if (out_format == "csv") fmt::print("{}\n", csv_row(row));
+            std::fflush(stdout);  // a long run shows each test as it ends
             rows.push_back(row);
             return true;
           };

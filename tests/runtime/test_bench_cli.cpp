@@ -1,10 +1,11 @@
 // cke-bench's llama-bench flags: -p, -n and -d take comma-separated lists, -pg P,G adds a
 // prompt-then-generation test; per depth the pp tests, the tg tests, then the pg tests,
 // named as llama-bench names them ("pp8 @ d5", "pp4+tg2"); a bad list item is an error
-// naming the flag and the item.
+// naming the flag and the item; -o jsonl and csv hold the same rows as -o json.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "tests/common/shared.h"
 #include "tests/runtime/cli_runner.h"
@@ -56,6 +57,40 @@ TEST(CkeBench, PromptThenGenerationTestsFollowTheTgTests) {
     EXPECT_EQ(row["n_gen"], want[i].n_gen) << "row " << i;
     EXPECT_EQ(row["n"], want[i].n_prompt + want[i].n_gen) << "row " << i;
     EXPECT_GT(row["tokens_per_second"].get<double>(), 0.0) << "row " << i;
+  }
+}
+
+// -o jsonl: one JSON object a line, a test each, the rows -o json holds; -o csv: a header
+// and a row a test, the same tests.
+TEST(CkeBench, JsonLinesAndCsvHoldOneRowPerTest) {
+  CKE_REQUIRE_SHARED(model, "models/stories260K.gguf");
+  const std::string args = "-m " + model + " -p 4 -n 2 -pg 4,2 -r 1 -t 1 -o ";
+  const std::vector<std::string> tests = {"pp4", "tg2", "pp4+tg2"};
+  const auto lines = [](const std::string& text) {
+    std::vector<std::string> out;
+    std::stringstream ss(text);
+    for (std::string l; std::getline(ss, l);) out.push_back(l);
+    return out;
+  };
+  const auto jl = test::run_tool(CKE_BENCH_BIN, args + "jsonl", "2>/dev/null");
+  ASSERT_EQ(jl.code, 0) << jl.out;
+  const std::vector<std::string> jrows = lines(jl.out);
+  ASSERT_EQ(jrows.size(), tests.size()) << jl.out;
+  for (size_t i = 0; i < tests.size(); ++i) {
+    const nlohmann::json row = nlohmann::json::parse(jrows[i], nullptr, false);
+    ASSERT_FALSE(row.is_discarded()) << jrows[i];
+    EXPECT_EQ(row["test"], tests[i]) << jrows[i];
+    EXPECT_GT(row["tokens_per_second"].get<double>(), 0.0) << jrows[i];
+  }
+  const auto csv = test::run_tool(CKE_BENCH_BIN, args + "csv", "2>/dev/null");
+  ASSERT_EQ(csv.code, 0) << csv.out;
+  const std::vector<std::string> crows = lines(csv.out);
+  ASSERT_EQ(crows.size(), tests.size() + 1) << csv.out;
+  EXPECT_EQ(crows[0].rfind("model,size_bytes,params,isa,cache_type,threads,test,", 0), 0u)
+      << crows[0];
+  for (size_t i = 0; i < tests.size(); ++i) {
+    EXPECT_EQ(crows[i + 1].rfind("\"" + model + "\",", 0), 0u) << crows[i + 1];
+    EXPECT_NE(crows[i + 1].find(",\"" + tests[i] + "\","), std::string::npos) << crows[i + 1];
   }
 }
 
