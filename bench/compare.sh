@@ -15,8 +15,9 @@
 #   CKE_BENCH     cke-bench binary (default: build/bin/cke-bench)
 #   ARGS          test arguments for both (default: -p 128 -n 32 -t 2 -r 3)
 #                 (long contexts as llama.cpp's default cache: ARGS="-p 512 -n 32 -d 2048
-#                 -t 2 -r 2 -ctk f16 -ctv f16"; tests are named as llama-bench's plus the thread count,
-#                 pp512@d2048,t2)
+#                 -t 2 -r 2 -ctk f16 -ctv f16"; a prompt then its generation: ARGS="-p 0 -n 0
+#                 -pg 512,128 -t 2 -r 2"; tests are named as llama-bench's plus the thread
+#                 count, pp512@d2048,t2, pp512+tg128,t2)
 #   ROUNDS        rounds over all models (default 1)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
