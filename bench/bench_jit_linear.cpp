@@ -11,10 +11,14 @@
 // and `read` is the weight bytes a call reads over its time. Prefill ones reread one copy.
 // CKE_BENCH_DECODE_CACHED=1 makes decode reread one copy too (from L3 at K = N = 4096): the
 // kernel's own bound, to tell a compute-bound gemv from a bandwidth-bound one.
+// Kernels are generated as a one-sequence plan on this host makes them (jit::plan_params):
+// the decode tiles prefetch their weight stream as HostCaps::decode_stream_prefetch says;
+// CKE_BENCH_DECODE_PREFETCH=on|off overrides it, to compare both on a new host.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -137,6 +141,12 @@ void run(benchmark::State& st, const cke::test::GeneratedLinear& g, LinearFn fn,
 const bool registered = [] {
   static std::vector<std::unique_ptr<cke::jit::KernelModule>> modules;
   const cke::HostCaps host = cke::HostCaps::probe();
+  const char* pf = std::getenv("CKE_BENCH_DECODE_PREFETCH");
+  if (pf && std::string(pf) != "on" && std::string(pf) != "off") {
+    std::fprintf(stderr, "CKE_BENCH_DECODE_PREFETCH=%s: expected on or off\n", pf);
+    std::exit(2);
+  }
+  const bool decode_prefetch = pf ? std::string(pf) == "on" : host.decode_stream_prefetch;
   std::map<std::string, bool> ref_done;
   for (const cke::test::GeneratedLinear& e : cke::test::generated_linear_providers()) {
     const cke::KernelMap& m = *e.map;
@@ -158,7 +168,10 @@ const bool registered = [] {
       })->Unit(benchmark::kMillisecond);
     }
     std::string err;
-    auto mod = cke::jit::generate_kernel(m.impl.generator, m.impl.generator_params, m.id, &err);
+    const cke::jit::GeneratorParams params =
+        cke::jit::plan_params(m.impl.generator, m.impl.generator_params, m.selection.decode_batch,
+                              /*plan_batches=*/false, decode_prefetch);
+    auto mod = cke::jit::generate_kernel(m.impl.generator, params, m.id, &err);
     if (!mod) continue;
     const LinearFn fn = mod->entry_as<LinearFn>();
     modules.push_back(std::move(mod));
