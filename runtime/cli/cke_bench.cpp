@@ -7,8 +7,9 @@
 //
 // Every (model, ISA cap, threads) combination compiles its own plan; pp<N> evaluates N
 // prompt tokens from an empty cache (prefill plan, chunks of -b, the next token's logits
-// only, as llama-bench), tg<N> N single-token decode steps. -p, -n and -d take lists, as
-// llama-bench: each depth D > 0 runs every test after D context tokens evaluated untimed
+// only, as llama-bench), tg<N> N single-token decode steps. -p, -n, -d and -t take lists, as
+// llama-bench (128,512; ranges 128-512*2 or 1-4+1; the flag repeated appends: parse_counts):
+// each depth D > 0 runs every test after D context tokens evaluated untimed
 // before each repetition ("pp512 @ d2048"). -pg P,G (repeatable) is llama-bench's combined
 // test pp<P>+tg<G>: P prompt tokens, then G decode steps after them, timed together, t/s
 // counting both. Results are tokens/s, mean ± stddev over -r repetitions, as llama-bench's
@@ -48,23 +49,60 @@ std::vector<std::string> split(const std::string& s) {
   return out;
 }
 
-// A comma-separated list of counts in [0, 2^20] for `flag`, or an error naming it.
+constexpr int kMaxCount = 1 << 20;       // a count's largest value
+constexpr size_t kMaxListValues = 1024;  // values one flag may expand to
+
+// A count in [0, kMaxCount] at the start of `s` (digits only); its length in *used, 0 if none.
+int leading_count(std::string_view s, size_t* used) {
+  int64_t v = 0;
+  size_t i = 0;
+  while (i < s.size() && s[i] >= '0' && s[i] <= '9' && v <= kMaxCount) v = v * 10 + (s[i++] - '0');
+  *used = v > kMaxCount ? 0 : i;
+  return int(v);
+}
+
+// llama-bench's list syntax for `flag`: comma-separated items, each a count, or a range
+// first-last (step 1), first-last+step or first-last*factor (first, then on while <= last);
+// counts in [0, 1048576]. Appends to *out; false and an error naming the flag and the item
+// for anything else, for a range that does not grow, or past kMaxListValues values.
 bool parse_counts(const char* flag, const std::string& text, std::vector<int>* out,
                   std::string* err) {
-  out->clear();
+  const auto bad = [&](const std::string& item, std::string_view why) {
+    *err = fmt::format("{} {}: '{}' {}", flag, text, item, why);
+    return false;
+  };
+  const char* const syntax = "is not a count in [0, 1048576] or a range first-last[+step|*factor]";
   for (const std::string& item : split(text)) {
+    std::string_view rest = item;
     size_t used = 0;
-    int v = -1;
-    try {
-      v = std::stoi(item, &used);
-    } catch (...) {
-      used = 0;
+    const int first = leading_count(rest, &used);
+    if (used == 0) return bad(item, syntax);
+    rest.remove_prefix(used);
+    int last = first, step = 1;
+    char op = '+';
+    if (!rest.empty()) {
+      if (rest[0] != '-') return bad(item, syntax);
+      rest.remove_prefix(1);
+      last = leading_count(rest, &used);
+      if (used == 0) return bad(item, syntax);
+      rest.remove_prefix(used);
+      if (!rest.empty()) {
+        op = rest[0];
+        if (op != '+' && op != '*') return bad(item, syntax);
+        rest.remove_prefix(1);
+        step = leading_count(rest, &used);
+        if (used == 0 || used != rest.size()) return bad(item, syntax);
+      }
     }
-    if (item.empty() || used != item.size() || v < 0 || v > (1 << 20)) {
-      *err = fmt::format("{} {}: '{}' is not a count in [0, 1048576]", flag, text, item);
-      return false;
+    if (last < first) return bad(item, "is a range whose last is below its first");
+    for (int64_t v = first; v <= last;) {
+      if (out->size() == kMaxListValues)
+        return bad(item, fmt::format("makes more than {} values", kMaxListValues));
+      out->push_back(int(v));
+      const int64_t next = op == '+' ? v + step : v * step;
+      if (next <= v) return bad(item, "is a range that does not grow (step 0, factor 0 or 1)");
+      v = next;
     }
-    out->push_back(v);
   }
   if (out->empty()) {
     *err = fmt::format("{}: an empty list", flag);
@@ -124,31 +162,38 @@ int main(int argc, char** argv) {
   cke::tune_process_heap();
   CLI::App app{"cke-bench: prefill and decode tokens/s of a compiled model"};
   std::vector<std::string> models;
-  std::string isas = "", threads_list = "0", out_format = "md";
-  std::string prompt_list = "512", gen_list = "128", depth_list = "0";
+  std::string isas = "", out_format = "md";
+  // -p, -n, -d, -t: llama-bench's lists (parse_counts), repeatable, each use appending.
+  std::vector<std::string> threads_list = {"0"}, prompt_list = {"512"}, gen_list = {"128"},
+                           depth_list = {"0"};
   std::vector<std::string> pg_list;
   int32_t reps = 3, n_batch = 256;
   bool probe = false;
   int32_t n_parallel = 1;
   app.add_option("-m,--model", models, "GGUF model (repeat for several)")->required()->take_all();
-  app.add_option("-p,--n-prompt", prompt_list,
-                 "comma-separated prompt lengths, a pp test each (0: none)");
-  app.add_option("-n,--n-gen", gen_list,
-                 "comma-separated generation lengths, a tg test each (0: none)");
+  const auto list = [](CLI::Option* o) {
+    return o->expected(1)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  };
+  list(app.add_option("-p,--n-prompt", prompt_list,
+                      "prompt lengths, a pp test each (0: none); lists as llama-bench's: "
+                      "128,512 or 128-512*2 or 1-4+1, repeatable"));
+  list(app.add_option("-n,--n-gen", gen_list,
+                      "generation lengths, a tg test each (0: none); lists as -p"));
   app.add_option("--pg", pg_list,
                  "P,G: a pp<P>+tg<G> test, P prompt tokens then G generated (repeatable; also "
                  "-pg)")
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  app.add_option("-d,--n-depth", depth_list,
-                 "comma-separated context depths: every test runs after that many tokens");
+  list(app.add_option("-d,--n-depth", depth_list,
+                      "context depths: every test runs after that many tokens; lists as -p"));
   app.add_option("-b,--batch-size", n_batch, "prefill chunk")->check(CLI::Range(1, 1 << 16));
   std::string type_k = "f32", type_v = "f32", flash_attn = "auto", cache_type;
   app.add_option("--cache-type-k", type_k, "KV cache type of K: f32 or f16 (also -ctk)");
   app.add_option("--cache-type-v", type_v, "KV cache type of V: f32 or f16 (also -ctv)");
   app.add_option("--flash-attn", flash_attn,
                  "on|off|auto: flash attention (auto: with an f16 cache, as llama.cpp; also -fa)");
-  app.add_option("-t,--threads", threads_list, "comma-separated thread counts (0: physical cores)");
+  list(app.add_option("-t,--threads", threads_list,
+                      "thread counts (0: physical cores); lists as -p"));
   app.add_option("--isa", isas, "comma-separated ISA caps to compare (empty: as probed)");
   std::string prefetches = "";
   app.add_option("--decode-prefetch", prefetches,
@@ -171,6 +216,10 @@ int main(int argc, char** argv) {
                "measure read bandwidth and FMA/int8 peaks first; report each test's fraction");
   try {
     cke::cli::LlamaArgs args(argc, argv);
+    if (!args.unknown_flag().empty()) {
+      fmt::print(stderr, "{}\n", args.unknown_flag_error("cke-bench"));
+      return 2;
+    }
     app.parse(args.argc(), args.argv());
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
@@ -183,14 +232,15 @@ int main(int argc, char** argv) {
   std::vector<std::string> pfs =
       prefetches.empty() ? std::vector<std::string>{""} : split(prefetches);
   std::vector<int> threads, prompts, gens, depths;
-  for (auto [flag, text, out] : {std::tuple{"-t", &threads_list, &threads},
-                                 {"-p", &prompt_list, &prompts},
-                                 {"-n", &gen_list, &gens},
-                                 {"-d", &depth_list, &depths}})
-    if (std::string err; !parse_counts(flag, *text, out, &err)) {
-      fmt::print(stderr, "cke-bench: {}\n", err);
-      return 2;
-    }
+  for (auto [flag, texts, out] : {std::tuple{"-t", &threads_list, &threads},
+                                  {"-p", &prompt_list, &prompts},
+                                  {"-n", &gen_list, &gens},
+                                  {"-d", &depth_list, &depths}})
+    for (const std::string& text : *texts)
+      if (std::string err; !parse_counts(flag, text, out, &err)) {
+        fmt::print(stderr, "cke-bench: {}\n", err);
+        return 2;
+      }
   std::vector<std::pair<int, int>> pgs;  // -pg: (prompt, generated)
   int max_pg = 0;
   for (const std::string& text : pg_list) {

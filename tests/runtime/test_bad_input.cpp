@@ -324,6 +324,10 @@ TEST(BadCli, FlagValuesAreRejectedWithUsageErrors) {
   r = test::run_cli(m + "--prompt-tokens 1,9999");
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_NE(r.out.find("9999"), std::string::npos) << r.out;
+  // llama-cli's -ngl: named, not read as -n with the value "gl".
+  r = test::run_cli(m + "-ngl 99");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("cke-run: unknown flag -ngl:"), std::string::npos) << r.out;
 }
 
 }  // namespace

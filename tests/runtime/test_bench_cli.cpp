@@ -1,7 +1,9 @@
-// cke-bench's llama-bench flags: -p, -n and -d take comma-separated lists, -pg P,G adds a
-// prompt-then-generation test; per depth the pp tests, the tg tests, then the pg tests,
-// named as llama-bench names them ("pp8 @ d5", "pp4+tg2"); a bad list item is an error
-// naming the flag and the item; -o jsonl and csv hold the same rows as -o json.
+// cke-bench's llama-bench flags: -p, -n, -d and -t take llama-bench's lists (comma-separated
+// counts and ranges, the flag repeatable), -pg P,G adds a prompt-then-generation test; per
+// depth the pp tests, the tg tests, then the pg tests, named as llama-bench names them
+// ("pp8 @ d5", "pp4+tg2"); a bad list item is an error naming the flag and the item, and a
+// llama.cpp flag CKE lacks (-ngl) an error naming that flag; -o jsonl and csv hold the same
+// rows as -o json.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -103,10 +105,45 @@ TEST(CkeBench, ABadListItemIsAnErrorNamingTheFlag) {
            {"-pg 8", "-pg 8: expected P,G"},
            {"-pg 0,4", "-pg 0,4: expected P,G"},
            {"-pg 8,2,1", "-pg 8,2,1: expected P,G"},
-           {"-pg 8,y", "-pg 8,y: 'y' is not a count"}}) {
+           {"-pg 8,y", "-pg 8,y: 'y' is not a count"},
+           {"-p 8-4", "-p 8-4: '8-4' is a range whose last is below its first"},
+           {"-p 4-8*1", "-p 4-8*1: '4-8*1' is a range that does not grow"},
+           {"-n 1-9+0", "-n 1-9+0: '1-9+0' is a range that does not grow"},
+           {"-d 0-100000", "-d 0-100000: '0-100000' makes more than 1024 values"},
+           {"-p 4-8x2", "-p 4-8x2: '4-8x2' is not a count"},
+           {"-p 4-", "-p 4-: '4-' is not a count"},
+           {"-p 2000000", "-p 2000000: '2000000' is not a count"}}) {
     const auto r = test::run_tool(CKE_BENCH_BIN, "-m none.gguf " + args, "2>&1 >/dev/null");
     EXPECT_EQ(r.code, 2) << args << ": " << r.out;
     EXPECT_NE(r.out.find(msg), std::string::npos) << args << ": " << r.out;
+  }
+}
+
+// llama-bench's ranges (first-last, +step, *factor) and repeated flags append, in order.
+TEST(CkeBench, RangesAndRepeatedFlagsAppendInOrder) {
+  CKE_REQUIRE_SHARED(model, "models/stories260K.gguf");
+  const auto r = test::run_tool(
+      CKE_BENCH_BIN, "-m " + model + " -p 2-8*2 -p 3 -n 1-5+2 -n 2 -r 1 -t1 -o json", "2>&1");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const nlohmann::json j = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << r.out;
+  const std::vector<std::string> want = {"pp2", "pp4", "pp8", "pp3", "tg1", "tg3", "tg5", "tg2"};
+  ASSERT_EQ(j["results"].size(), want.size()) << r.out;
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(j["results"][i]["test"], want[i]) << "row " << i;
+    EXPECT_EQ(j["results"][i]["threads"], 1) << "row " << i;
+  }
+}
+
+// llama.cpp's multi-letter flags that CKE does not take are named as such (CLI11 alone would
+// read "-ngl 99" as -n with the value "gl").
+TEST(CkeBench, ALlamaFlagCkeLacksIsNamed) {
+  for (const std::string flag : {"-ngl 99", "-ub 512", "-mmp 0", "-no-cnv"}) {
+    const auto r = test::run_tool(CKE_BENCH_BIN, "-m none.gguf -p 4 " + flag, "2>&1 >/dev/null");
+    EXPECT_EQ(r.code, 2) << flag << ": " << r.out;
+    const std::string name = flag.substr(0, flag.find(' '));
+    EXPECT_NE(r.out.find("cke-bench: unknown flag " + name + ":"), std::string::npos)
+        << flag << ": " << r.out;
   }
 }
 
