@@ -19,6 +19,9 @@
 #                 -pg 512,128 -t 2 -r 2"; tests are named as llama-bench's plus the thread
 #                 count, pp512@d2048,t2, pp512+tg128,t2)
 #   ROUNDS        rounds over all models (default 1)
+# Both tables are read by their headers' threads, test and t/s columns, so flags that add
+# columns to llama-bench's table (-fa, -b, -ctk f32, ...) are fine
+# (tests/bench/compare_test.sh checks the parsing against canned tables).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cke=${CKE_BENCH:-"$root/build/bin/cke-bench"}
@@ -43,11 +46,15 @@ if [ -z "${LLAMA_BENCH:-}" ]; then
 fi
 llama=${LLAMA_BENCH:-"$root/../shared/tools/llama.cpp/run llama-bench"}
 
-# test,t<threads> -> t/s from a markdown table whose threads, test and t/s columns are
-# given (1-based, after the leading '|'): "tg32,t1" and "tg32,t2" apart when -t lists both.
-rows() { awk -F'|' -v hc="$2" -v tc="$3" -v vc="$4" 'NF > 5 && $tc ~ /(pp|tg)[0-9]+/ {
-  gsub(/ /, "", $tc); gsub(/ /, "", $hc); split($vc, v, "±"); gsub(/ /, "", v[1])
-  print $tc ",t" $hc, v[1] }' <<<"$1"; }
+# test,t<threads> -> t/s from a markdown table, its threads, test and t/s columns found by
+# their header (llama-bench adds columns for flags off their defaults: -fa, -ctk, -b, ...):
+# "tg32,t1" and "tg32,t2" apart when -t lists both.
+rows() { awk -F'|' '
+  $2 ~ /^ *model *$/ { for (i = 2; i < NF; ++i) { n = $i; gsub(/ /, "", n); col[n] = i } next }
+  ("test" in col) && NF > 5 && $(col["test"]) ~ /(pp|tg)[0-9]+/ {
+    tc = col["test"]; hc = col["threads"]; split($(col["t/s"]), v, "±")
+    gsub(/ /, "", $tc); gsub(/ /, "", $hc); gsub(/ /, "", v[1])
+    print $tc ",t" $hc, v[1] }' <<<"$1"; }
 
 # One line per (round, model, test): model test llama_tps cke_tps ratio.
 for ((r = 1; r <= rounds; ++r)); do
@@ -58,9 +65,9 @@ for ((r = 1; r <= rounds; ++r)); do
     c=$($cke -m "$m" $args 2>/dev/null)
     # shellcheck disable=SC2086
     l2=$($llama -m "$m" $args 2>/dev/null)
-    join <(rows "$l1" 6 7 8 | sort) <(rows "$l2" 6 7 8 | sort) | awk '{print $1, ($2 + $3) / 2}' |
+    join <(rows "$l1" | sort) <(rows "$l2" | sort) | awk '{print $1, ($2 + $3) / 2}' |
       sort >"$tmp/llama"
-    rows "$c" 6 7 8 | sort >"$tmp/cke"
+    rows "$c" | sort >"$tmp/cke"
     join "$tmp/llama" "$tmp/cke" |
       awk -v m="$(basename "$m")" '{ printf "%s %s %.2f %.2f %.3f\n", m, $1, $2, $3, $3 / $2 }' \
         >>"$tmp/all"
