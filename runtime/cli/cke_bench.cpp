@@ -175,8 +175,8 @@ int main(int argc, char** argv) {
     return o->expected(1)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   };
   list(app.add_option("-p,--n-prompt", prompt_list,
-                      "prompt lengths, a pp test each (0: none); lists as llama-bench's: "
-                      "128,512 or 128-512*2 or 1-4+1, repeatable"));
+                      "prompt lengths, a pp test each (0: none); a list: 128,512, ranges "
+                      "128-512*2 or 1-4+1, the flag repeatable"));
   list(app.add_option("-n,--n-gen", gen_list,
                       "generation lengths, a tg test each (0: none); lists as -p"));
   app.add_option("--pg", pg_list,
