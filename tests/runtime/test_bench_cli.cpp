@@ -15,16 +15,23 @@
 namespace cke {
 namespace {
 
+// cke-bench's JSON document for `args` (with -o json); discarded (and the test failed) when
+// it does not run or print one.
+nlohmann::json bench_json(const std::string& args) {
+  const auto r = test::run_tool(CKE_BENCH_BIN, args + " -o json", "2>&1");
+  EXPECT_EQ(r.code, 0) << r.out;
+  nlohmann::json j = nlohmann::json::parse(r.out, nullptr, false);
+  EXPECT_FALSE(j.is_discarded()) << r.out;
+  return r.code == 0 ? j : nlohmann::json(nlohmann::json::value_t::discarded);
+}
+
 TEST(CkeBench, ListsAndDepthsRunEveryTestInLlamaBenchsOrder) {
   CKE_REQUIRE_SHARED(model, "models/stories260K.gguf");
-  const auto r = test::run_tool(CKE_BENCH_BIN,
-                                "-m " + model + " -p 4,8 -n 2 -d 0,5 -r 1 -t 1 -o json", "2>&1");
-  ASSERT_EQ(r.code, 0) << r.out;
-  const nlohmann::json j = nlohmann::json::parse(r.out, nullptr, false);
-  ASSERT_FALSE(j.is_discarded()) << r.out;
+  const nlohmann::json j = bench_json("-m " + model + " -p 4,8 -n 2 -d 0,5 -r 1 -t 1");
+  ASSERT_FALSE(j.is_discarded());
   const std::vector<std::pair<std::string, int>> want = {
       {"pp4", 0}, {"pp8", 0}, {"tg2", 0}, {"pp4 @ d5", 5}, {"pp8 @ d5", 5}, {"tg2 @ d5", 5}};
-  ASSERT_EQ(j["results"].size(), want.size()) << r.out;
+  ASSERT_EQ(j["results"].size(), want.size()) << j.dump();
   for (size_t i = 0; i < want.size(); ++i) {
     const nlohmann::json& row = j["results"][i];
     EXPECT_EQ(row["test"], want[i].first) << "row " << i;
@@ -37,11 +44,9 @@ TEST(CkeBench, ListsAndDepthsRunEveryTestInLlamaBenchsOrder) {
 // together; n counts both, as t/s does.
 TEST(CkeBench, PromptThenGenerationTestsFollowTheTgTests) {
   CKE_REQUIRE_SHARED(model, "models/stories260K.gguf");
-  const auto r = test::run_tool(
-      CKE_BENCH_BIN, "-m " + model + " -p 4 -n 2 -pg 8,3 -pg 4,2 -d 0,5 -r 1 -t 1 -o json", "2>&1");
-  ASSERT_EQ(r.code, 0) << r.out;
-  const nlohmann::json j = nlohmann::json::parse(r.out, nullptr, false);
-  ASSERT_FALSE(j.is_discarded()) << r.out;
+  const nlohmann::json j =
+      bench_json("-m " + model + " -p 4 -n 2 -pg 8,3 -pg 4,2 -d 0,5 -r 1 -t 1");
+  ASSERT_FALSE(j.is_discarded());
   struct Want {
     std::string test;
     int depth, n_prompt, n_gen;
@@ -50,7 +55,7 @@ TEST(CkeBench, PromptThenGenerationTestsFollowTheTgTests) {
                                   {"pp8+tg3", 0, 8, 3},      {"pp4+tg2", 0, 4, 2},
                                   {"pp4 @ d5", 5, 4, 0},     {"tg2 @ d5", 5, 0, 2},
                                   {"pp8+tg3 @ d5", 5, 8, 3}, {"pp4+tg2 @ d5", 5, 4, 2}};
-  ASSERT_EQ(j["results"].size(), want.size()) << r.out;
+  ASSERT_EQ(j["results"].size(), want.size()) << j.dump();
   for (size_t i = 0; i < want.size(); ++i) {
     const nlohmann::json& row = j["results"][i];
     EXPECT_EQ(row["test"], want[i].test) << "row " << i;
@@ -122,13 +127,10 @@ TEST(CkeBench, ABadListItemIsAnErrorNamingTheFlag) {
 // llama-bench's ranges (first-last, +step, *factor) and repeated flags append, in order.
 TEST(CkeBench, RangesAndRepeatedFlagsAppendInOrder) {
   CKE_REQUIRE_SHARED(model, "models/stories260K.gguf");
-  const auto r = test::run_tool(
-      CKE_BENCH_BIN, "-m " + model + " -p 2-8*2 -p 3 -n 1-5+2 -n 2 -r 1 -t1 -o json", "2>&1");
-  ASSERT_EQ(r.code, 0) << r.out;
-  const nlohmann::json j = nlohmann::json::parse(r.out, nullptr, false);
-  ASSERT_FALSE(j.is_discarded()) << r.out;
+  const nlohmann::json j = bench_json("-m " + model + " -p 2-8*2 -p 3 -n 1-5+2 -n 2 -r 1 -t1");
+  ASSERT_FALSE(j.is_discarded());
   const std::vector<std::string> want = {"pp2", "pp4", "pp8", "pp3", "tg1", "tg3", "tg5", "tg2"};
-  ASSERT_EQ(j["results"].size(), want.size()) << r.out;
+  ASSERT_EQ(j["results"].size(), want.size()) << j.dump();
   for (size_t i = 0; i < want.size(); ++i) {
     EXPECT_EQ(j["results"][i]["test"], want[i]) << "row " << i;
     EXPECT_EQ(j["results"][i]["threads"], 1) << "row " << i;
