@@ -179,11 +179,9 @@ int main(int argc, char** argv) {
                       "128-512*2 or 1-4+1, the flag repeatable"));
   list(app.add_option("-n,--n-gen", gen_list,
                       "generation lengths, a tg test each (0: none); lists as -p"));
-  app.add_option("--pg", pg_list,
-                 "P,G: a pp<P>+tg<G> test, P prompt tokens then G generated (repeatable; also "
-                 "-pg)")
-      ->expected(1)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  list(app.add_option("--pg", pg_list,
+                      "P,G: a pp<P>+tg<G> test, P prompt tokens then G generated (repeatable; "
+                      "also -pg)"));
   list(app.add_option("-d,--n-depth", depth_list,
                       "context depths: every test runs after that many tokens; lists as -p"));
   app.add_option("-b,--batch-size", n_batch, "prefill chunk")->check(CLI::Range(1, 1 << 16));
