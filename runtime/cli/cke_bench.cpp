@@ -214,10 +214,7 @@ int main(int argc, char** argv) {
                "measure read bandwidth and FMA/int8 peaks first; report each test's fraction");
   try {
     cke::cli::LlamaArgs args(argc, argv);
-    if (!args.unknown_flag().empty()) {
-      fmt::print(stderr, "{}\n", args.unknown_flag_error("cke-bench"));
-      return 2;
-    }
+    if (args.report_unknown_flag("cke-bench")) return 2;
     app.parse(args.argc(), args.argv());
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
@@ -244,7 +241,9 @@ int main(int argc, char** argv) {
   for (const std::string& text : pg_list) {
     std::vector<int> pair;
     std::string err;
-    if (!parse_counts("-pg", text, &pair, &err) || pair.size() != 2 || pair[0] < 1 || pair[1] < 1) {
+    // Two plain counts: a range would expand into the pair (2-3 read as P = 2, G = 3).
+    if (split(text).size() != 2 || !parse_counts("-pg", text, &pair, &err) || pair.size() != 2 ||
+        pair[0] < 1 || pair[1] < 1) {
       fmt::print(
           stderr, "cke-bench: {}\n",
           err.empty() ? fmt::format("-pg {}: expected P,G, two counts of at least 1", text) : err);

@@ -191,10 +191,7 @@ int main(int argc, char** argv) {
     chat_opt->excludes(app.get_option(f));
   try {
     cke::cli::LlamaArgs args(argc, argv);
-    if (!args.unknown_flag().empty()) {
-      fmt::print(stderr, "{}\n", args.unknown_flag_error("cke-run"));
-      return 2;
-    }
+    if (args.report_unknown_flag("cke-run")) return 2;
     app.parse(args.argc(), args.argv());
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;

@@ -1,10 +1,11 @@
 // llama.cpp's multi-letter short flags (-ctk, -ctv, -fa, -np, -pg) as CKE's tools accept them.
 // CLI11 allows one-letter short names only, so these are rewritten to their long names before
 // parsing; everything else passes through unchanged. Any other multi-letter short flag
-// (llama.cpp's -ngl, -ub, -mmp, ...) is reported by unknown_flag(): CLI11 would read "-ngl 99"
+// (llama.cpp's -ngl, -ub, -mmp, ...) is named by report_unknown_flag(): CLI11 would read "-ngl 99"
 // as -n with the value "gl" and then complain about -n, not about the flag CKE lacks.
 #pragma once
 
+#include <cstdio>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,23 +27,25 @@ class LlamaArgs {
         store_.emplace_back("--parallel");
       else if (a == "-pg")
         store_.emplace_back("--pg");
-      else
+      else {
         store_.emplace_back(a);
-      if (i > 0 && unknown_.empty() && store_.back() == a && multi_letter_short(a))
-        unknown_ = std::string(a);
+        if (i > 0 && unknown_.empty() && multi_letter_short(a)) unknown_ = std::string(a);
+      }
     }
     for (std::string& s : store_) ptrs_.push_back(s.data());
   }
   int argc() const { return int(ptrs_.size()); }
   char** argv() { return ptrs_.data(); }
   // The first multi-letter short flag (a dash, then two or more letters, words joined by
-  // dashes: -ngl, -no-cnv) that is not one of the five above; empty if none.
-  const std::string& unknown_flag() const { return unknown_; }
-  // "<tool>: unknown flag -ngl: ..." for unknown_flag(), to print before parsing.
-  std::string unknown_flag_error(std::string_view tool) const {
-    return std::string(tool) + ": unknown flag " + unknown_ +
-           ": short flags are one letter, plus llama.cpp's -ctk, -ctv, -fa, -np and -pg "
-           "(--help lists them all)";
+  // dashes: -ngl, -no-cnv) that is not one of the five above, named on stderr as `tool`'s
+  // error ("cke-run: unknown flag -ngl: ..."); false if there is none. Call before parsing.
+  bool report_unknown_flag(std::string_view tool) const {
+    if (unknown_.empty()) return false;
+    std::fprintf(stderr,
+                 "%.*s: unknown flag %s: short flags are one letter, plus llama.cpp's -ctk, -ctv, "
+                 "-fa, -np and -pg (--help lists them all)\n",
+                 int(tool.size()), tool.data(), unknown_.c_str());
+    return true;
   }
 
  private:

@@ -89,10 +89,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(-1, INT32_MAX));
   try {
     cke::cli::LlamaArgs args(argc, argv);
-    if (!args.unknown_flag().empty()) {
-      fmt::print(stderr, "{}\n", args.unknown_flag_error("cke-server"));
-      return 2;
-    }
+    if (args.report_unknown_flag("cke-server")) return 2;
     app.parse(args.argc(), args.argv());
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;

@@ -111,6 +111,7 @@ TEST(CkeBench, ABadListItemIsAnErrorNamingTheFlag) {
            {"-pg 0,4", "-pg 0,4: expected P,G"},
            {"-pg 8,2,1", "-pg 8,2,1: expected P,G"},
            {"-pg 8,y", "-pg 8,y: 'y' is not a count"},
+           {"-pg 2-3", "-pg 2-3: expected P,G"},
            {"-p 8-4", "-p 8-4: '8-4' is a range whose last is below its first"},
            {"-p 4-8*1", "-p 4-8*1: '4-8*1' is a range that does not grow"},
            {"-n 1-9+0", "-n 1-9+0: '1-9+0' is a range that does not grow"},
