@@ -182,6 +182,15 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
     b.end_if();
     b.end_if();
   }
+  // Heads of a KV group together: the pair path, or the vec_dot KQV (kqv_heads).
+  V heads_ok;
+  if (L.parts == 1) {
+    heads_ok = b.i64("heads_ok");
+    b.mov(heads_ok, pair_ok);
+    b.if_(tiny, Cmp::EQ, 0);
+    b.movi(heads_ok, 1);
+    b.end_if();
+  }
 
   V zero = b.imm(0, "zero"), one = b.imm(1, "one"), c16 = b.imm(16, "c16"),
     c64b = b.imm(64, "c64b"), c256b = b.imm(256, "c256b");
@@ -706,6 +715,58 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
     b.end_for();
     b.end_if();
   };
+  // ggml's vec_dot_f32 KQV (decode: T = 1) for the H heads of a KV group at AVX-512: row d
+  // of V^T is loaded once a 64-cell chunk for all H heads (4 accumulators each, 4H <= 16),
+  // where one head at a time (kqv) loaded V^T, from L2 or memory, H times. Per head the
+  // same products, chunk order, masked last chunk and fold as kqv's one-head loop.
+  auto kqv_heads = [&](int H, V ex0, V ox0) {
+    V full = b.i64("fullh"), full_bytes = b.i64("fullh_bytes");
+    b.andi(full, len, ~int64_t(63));
+    b.muli(full_bytes, full, 4);
+    V exh[kMaxHeads], oxh[kMaxHeads];
+    for (int i = 0; i < H; ++i) {
+      exh[i] = b.ptr("exh");
+      oxh[i] = b.ptr("oxh");
+      b.ptr_add(exh[i], ex0, b.imm(i * row_bytes, "row_off"), 1);
+      b.muli(off, hd_bytes, i);
+      b.ptr_add(oxh[i], ox0, off, 1);
+    }
+    b.mov(vrow, vh);
+    b.for_(d, zero, hd, one);
+    {
+      V16 acc[kMaxHeads][4];
+      for (int i = 0; i < H; ++i)
+        for (int a = 0; a < 4; ++a) acc[i][a] = L.zero("acc");
+      b.for_(c, zero, full_bytes, c256b);
+      for (int a = 0; a < 4; ++a) {
+        V16 vx = L.vec("vx");
+        L.load(vx, Mem{vrow, c, 1, 64 * a});
+        for (int i = 0; i < H; ++i) L.fma_m(acc[i][a], vx, Mem{exh[i], c, 1, 64 * a});
+      }
+      b.end_for();
+      b.if_(len, Cmp::GT, full);  // the last chunk: groups of cells full + 16a, r valid each
+      for (int a = 0; a < 4; ++a) {
+        b.sub(r, len, full);
+        b.addi(r, r, -16 * a);
+        b.if_(r, Cmp::LT, 0);
+        b.movi(r, 0);
+        b.end_if();
+        b.movi(lim, 16);
+        b.min(r, r, lim);
+        V16 vx = L.vec("vx");
+        masks.load_first(vx, Mem{vrow, full, 4, 64 * a}, r);
+        for (int i = 0; i < H; ++i) {
+          V16 px = L.vec("px");
+          masks.load_first(px, Mem{exh[i], full, 4, 64 * a}, r);
+          L.fma(acc[i][a], vx, px);
+        }
+      }
+      b.end_if();
+      for (int i = 0; i < H; ++i) b.vstore_ss(Mem{oxh[i], d, 4, 0}, L.fold4_reduce_add(acc[i]));
+    }
+    b.ptr_add(vrow, vrow, vrow_bytes, 1);
+    b.end_for();
+  };
   // Heads h .. h + H - 1 (H = together: one KV group) for tokens t .. t + nt - 1, nt <= TB
   // (AVX-512 pair path: TB = kRows / H; else 1). Probability row kb * H + i is token
   // t + kb's for head h + i. The scores go in pieces of `piece` cells (kChunk when nt > 1),
@@ -838,10 +899,15 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
           kqv(ex1, oh);
           return;
         }
+        b.if_(tiny, Cmp::EQ, 0);
+        kqv_heads(H, ex1, oh);
+        b.end_if();
+        b.if_(tiny16, Cmp::EQ, 1);
         kqv_rows(H, ex1, len, [&](V o, int i) {
           b.muli(off, hd_bytes, i);
           b.ptr_add(o, oh, off, 1);
         });
+        b.end_if();
       });
     });
     b.end_if();
@@ -857,11 +923,12 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
   b.ptr_add(vh, vc, off, 1);
 
   // Heads h .. h + H - 1 go together (H = 4, else 2) when all are in [h0, h1) and in
-  // h's KV group: `together` is H, or 1. Their tokens go in blocks of TB.
+  // h's KV group, on the pair path and with the vec_dot KQV (decode): `together` is H, or 1.
+  // Their tokens go in blocks of TB (the pair path), else one by one.
   b.movi(together, 1);
   b.movi(TB, 1);
   if (L.parts == 1) {
-    b.if_(pair_ok, Cmp::EQ, 1);
+    b.if_(heads_ok, Cmp::EQ, 1);
     b.div(tmp, h, group);
     for (int H : {2, kMaxHeads}) {
       b.addi(hn, h, H - 1);
@@ -872,6 +939,8 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
       b.end_if();
       b.end_if();
     }
+    b.end_if();
+    b.if_(pair_ok, Cmp::EQ, 1);
     b.movi(TB, kRows);
     b.div(TB, TB, together);
     b.end_if();

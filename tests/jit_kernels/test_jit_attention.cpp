@@ -107,8 +107,11 @@ void head_ranges(const Loaded& l) {
   const Shape s = kShapes[0];
   const Cache c = make_cache(s, 40, rng);
   const std::vector<float> q = make_attn_q(s, 8, 1.0f, rng);
-  for (auto [h0, h1] : {std::pair<int64_t, int64_t>{0, 1}, {1, 3}, {7, 9}, {31, 32}, {5, 32}})
+  for (auto [h0, h1] : {std::pair<int64_t, int64_t>{0, 1}, {1, 3}, {7, 9}, {31, 32}, {5, 32}}) {
     EXPECT_EQ(compare(l, s, c.k.data(), c.v.data(), q, Call{32, 8, 0, h0, h1, 0.125f}), "");
+    // Decode: heads of a group together only where the whole group is in the range.
+    EXPECT_EQ(compare(l, s, c.k.data(), c.v.data(), q, Call{39, 1, 0, h0, h1, 0.125f}), "");
+  }
 }
 
 // Big scores (most probabilities underflow, many through the subnormal range), zero and
