@@ -5,7 +5,11 @@
 //   cke-bench -m model.gguf -p 0 -n 0 -pg 512,128       (a prompt, then generation from it)
 //   cke-bench -m model.gguf -p 0 -n 32 --decode-prefetch on,off   (a new host's prefetch choice)
 //
-// Every (model, ISA cap, threads) combination compiles its own plan; pp<N> evaluates N
+//   cke-bench -m model.gguf -p 512 -n 32 -d 2048 -ctk f32,f16   (CKE's cache against llama.cpp's)
+//
+// Every (model, ISA cap, KV cache, threads) combination compiles its own plan (-ctk, -ctv
+// and -fa take lists, -ctv defaulting to each -ctk type; a combination CKE does not run,
+// such as f16 K with f32 V, is an error before any test); pp<N> evaluates N
 // prompt tokens from an empty cache (prefill plan, chunks of -b, the next token's logits
 // only, as llama-bench), tg<N> N single-token decode steps. -p, -n, -d and -t take lists, as
 // llama-bench (128,512; ranges 128-512*2 or 1-4+1; the flag repeated appends: parse_counts):
@@ -21,6 +25,8 @@
 // the FMA and int8 peaks. Compare rows of one run: the machine may be shared and noisy.
 // --parallel N adds tg<n>xN: N sequences decoded together, one batched plan call a step
 // (Engine::decode_batch, as cke-server --parallel N); t/s counts every sequence's tokens.
+// As llama-bench: --delay S waits S seconds before each test (a shared host's memory and
+// clocks settle), --no-warmup drops the untimed first run of each test.
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
@@ -32,6 +38,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
+#include <thread>
 #include <tuple>
 
 #include "runtime/cli/llama_flags.h"
@@ -185,11 +192,23 @@ int main(int argc, char** argv) {
   list(app.add_option("-d,--n-depth", depth_list,
                       "context depths: every test runs after that many tokens; lists as -p"));
   app.add_option("-b,--batch-size", n_batch, "prefill chunk")->check(CLI::Range(1, 1 << 16));
-  std::string type_k = "f32", type_v = "f32", flash_attn = "auto", cache_type;
-  app.add_option("--cache-type-k", type_k, "KV cache type of K: f32 or f16 (also -ctk)");
-  app.add_option("--cache-type-v", type_v, "KV cache type of V: f32 or f16 (also -ctv)");
-  app.add_option("--flash-attn", flash_attn,
-                 "on|off|auto: flash attention (auto: with an f16 cache, as llama.cpp; also -fa)");
+  // -ctk, -ctv, -fa: lists as llama-bench's (comma-separated, the flag repeatable); every
+  // combination is a KV cache configuration of its own plan.
+  std::vector<std::string> type_k_list, type_v_list, flash_list;
+  CLI::Option* ctk = list(app.add_option(
+      "--cache-type-k", type_k_list, "KV cache types of K: f32 or f16, a list as -p (also -ctk)"));
+  CLI::Option* ctv = list(app.add_option(
+      "--cache-type-v", type_v_list,
+      "KV cache types of V, a list (default: each K type; K and V have one type; also -ctv)"));
+  CLI::Option* fa = list(app.add_option(
+      "--flash-attn", flash_list,
+      "on|off|auto, a list: flash attention (auto: with an f16 cache, as llama.cpp; also -fa)"));
+  double delay = 0;
+  app.add_option("--delay", delay, "seconds to wait before each test (as llama-bench)")
+      ->check(CLI::Range(0.0, 3600.0));
+  bool no_warmup = false;
+  app.add_flag("--no-warmup", no_warmup,
+               "no untimed first run of each test (it warms the caches and pages in the weights)");
   list(app.add_option("-t,--threads", threads_list,
                       "thread counts (0: physical cores); lists as -p"));
   app.add_option("--isa", isas, "comma-separated ISA caps to compare (empty: as probed)");
@@ -219,10 +238,31 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
-  if (std::string err; !cke::kv_cache_from_flags(type_k, type_v, flash_attn, &cache_type, &err)) {
-    fmt::print(stderr, "cke-bench: {}\n", err);
-    return 2;
+  // The KV cache configurations: every (K, V, flash) combination, V defaulting to K's type.
+  std::vector<std::string> cache_types;
+  {
+    std::vector<std::string> ks, vs, fas;
+    for (auto [texts, out, def] : {std::tuple{&type_k_list, &ks, "f32"},
+                                   {&type_v_list, &vs, ""},
+                                   {&flash_list, &fas, "auto"}}) {
+      for (const std::string& text : *texts)
+        for (const std::string& item : split(text)) out->push_back(item);
+      if (texts->empty() && *def) out->push_back(def);
+    }
+    for (const std::string& k : ks)
+      for (const std::string& v : vs.empty() ? std::vector<std::string>{k} : vs)
+        for (const std::string& f : fas) {
+          std::string ct, err;
+          if (!cke::kv_cache_from_flags(k, v, f, &ct, &err)) {
+            fmt::print(stderr, "cke-bench: {}\n", err);
+            return 2;
+          }
+          cache_types.push_back(ct);
+        }
   }
+  // The md table names the cache only when it was asked for (llama-bench shows the
+  // columns of parameters set away from their defaults).
+  const bool cache_column = ctk->count() + ctv->count() + fa->count() > 0;
   std::vector<std::string> caps = isas.empty() ? std::vector<std::string>{""} : split(isas);
   std::vector<std::string> pfs =
       prefetches.empty() ? std::vector<std::string>{""} : split(prefetches);
@@ -262,162 +302,169 @@ int main(int argc, char** argv) {
     fmt::print("{}\n", fmt::join(std::begin(kCsvColumns), std::end(kCsvColumns), ","));
   if (out_format == "md")
     fmt::print(
-        "| model | size | params | isa | threads | test | t/s | load ms | compile ms | repack ms "
-        "|{}\n"
-        "|---|---:|---:|---|---:|---|---:|---:|---:|---:|{}\n",
-        probe ? " of limit |" : "", probe ? "---|" : "");
+        "| model | size | params | isa |{} threads | test | t/s | load ms | compile ms | repack "
+        "ms |{}\n"
+        "|---|---:|---:|---|{}---:|---|---:|---:|---:|---:|{}\n",
+        cache_column ? " cache |" : "", probe ? " of limit |" : "", cache_column ? "---|" : "",
+        probe ? "---|" : "");
   for (const std::string& model : models)
     for (const std::string& isa : caps)
       for (const std::string& pf : pfs)
-        for (int t : threads) {
-          cke::EngineOptions o;
-          o.model_path = model;
-          o.isa = isa;
-          o.decode_prefetch = pf;
-          o.n_threads = t;
-          o.n_batch = n_batch;
-          o.cache_type = cache_type;
-          o.no_repack = no_repack;
-          o.mmap_weights = mmap_weights;
-          o.n_ctx = max_depth + std::max({max_prompt, max_gen + 1, max_pg});
-          o.n_seq = n_parallel;
-          std::string err;
-          auto e = cke::Engine::load(o, &err);
-          if (!e) {
-            fmt::print(stderr, "cke-bench: {}\n", err);
-            return 1;
-          }
-          const cke::EngineStats& es = e->stats();
-          if (probe && !limits.count(e->n_threads())) {
-            const cke::MachineLimits m = cke::probe_machine(host, e->n_threads());
-            limits[e->n_threads()] = m;
-            limits_json[std::to_string(e->n_threads())] = {{"read_gbps", m.read_gbps},
-                                                           {"f32_gflops", m.f32_gflops},
-                                                           {"fma_isa", m.fma_isa},
-                                                           {"int8_gops", m.int8_gops},
-                                                           {"int8_isa", m.int8_isa}};
-            if (out_format == "md")
-              fmt::print(stderr,
-                         "cke-bench: {} threads: read {:.1f} GB/s, f32 FMA {:.0f} GFLOPS ({}), "
-                         "int8 {:.0f} GOPS ({})\n",
-                         e->n_threads(), m.read_gbps, m.f32_gflops, m.fma_isa, m.int8_gops,
-                         m.int8_isa);
-          }
-          std::mt19937 rng(1234);
-          std::uniform_int_distribution<int32_t> tok(0, e->n_vocab() - 1);
-          // Timed: a prefill of n_prompt tokens (if any), then n_gen decode steps (each
-          // sequence's token in one batched call when seqs > 1, with no prompt); depth > 0:
-          // each sequence holds `depth` tokens before the timed part.
-          auto run = [&](const std::string& test, int n_prompt, int n_gen, int depth,
-                         int seqs = 1) {
-            const bool prefill = n_gen == 0;  // what the fractions of the limits measure
-            std::vector<double> tps;
-            std::vector<int32_t> prompt(static_cast<size_t>(n_prompt)),
-                ids(static_cast<size_t>(n_gen * seqs), 0), context(static_cast<size_t>(depth));
-            for (auto& id : prompt) id = tok(rng);
-            for (auto& id : ids) id = tok(rng);
-            for (auto& id : context) id = tok(rng);
-            std::vector<int32_t> seq_ids(static_cast<size_t>(seqs));
-            for (int s = 0; s < seqs; ++s) seq_ids[size_t(s)] = s;
-            std::vector<float> logits;
-            for (int r = 0; r < reps + 1; ++r) {  // the first run warms caches, pages in weights
-              for (int s = 0; s < seqs; ++s) {
-                e->rewind(s, 0);
-                if (depth > 0 && !e->eval(s, context, nullptr, false, &err)) return false;
-              }
-              auto t0 = std::chrono::steady_clock::now();
-              if (n_prompt > 0 && !e->eval(prompt, &logits, false, &err)) return false;
-              if (seqs == 1) {
-                for (int i = 0; i < n_gen; ++i)
-                  if (!e->eval({&ids[size_t(i)], 1}, &logits, false, &err)) return false;
-              } else {
-                for (int i = 0; i < n_gen; ++i)
-                  if (!e->decode_batch(seq_ids, {&ids[size_t(i * seqs)], size_t(seqs)}, &logits,
-                                       &err))
-                    return false;
-              }
-              const double s =
-                  std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-              if (r > 0) tps.push_back(double(n_prompt + n_gen * seqs) / s);
-            }
-            const Stat st = stat(tps);
-            const std::string isa_name =
-                (isa.empty() ? "probed" : isa) + (pf.empty() ? "" : " prefetch " + pf);
-            // Fractions of the machine's limits.
-            const double gbps = st.mean * double(es.decode_weight_bytes) / 1e9;
-            const double gops = st.mean * 2.0 * double(es.decode_weight_elements) / 1e9;
-            std::string frac;
-            nlohmann::json row = {{"model", model},
-                                  {"size_bytes", es.file_bytes},
-                                  {"params", es.n_params},
-                                  {"isa", isa_name},
-                                  {"cache_type", cache_type},
-                                  {"threads", e->n_threads()},
-                                  {"test", test},
-                                  {"n", n_prompt + n_gen},
-                                  {"n_prompt", n_prompt},
-                                  {"n_gen", n_gen},
-                                  {"n_depth", depth},
-                                  {"sequences", seqs},
-                                  {"tokens_per_second", st.mean},
-                                  {"stddev", st.sd},
-                                  {"samples", tps},
-                                  {"load_ms", es.load_ms},
-                                  {"compile_ms", es.compile_ms},
-                                  {"compile_maps_ms", es.maps_ms},
-                                  {"compile_resolve_ms", es.resolve_ms},
-                                  {"compile_jit_ms", es.jit_ms},
-                                  {"repack_ms", es.repack_ms},
-                                  {"repack_bytes", es.repack_bytes},
-                                  {"weight_copy_bytes", es.weight_copy_bytes},
-                                  {"weight_pages", es.weight_pages}};
-            if (probe && n_prompt > 0 && n_gen > 0) {
-              frac = "-";  // a prompt and its generation: neither limit alone
-            } else if (probe) {
-              const cke::MachineLimits& m = limits[e->n_threads()];
-              if (prefill) {
-                frac = fmt::format("{:.0f} GOPS: {:.0f}% f32 FMA, {:.0f}% int8", gops,
-                                   100 * gops / m.f32_gflops, 100 * gops / m.int8_gops);
-                row["gops"] = gops;
-                row["fraction_of_f32_peak"] = gops / m.f32_gflops;
-                row["fraction_of_int8_peak"] = gops / m.int8_gops;
-              } else {
-                frac = fmt::format("{:.1f} GB/s: {:.0f}% read", gbps, 100 * gbps / m.read_gbps);
-                row["weight_gbps"] = gbps;
-                row["fraction_of_read_bandwidth"] = gbps / m.read_gbps;
-              }
-            }
-            if (out_format == "md")
-              fmt::print(
-                  "| {} | {} | {} | {} | {} | {} | {:.2f} ± {:.2f} | {:.1f} | {:.1f} | {:.1f} "
-                  "|{}\n",
-                  model.substr(model.find_last_of('/') + 1), human_size(es.file_bytes),
-                  human_params(es.n_params), isa_name, e->n_threads(), test, st.mean, st.sd,
-                  es.load_ms, es.compile_ms, es.repack_ms, probe ? " " + frac + " |" : "");
-            if (out_format == "jsonl") fmt::print("{}\n", row.dump());
-            if (out_format == "csv") fmt::print("{}\n", csv_row(row));
-            std::fflush(stdout);  // a long run shows each test as it ends
-            rows.push_back(row);
-            return true;
-          };
-          // llama-bench's order and names: per depth, the pp tests, then the tg tests.
-          for (int d : depths) {
-            const std::string at = d > 0 ? fmt::format(" @ d{}", d) : "";
-            bool ok = true;
-            for (int n : prompts) ok = ok && (n == 0 || run(fmt::format("pp{}{}", n, at), n, 0, d));
-            for (int n : gens) {
-              ok = ok && (n == 0 || run(fmt::format("tg{}{}", n, at), 0, n, d));
-              ok = ok && (n == 0 || n_parallel == 1 ||
-                          run(fmt::format("tg{}x{}{}", n, n_parallel, at), 0, n, d, n_parallel));
-            }
-            for (auto [pp, tg] : pgs)
-              ok = ok && run(fmt::format("pp{}+tg{}{}", pp, tg, at), pp, tg, d);
-            if (!ok) {
+        for (const std::string& cache_type : cache_types)
+          for (int t : threads) {
+            cke::EngineOptions o;
+            o.model_path = model;
+            o.isa = isa;
+            o.decode_prefetch = pf;
+            o.n_threads = t;
+            o.n_batch = n_batch;
+            o.cache_type = cache_type;
+            o.no_repack = no_repack;
+            o.mmap_weights = mmap_weights;
+            o.n_ctx = max_depth + std::max({max_prompt, max_gen + 1, max_pg});
+            o.n_seq = n_parallel;
+            std::string err;
+            auto e = cke::Engine::load(o, &err);
+            if (!e) {
               fmt::print(stderr, "cke-bench: {}\n", err);
               return 1;
             }
+            const cke::EngineStats& es = e->stats();
+            if (probe && !limits.count(e->n_threads())) {
+              const cke::MachineLimits m = cke::probe_machine(host, e->n_threads());
+              limits[e->n_threads()] = m;
+              limits_json[std::to_string(e->n_threads())] = {{"read_gbps", m.read_gbps},
+                                                             {"f32_gflops", m.f32_gflops},
+                                                             {"fma_isa", m.fma_isa},
+                                                             {"int8_gops", m.int8_gops},
+                                                             {"int8_isa", m.int8_isa}};
+              if (out_format == "md")
+                fmt::print(stderr,
+                           "cke-bench: {} threads: read {:.1f} GB/s, f32 FMA {:.0f} GFLOPS ({}), "
+                           "int8 {:.0f} GOPS ({})\n",
+                           e->n_threads(), m.read_gbps, m.f32_gflops, m.fma_isa, m.int8_gops,
+                           m.int8_isa);
+            }
+            std::mt19937 rng(1234);
+            std::uniform_int_distribution<int32_t> tok(0, e->n_vocab() - 1);
+            // Timed: a prefill of n_prompt tokens (if any), then n_gen decode steps (each
+            // sequence's token in one batched call when seqs > 1, with no prompt); depth > 0:
+            // each sequence holds `depth` tokens before the timed part.
+            auto run = [&](const std::string& test, int n_prompt, int n_gen, int depth,
+                           int seqs = 1) {
+              const bool prefill = n_gen == 0;  // what the fractions of the limits measure
+              std::vector<double> tps;
+              std::vector<int32_t> prompt(static_cast<size_t>(n_prompt)),
+                  ids(static_cast<size_t>(n_gen * seqs), 0), context(static_cast<size_t>(depth));
+              for (auto& id : prompt) id = tok(rng);
+              for (auto& id : ids) id = tok(rng);
+              for (auto& id : context) id = tok(rng);
+              std::vector<int32_t> seq_ids(static_cast<size_t>(seqs));
+              for (int s = 0; s < seqs; ++s) seq_ids[size_t(s)] = s;
+              std::vector<float> logits;
+              if (delay > 0) std::this_thread::sleep_for(std::chrono::duration<double>(delay));
+              // The first run (unless --no-warmup) warms the caches and pages in the weights.
+              const int warmup = no_warmup ? 0 : 1;
+              for (int r = 0; r < reps + warmup; ++r) {
+                for (int s = 0; s < seqs; ++s) {
+                  e->rewind(s, 0);
+                  if (depth > 0 && !e->eval(s, context, nullptr, false, &err)) return false;
+                }
+                auto t0 = std::chrono::steady_clock::now();
+                if (n_prompt > 0 && !e->eval(prompt, &logits, false, &err)) return false;
+                if (seqs == 1) {
+                  for (int i = 0; i < n_gen; ++i)
+                    if (!e->eval({&ids[size_t(i)], 1}, &logits, false, &err)) return false;
+                } else {
+                  for (int i = 0; i < n_gen; ++i)
+                    if (!e->decode_batch(seq_ids, {&ids[size_t(i * seqs)], size_t(seqs)}, &logits,
+                                         &err))
+                      return false;
+                }
+                const double s =
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+                if (r >= warmup) tps.push_back(double(n_prompt + n_gen * seqs) / s);
+              }
+              const Stat st = stat(tps);
+              const std::string isa_name =
+                  (isa.empty() ? "probed" : isa) + (pf.empty() ? "" : " prefetch " + pf);
+              // Fractions of the machine's limits.
+              const double gbps = st.mean * double(es.decode_weight_bytes) / 1e9;
+              const double gops = st.mean * 2.0 * double(es.decode_weight_elements) / 1e9;
+              std::string frac;
+              nlohmann::json row = {{"model", model},
+                                    {"size_bytes", es.file_bytes},
+                                    {"params", es.n_params},
+                                    {"isa", isa_name},
+                                    {"cache_type", cache_type},
+                                    {"threads", e->n_threads()},
+                                    {"test", test},
+                                    {"n", n_prompt + n_gen},
+                                    {"n_prompt", n_prompt},
+                                    {"n_gen", n_gen},
+                                    {"n_depth", depth},
+                                    {"sequences", seqs},
+                                    {"tokens_per_second", st.mean},
+                                    {"stddev", st.sd},
+                                    {"samples", tps},
+                                    {"load_ms", es.load_ms},
+                                    {"compile_ms", es.compile_ms},
+                                    {"compile_maps_ms", es.maps_ms},
+                                    {"compile_resolve_ms", es.resolve_ms},
+                                    {"compile_jit_ms", es.jit_ms},
+                                    {"repack_ms", es.repack_ms},
+                                    {"repack_bytes", es.repack_bytes},
+                                    {"weight_copy_bytes", es.weight_copy_bytes},
+                                    {"weight_pages", es.weight_pages}};
+              if (probe && n_prompt > 0 && n_gen > 0) {
+                frac = "-";  // a prompt and its generation: neither limit alone
+              } else if (probe) {
+                const cke::MachineLimits& m = limits[e->n_threads()];
+                if (prefill) {
+                  frac = fmt::format("{:.0f} GOPS: {:.0f}% f32 FMA, {:.0f}% int8", gops,
+                                     100 * gops / m.f32_gflops, 100 * gops / m.int8_gops);
+                  row["gops"] = gops;
+                  row["fraction_of_f32_peak"] = gops / m.f32_gflops;
+                  row["fraction_of_int8_peak"] = gops / m.int8_gops;
+                } else {
+                  frac = fmt::format("{:.1f} GB/s: {:.0f}% read", gbps, 100 * gbps / m.read_gbps);
+                  row["weight_gbps"] = gbps;
+                  row["fraction_of_read_bandwidth"] = gbps / m.read_gbps;
+                }
+              }
+              if (out_format == "md")
+                fmt::print(
+                    "| {} | {} | {} | {} |{} {} | {} | {:.2f} ± {:.2f} | {:.1f} | {:.1f} | {:.1f} "
+                    "|{}\n",
+                    model.substr(model.find_last_of('/') + 1), human_size(es.file_bytes),
+                    human_params(es.n_params), isa_name,
+                    cache_column ? " " + cache_type + " |" : "", e->n_threads(), test, st.mean,
+                    st.sd, es.load_ms, es.compile_ms, es.repack_ms, probe ? " " + frac + " |" : "");
+              if (out_format == "jsonl") fmt::print("{}\n", row.dump());
+              if (out_format == "csv") fmt::print("{}\n", csv_row(row));
+              std::fflush(stdout);  // a long run shows each test as it ends
+              rows.push_back(row);
+              return true;
+            };
+            // llama-bench's order and names: per depth, the pp tests, then the tg tests.
+            for (int d : depths) {
+              const std::string at = d > 0 ? fmt::format(" @ d{}", d) : "";
+              bool ok = true;
+              for (int n : prompts)
+                ok = ok && (n == 0 || run(fmt::format("pp{}{}", n, at), n, 0, d));
+              for (int n : gens) {
+                ok = ok && (n == 0 || run(fmt::format("tg{}{}", n, at), 0, n, d));
+                ok = ok && (n == 0 || n_parallel == 1 ||
+                            run(fmt::format("tg{}x{}{}", n, n_parallel, at), 0, n, d, n_parallel));
+              }
+              for (auto [pp, tg] : pgs)
+                ok = ok && run(fmt::format("pp{}+tg{}{}", pp, tg, at), pp, tg, d);
+              if (!ok) {
+                fmt::print(stderr, "cke-bench: {}\n", err);
+                return 1;
+              }
+            }
           }
-        }
   if (out_format == "json") {
     nlohmann::json out = {{"results", rows}};
     if (probe) out["machine_limits_by_threads"] = limits_json;

@@ -3,9 +3,10 @@
 // depth the pp tests, the tg tests, then the pg tests, named as llama-bench names them
 // ("pp8 @ d5", "pp4+tg2"); a bad list item is an error naming the flag and the item, and a
 // llama.cpp flag CKE lacks (-ngl) an error naming that flag; -o jsonl and csv hold the same
-// rows as -o json.
+// rows as -o json; -ctk / -ctv / -fa lists, --no-warmup and --delay as llama-bench's.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -136,6 +137,63 @@ TEST(CkeBench, RangesAndRepeatedFlagsAppendInOrder) {
     EXPECT_EQ(j["results"][i]["test"], want[i]) << "row " << i;
     EXPECT_EQ(j["results"][i]["threads"], 1) << "row " << i;
   }
+}
+
+// -ctk / -ctv / -fa take lists as llama-bench's: each KV cache configuration is a plan of
+// its own, in the order given, -ctv following each -ctk type; the md table shows a cache
+// column only when one was asked for; a combination CKE does not run is an error first.
+TEST(CkeBench, CacheTypeListsRunEachCache) {
+  CKE_REQUIRE_SHARED(model, "models/stories260K.gguf");
+  const nlohmann::json j = bench_json("-m " + model + " -p 4 -n 2 -r 1 -t 1 -ctk f32,f16");
+  ASSERT_FALSE(j.is_discarded());
+  const std::vector<std::pair<std::string, std::string>> want = {
+      {"pp4", "f32"}, {"tg2", "f32"}, {"pp4", "f16"}, {"tg2", "f16"}};
+  ASSERT_EQ(j["results"].size(), want.size()) << j.dump();
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(j["results"][i]["test"], want[i].first) << "row " << i;
+    EXPECT_EQ(j["results"][i]["cache_type"], want[i].second) << "row " << i;
+  }
+  const auto with =
+      test::run_tool(CKE_BENCH_BIN, "-m " + model + " -p 4 -n 0 -r 1 -t 1 -fa on -ctk f16", "2>&1");
+  EXPECT_EQ(with.code, 0) << with.out;
+  EXPECT_NE(with.out.find("| isa | cache | threads |"), std::string::npos) << with.out;
+  EXPECT_NE(with.out.find("| probed | f16 | 1 | pp4 |"), std::string::npos) << with.out;
+  const auto without =
+      test::run_tool(CKE_BENCH_BIN, "-m " + model + " -p 4 -n 0 -r 1 -t 1", "2>&1");
+  EXPECT_EQ(without.code, 0) << without.out;
+  EXPECT_NE(without.out.find("| isa | threads |"), std::string::npos) << without.out;
+  for (const auto& [args, msg] : std::vector<std::pair<std::string, std::string>>{
+           {"-ctk f16 -ctv f32", "K and V must have one type"},
+           {"-ctk f32,f16 -ctv f32", "--cache-type-k f16 with --cache-type-v f32"},
+           {"-ctk f32 -fa auto,on", "--flash-attn on with a f32 cache"},
+           {"-ctk q8_0", "--cache-type-k q8_0: CKE's KV cache is f32 or f16"}}) {
+    const auto r = test::run_tool(CKE_BENCH_BIN, "-m " + model + " -p 4 -n 0 " + args, "2>&1");
+    EXPECT_EQ(r.code, 2) << args << ": " << r.out;
+    EXPECT_NE(r.out.find(msg), std::string::npos) << args << ": " << r.out;
+    EXPECT_EQ(r.out.find("| pp4"), std::string::npos) << args << ": ran a test first";
+  }
+}
+
+// --no-warmup: each of a test's -r runs is timed and recorded (the dropped untimed run
+// itself shows only in the time taken); --delay S waits S seconds before each test (so a
+// run of two tests takes at least 2 S); a negative delay is a usage error.
+TEST(CkeBench, NoWarmupAndDelay) {
+  CKE_REQUIRE_SHARED(model, "models/stories260K.gguf");
+  const nlohmann::json j = bench_json("-m " + model + " -p 4 -n 2 -r 2 -t 1 --no-warmup");
+  ASSERT_FALSE(j.is_discarded());
+  ASSERT_EQ(j["results"].size(), 2u) << j.dump();
+  for (const nlohmann::json& row : j["results"]) {
+    ASSERT_EQ(row["samples"].size(), 2u) << row.dump();
+    for (const nlohmann::json& s : row["samples"]) EXPECT_GT(s.get<double>(), 0.0) << row.dump();
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  const nlohmann::json d = bench_json("-m " + model + " -p 4 -n 2 -r 1 -t 1 --delay 0.4");
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_FALSE(d.is_discarded());
+  EXPECT_EQ(d["results"].size(), 2u) << d.dump();
+  EXPECT_GE(s, 0.8) << "two tests after --delay 0.4 each";
+  const auto r = test::run_tool(CKE_BENCH_BIN, "-m " + model + " -p 4 --delay -1", "2>&1");
+  EXPECT_EQ(r.code, 2) << r.out;
 }
 
 // llama.cpp's multi-letter flags that CKE does not take are named as such (CLI11 alone would
