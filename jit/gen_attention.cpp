@@ -20,8 +20,6 @@ constexpr uint32_t kNegInf = 0xFF800000u;
 // Query heads of one KV group computed together at AVX-512 (each K row and V^T load serves
 // them all): up to 4, the register file's limit (4 heads x 4 score accumulators).
 constexpr int kMaxHeads = 4;
-// At AVX2 (16 ymm): 2, for the decode KQV (kqv_heads: 2 heads x 4 accumulators a pass).
-constexpr int kMaxHeadsAvx2 = 2;
 // Rows of V^T the one-accumulator tinyBLAS KQV (AVX2, or head_dim % 16 != 0) sums together.
 constexpr int kRowsTogether = 4;
 static_assert(4 % kRowsTogether == 0);
@@ -52,24 +50,6 @@ struct Masks {
     for (int k = 0; k < 4; ++k) b.vstore(Mem{table, {}, 1, 32 * k}, k < 2 ? ones : zeros);
   }
 
-  // load_first of lanes [8 part, 8 part + 8) into the ymm d (AVX2), or of all 16 lanes
-  // into the zmm d (part -1).
-  void load_first_part(V d, Mem m, V r, int part) {
-    if (part < 0) {
-      V16 x;
-      x.part[0] = d;
-      load_first(x, m, r);
-      return;
-    }
-    Builder& b = L.b;
-    V off = b.i64("moff"), sixteen = b.imm(16, "sixteen");
-    b.sub(off, sixteen, r);
-    V mk = b.vec(256, Cls::I, "mk");
-    b.vload(mk, Mem{table, off, 4, 32 * part});
-    Mem mh = m;
-    mh.disp += 32 * part;
-    b.vload_mz(d, mh, mk);
-  }
   // d = the first r (0..16) floats at m, zeros after; lanes past r are not read.
   void load_first(V16 d, Mem m, V r) {
     Builder& b = L.b;
@@ -203,11 +183,14 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
     b.end_if();
   }
   // Heads of a KV group together: the pair path, or the vec_dot KQV (kqv_heads).
-  V heads_ok = b.imm(0, "heads_ok");
-  if (L.parts == 1) b.mov(heads_ok, pair_ok);
-  b.if_(tiny, Cmp::EQ, 0);
-  b.movi(heads_ok, 1);
-  b.end_if();
+  V heads_ok;
+  if (L.parts == 1) {
+    heads_ok = b.i64("heads_ok");
+    b.mov(heads_ok, pair_ok);
+    b.if_(tiny, Cmp::EQ, 0);
+    b.movi(heads_ok, 1);
+    b.end_if();
+  }
 
   V zero = b.imm(0, "zero"), one = b.imm(1, "one"), c16 = b.imm(16, "c16"),
     c64b = b.imm(64, "c64b"), c256b = b.imm(256, "c256b");
@@ -448,31 +431,27 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
       b.end_for();
       b.end_if();
       b.end_if();
-    } else {
+    } else if (H == 1) {
       // AVX2: 8 cells at a time, their folded vectors reduced as one (reduce_add8): the
-      // per-cell horizontal sum was most of a score's instructions. Head by head.
+      // per-cell horizontal sum was most of a score's instructions.
       b.if_(np, Cmp::EQ, hd);
       b.sub(nb, hi, lo);
       b.andi(nb, nb, -int64_t(8));
       b.add(jb, lo, nb);
-      for (int i = 0; i < H; ++i) {
-        b.mul(off, lo, kv_bytes);
-        b.ptr_add(kj, kh, off, 1);
-        b.for_(j, lo, jb, c8);
-        {
-          V s8[8];
-          for (int key = 0; key < 8; ++key) {
-            V16 acc[4];
-            dot_chunks(acc, kj, qx[i], np_bytes);
-            s8[key] = L.half_sum(L.fold4(acc));
-            b.ptr_add(kj, kj, kv_bytes, 1);
-          }
-          V sc = L.reduce_add8(s8);
-          b.vmul_f(sc, sc, scalev.part[0]);
-          b.vstore(Mem{ex[i], j, 4, 0}, sc);
+      b.for_(j, lo, jb, c8);
+      {
+        V s8[8];
+        for (int key = 0; key < 8; ++key) {
+          V16 acc[4];
+          dot_chunks(acc, kj, qx[0], np_bytes);
+          s8[key] = L.half_sum(L.fold4(acc));
+          b.ptr_add(kj, kj, kv_bytes, 1);
         }
-        b.end_for();
+        V sc = L.reduce_add8(s8);
+        b.vmul_f(sc, sc, scalev.part[0]);
+        b.vstore(Mem{ex[0], j, 4, 0}, sc);
       }
+      b.end_for();
       b.end_if();
     }
     for (int i = 0; i < H; ++i) {
@@ -736,13 +715,10 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
     b.end_for();
     b.end_if();
   };
-  // ggml's vec_dot_f32 KQV (decode: T = 1) for the H heads of a KV group: row d of V^T is
-  // loaded once a 64-cell chunk for all H heads, where one head at a time (kqv) loaded V^T,
-  // from L2 or memory, H times. Per head the same products, chunk order, masked last chunk
-  // and fold as kqv's one-head loop. AVX-512: 4 accumulators a head (4H <= 16). AVX2 (16
-  // ymm): each 16-lane accumulator is two ymm halves whose lanes never meet before the fold,
-  // so the row goes twice, lanes 0-7 then 8-15 (4H ymm accumulators a pass; the second pass
-  // reads the row's lines from L1), and each head's folded halves meet in half_sum.
+  // ggml's vec_dot_f32 KQV (decode: T = 1) for the H heads of a KV group at AVX-512: row d
+  // of V^T is loaded once a 64-cell chunk for all H heads (4 accumulators each, 4H <= 16),
+  // where one head at a time (kqv) loaded V^T, from L2 or memory, H times. Per head the
+  // same products, chunk order, masked last chunk and fold as kqv's one-head loop.
   auto kqv_heads = [&](int H, V ex0, V ox0) {
     V full = b.i64("fullh"), full_bytes = b.i64("fullh_bytes");
     b.andi(full, len, ~int64_t(63));
@@ -755,25 +731,17 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
       b.muli(off, hd_bytes, i);
       b.ptr_add(oxh[i], ox0, off, 1);
     }
-    // Lanes [8 * part, 8 * part + 8) of each accumulator (AVX2), or all 16 (part -1).
-    auto pass = [&](int part, V16 acc[kMaxHeads][4]) {
-      const int bits = part < 0 ? 512 : 256, disp = part < 0 ? 0 : 32 * part;
-      auto vec = [&](const char* name) {
-        V16 x;
-        x.part[0] = b.vec(bits, Cls::F, name);
-        return x;
-      };
+    b.mov(vrow, vh);
+    b.for_(d, zero, hd, one);
+    {
+      V16 acc[kMaxHeads][4];
       for (int i = 0; i < H; ++i)
-        for (int a = 0; a < 4; ++a) {
-          acc[i][a] = vec("acc");
-          b.vzero(acc[i][a].part[0]);
-        }
+        for (int a = 0; a < 4; ++a) acc[i][a] = L.zero("acc");
       b.for_(c, zero, full_bytes, c256b);
       for (int a = 0; a < 4; ++a) {
-        V vx = b.vec(bits, Cls::F, "vx");
-        b.vload(vx, Mem{vrow, c, 1, 64 * a + disp});
-        for (int i = 0; i < H; ++i)
-          b.vfma_m(acc[i][a].part[0], vx, Mem{exh[i], c, 1, 64 * a + disp});
+        V16 vx = L.vec("vx");
+        L.load(vx, Mem{vrow, c, 1, 64 * a});
+        for (int i = 0; i < H; ++i) L.fma_m(acc[i][a], vx, Mem{exh[i], c, 1, 64 * a});
       }
       b.end_for();
       b.if_(len, Cmp::GT, full);  // the last chunk: groups of cells full + 16a, r valid each
@@ -785,37 +753,16 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
         b.end_if();
         b.movi(lim, 16);
         b.min(r, r, lim);
-        V vx = b.vec(bits, Cls::F, "vx");
-        masks.load_first_part(vx, Mem{vrow, full, 4, 64 * a}, r, part);
+        V16 vx = L.vec("vx");
+        masks.load_first(vx, Mem{vrow, full, 4, 64 * a}, r);
         for (int i = 0; i < H; ++i) {
-          V px = b.vec(bits, Cls::F, "px");
-          masks.load_first_part(px, Mem{exh[i], full, 4, 64 * a}, r, part);
-          b.vfma(acc[i][a].part[0], vx, px);
+          V16 px = L.vec("px");
+          masks.load_first(px, Mem{exh[i], full, 4, 64 * a}, r);
+          L.fma(acc[i][a], vx, px);
         }
       }
       b.end_if();
-    };
-    b.mov(vrow, vh);
-    b.for_(d, zero, hd, one);
-    {
-      V16 acc[kMaxHeads][4];
-      if (L.parts == 1) {
-        pass(-1, acc);
-        for (int i = 0; i < H; ++i) b.vstore_ss(Mem{oxh[i], d, 4, 0}, L.fold4_reduce_add(acc[i]));
-      } else {
-        V16 lo[kMaxHeads];  // each head's folded lanes 0-7, then 8-15 beside them
-        for (int part = 0; part < 2; ++part) {
-          pass(part, acc);
-          for (int i = 0; i < H; ++i) {
-            V f = b.vec(256, Cls::F, "f"), t2 = b.vec(256, Cls::F, "t2");  // fold4's order
-            b.vadd_f(f, acc[i][0].part[0], acc[i][2].part[0]);
-            b.vadd_f(t2, acc[i][1].part[0], acc[i][3].part[0]);
-            b.vadd_f(f, f, t2);
-            lo[i].part[part] = f;
-          }
-        }
-        for (int i = 0; i < H; ++i) b.vstore_ss(Mem{oxh[i], d, 4, 0}, L.reduce_add(lo[i]));
-      }
+      for (int i = 0; i < H; ++i) b.vstore_ss(Mem{oxh[i], d, 4, 0}, L.fold4_reduce_add(acc[i]));
     }
     b.ptr_add(vrow, vrow, vrow_bytes, 1);
     b.end_for();
@@ -867,7 +814,7 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
   // The heads' dispatch: body(H) for together == H.
   auto for_heads = [&](auto&& body) {
     for (int H : {1, 2, kMaxHeads}) {
-      if (H > (L.parts == 1 ? kMaxHeads : kMaxHeadsAvx2)) break;
+      if (H > 1 && L.parts != 1) break;
       b.if_(together, Cmp::EQ, H);
       body(H);
       b.end_if();
@@ -955,7 +902,6 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
         b.if_(tiny, Cmp::EQ, 0);
         kqv_heads(H, ex1, oh);
         b.end_if();
-        if (L.parts != 1) return;
         b.if_(tiny16, Cmp::EQ, 1);
         kqv_rows(H, ex1, len, [&](V o, int i) {
           b.muli(off, hd_bytes, i);
@@ -981,20 +927,19 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
   // Their tokens go in blocks of TB (the pair path), else one by one.
   b.movi(together, 1);
   b.movi(TB, 1);
-  b.if_(heads_ok, Cmp::EQ, 1);
-  b.div(tmp, h, group);
-  for (int H : {2, kMaxHeads}) {
-    if (H > (L.parts == 1 ? kMaxHeads : kMaxHeadsAvx2)) break;
-    b.addi(hn, h, H - 1);
-    b.div(hg, hn, group);
-    b.if_(hn, Cmp::LT, h1);
-    b.if_(hg, Cmp::EQ, tmp);
-    b.movi(together, H);
-    b.end_if();
-    b.end_if();
-  }
-  b.end_if();
   if (L.parts == 1) {
+    b.if_(heads_ok, Cmp::EQ, 1);
+    b.div(tmp, h, group);
+    for (int H : {2, kMaxHeads}) {
+      b.addi(hn, h, H - 1);
+      b.div(hg, hn, group);
+      b.if_(hn, Cmp::LT, h1);
+      b.if_(hg, Cmp::EQ, tmp);
+      b.movi(together, H);
+      b.end_if();
+      b.end_if();
+    }
+    b.end_if();
     b.if_(pair_ok, Cmp::EQ, 1);
     b.movi(TB, kRows);
     b.div(TB, TB, together);
