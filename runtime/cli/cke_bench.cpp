@@ -204,7 +204,7 @@ int main(int argc, char** argv) {
       "--flash-attn", flash_list,
       "on|off|auto, a list: flash attention (auto: with an f16 cache, as llama.cpp; also -fa)"));
   double delay = 0;
-  app.add_option("--delay", delay, "seconds to wait before each test (as llama-bench)")
+  app.add_option("--delay", delay, "seconds to wait before each test")
       ->check(CLI::Range(0.0, 3600.0));
   bool no_warmup = false;
   app.add_flag("--no-warmup", no_warmup,
