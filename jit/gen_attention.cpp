@@ -202,7 +202,7 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
   V jb = b.i64("jb"), nb = b.i64("nb");
   const V16 scalev = L.bcast(scale, "scalev");
   V qt = b.ptr("qt"), ot = b.ptr("ot"), qh = b.ptr("qh"), oh = b.ptr("oh"), kh = b.ptr("kh"),
-    kj = b.ptr("kj"), vh = b.ptr("vh"), vrow = b.ptr("vrow"), eg = b.ptr("eg");
+    kj = b.ptr("kj"), vh = b.ptr("vh"), vrow = b.ptr("vrow");
   V qdone = b.i64("qdone");  // scores: the q-in-registers loop ran (scores_qreg)
   V hstep = b.i64("hstep"), together = b.i64("together"), hn = b.i64("hn"), hg = b.i64("hg"),
     c8 = b.imm(8, "c8"), c4 = L.parts == 1 ? b.imm(4, "c4") : V{};
@@ -246,24 +246,25 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
     }
   };
   // The pieces of one head (query row qx, probabilities ex, output ox), and of H together.
-  // vec_dot_f32's four accumulators of rows x . y over their first `bytes` (64-element
-  // chunks): acc[a] += x[c + 16a ..] * y[c + 16a ..].
-  auto dot_chunks = [&](V16 acc[4], V x, V y, V bytes) {
-    for (int a = 0; a < 4; ++a) acc[a] = L.zero("acc");
+  // vec_dot_f32's four accumulators of the rows x . y_i (i < H, each load of x serving all
+  // H) over their first `bytes` (64-element chunks): acc[i][a] += x[c + 16a ..] * y_i[c + 16a ..].
+  auto dot_chunks = [&](V16(*acc)[4], int H, V x, const V* y, V bytes) {
+    for (int i = 0; i < H; ++i)
+      for (int a = 0; a < 4; ++a) acc[i][a] = L.zero("acc");
     b.for_(c, zero, bytes, c256b);
     for (int a = 0; a < 4; ++a) {
       V16 xa = L.vec("xa");
       L.load(xa, Mem{x, c, 1, 64 * a});
-      L.fma_m(acc[a], xa, Mem{y, c, 1, 64 * a});
+      for (int i = 0; i < H; ++i) L.fma_m(acc[i][a], xa, Mem{y[i], c, 1, 64 * a});
     }
     b.end_for();
   };
   auto scores_one_by_one = [&](V qx, V ex) {
     b.for_(j, jb, hi, one);  // one cell at a time: the rest, or all of them
     {
-      V16 acc[4];
-      dot_chunks(acc, kj, qx, np_bytes);
-      V s = L.fold4_reduce_add(acc);
+      V16 acc[1][4];
+      dot_chunks(acc, 1, kj, &qx, np_bytes);
+      V s = L.fold4_reduce_add(acc[0]);
       V x1 = b.vec(128, Cls::F, "x1"), y1 = b.vec(128, Cls::F, "y1");
       b.for_(i, np, hd, one);  // sum = sum + fl(x * y)
       b.vload_ss(x1, Mem{kj, i, 4, 0});
@@ -412,15 +413,7 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
         V16 r[16];
         for (int key = 0; key < keys; ++key) {
           V16 acc[kMaxHeads][4];
-          for (int i = 0; i < H; ++i)
-            for (int a = 0; a < 4; ++a) acc[i][a] = L.zero("acc");
-          b.for_(c, zero, np_bytes, c256b);
-          for (int a = 0; a < 4; ++a) {
-            V16 kx = L.vec("kx");
-            L.load(kx, Mem{kj, c, 1, 64 * a});
-            for (int i = 0; i < H; ++i) L.fma_m(acc[i][a], kx, Mem{qx[i], c, 1, 64 * a});
-          }
-          b.end_for();
+          dot_chunks(acc, H, kj, qx, np_bytes);
           for (int i = 0; i < H; ++i) r[keys * i + key] = L.fold4(acc[i]);
           b.ptr_add(kj, kj, kv_bytes, 1);
         }
@@ -442,9 +435,9 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
       {
         V s8[8];
         for (int key = 0; key < 8; ++key) {
-          V16 acc[4];
-          dot_chunks(acc, kj, qx[0], np_bytes);
-          s8[key] = L.half_sum(L.fold4(acc));
+          V16 acc[1][4];
+          dot_chunks(acc, 1, kj, qx, np_bytes);
+          s8[key] = L.half_sum(L.fold4(acc[0]));
           b.ptr_add(kj, kj, kv_bytes, 1);
         }
         V sc = L.reduce_add8(s8);
@@ -632,6 +625,50 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
     }
     b.end_for();
   };
+  // ggml's vec_dot_f32 KQV (decode, T = 1; or head_dim % 4 != 0) for H heads (1, or the 2
+  // or 4 of a KV group at AVX-512): row d of V^T is loaded once a 64-cell chunk for all H
+  // heads (4 accumulators each, 4H <= 16), where one head at a time loaded V^T, from L2 or
+  // memory, H times. The last chunk's cells masked; per head vec_dot_f32's fold and sum.
+  auto kqv_heads = [&](int H, V ex0, V ox0) {
+    V full = b.i64("fullh"), full_bytes = b.i64("fullh_bytes");
+    b.andi(full, len, ~int64_t(63));
+    b.muli(full_bytes, full, 4);
+    V exh[kMaxHeads], oxh[kMaxHeads];
+    for (int i = 0; i < H; ++i) {
+      exh[i] = b.ptr("exh");
+      oxh[i] = b.ptr("oxh");
+      b.ptr_add(exh[i], ex0, b.imm(i * row_bytes, "row_off"), 1);
+      b.muli(off, hd_bytes, i);
+      b.ptr_add(oxh[i], ox0, off, 1);
+    }
+    b.mov(vrow, vh);
+    b.for_(d, zero, hd, one);
+    {
+      V16 acc[kMaxHeads][4];
+      dot_chunks(acc, H, vrow, exh, full_bytes);
+      b.if_(len, Cmp::GT, full);  // the last chunk: groups of cells full + 16a, r valid each
+      for (int a = 0; a < 4; ++a) {
+        b.sub(r, len, full);
+        b.addi(r, r, -16 * a);
+        b.if_(r, Cmp::LT, 0);
+        b.movi(r, 0);
+        b.end_if();
+        b.movi(lim, 16);
+        b.min(r, r, lim);
+        V16 vx = L.vec("vx");
+        masks.load_first(vx, Mem{vrow, full, 4, 64 * a}, r);
+        for (int i = 0; i < H; ++i) {
+          V16 px = L.vec("px");
+          masks.load_first(px, Mem{exh[i], full, 4, 64 * a}, r);
+          L.fma(acc[i][a], vx, px);
+        }
+      }
+      b.end_if();
+      for (int i = 0; i < H; ++i) b.vstore_ss(Mem{oxh[i], d, 4, 0}, L.fold4_reduce_add(acc[i]));
+    }
+    b.ptr_add(vrow, vrow, vrow_bytes, 1);
+    b.end_for();
+  };
   auto kqv = [&](V ex, V ox) {
     // out[d] = V^T row d . p over cells [0, len).
     V full = b.i64("full1"), full_bytes = b.i64("full1_bytes");
@@ -686,86 +723,8 @@ bool build(const char* generator, Isa isa, const GeneratorParams& params, kir::M
     b.end_if();
 
     b.if_(tiny, Cmp::EQ, 0);
-    b.andi(full, len, ~int64_t(63));
-    b.muli(full_bytes, full, 4);
-    b.mov(vrow, vh);
-    b.for_(d, zero, hd, one);
-    {
-      V16 acc[4];
-      dot_chunks(acc, vrow, ex, full_bytes);
-      b.if_(len, Cmp::GT, full);  // the last chunk: groups of cells full + 16a, r valid each
-      for (int a = 0; a < 4; ++a) {
-        b.sub(r, len, full);
-        b.addi(r, r, -16 * a);
-        b.if_(r, Cmp::LT, 0);
-        b.movi(r, 0);
-        b.end_if();
-        b.movi(lim, 16);
-        b.min(r, r, lim);
-        b.ptr_add(eg, ex, full, 4);
-        V16 vx = L.vec("vx"), px = L.vec("px");
-        masks.load_first(vx, Mem{vrow, full, 4, 64 * a}, r);
-        masks.load_first(px, Mem{eg, {}, 1, 64 * a}, r);
-        L.fma(acc[a], vx, px);
-      }
-      b.end_if();
-      b.vstore_ss(Mem{ox, d, 4, 0}, L.fold4_reduce_add(acc));
-    }
-    b.ptr_add(vrow, vrow, vrow_bytes, 1);
-    b.end_for();
+    kqv_heads(1, ex, ox);
     b.end_if();
-  };
-  // ggml's vec_dot_f32 KQV (decode: T = 1) for the H heads of a KV group at AVX-512: row d
-  // of V^T is loaded once a 64-cell chunk for all H heads (4 accumulators each, 4H <= 16),
-  // where one head at a time (kqv) loaded V^T, from L2 or memory, H times. Per head the
-  // same products, chunk order, masked last chunk and fold as kqv's one-head loop.
-  auto kqv_heads = [&](int H, V ex0, V ox0) {
-    V full = b.i64("fullh"), full_bytes = b.i64("fullh_bytes");
-    b.andi(full, len, ~int64_t(63));
-    b.muli(full_bytes, full, 4);
-    V exh[kMaxHeads], oxh[kMaxHeads];
-    for (int i = 0; i < H; ++i) {
-      exh[i] = b.ptr("exh");
-      oxh[i] = b.ptr("oxh");
-      b.ptr_add(exh[i], ex0, b.imm(i * row_bytes, "row_off"), 1);
-      b.muli(off, hd_bytes, i);
-      b.ptr_add(oxh[i], ox0, off, 1);
-    }
-    b.mov(vrow, vh);
-    b.for_(d, zero, hd, one);
-    {
-      V16 acc[kMaxHeads][4];
-      for (int i = 0; i < H; ++i)
-        for (int a = 0; a < 4; ++a) acc[i][a] = L.zero("acc");
-      b.for_(c, zero, full_bytes, c256b);
-      for (int a = 0; a < 4; ++a) {
-        V16 vx = L.vec("vx");
-        L.load(vx, Mem{vrow, c, 1, 64 * a});
-        for (int i = 0; i < H; ++i) L.fma_m(acc[i][a], vx, Mem{exh[i], c, 1, 64 * a});
-      }
-      b.end_for();
-      b.if_(len, Cmp::GT, full);  // the last chunk: groups of cells full + 16a, r valid each
-      for (int a = 0; a < 4; ++a) {
-        b.sub(r, len, full);
-        b.addi(r, r, -16 * a);
-        b.if_(r, Cmp::LT, 0);
-        b.movi(r, 0);
-        b.end_if();
-        b.movi(lim, 16);
-        b.min(r, r, lim);
-        V16 vx = L.vec("vx");
-        masks.load_first(vx, Mem{vrow, full, 4, 64 * a}, r);
-        for (int i = 0; i < H; ++i) {
-          V16 px = L.vec("px");
-          masks.load_first(px, Mem{exh[i], full, 4, 64 * a}, r);
-          L.fma(acc[i][a], vx, px);
-        }
-      }
-      b.end_if();
-      for (int i = 0; i < H; ++i) b.vstore_ss(Mem{oxh[i], d, 4, 0}, L.fold4_reduce_add(acc[i]));
-    }
-    b.ptr_add(vrow, vrow, vrow_bytes, 1);
-    b.end_for();
   };
   // Heads h .. h + H - 1 (H = together: one KV group) for tokens t .. t + nt - 1, nt <= TB
   // (AVX-512 pair path: TB = kRows / H; else 1). Probability row kb * H + i is token
