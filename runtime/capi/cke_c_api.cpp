@@ -173,6 +173,10 @@ int cke_session_generate(cke_session* s, const char* prompt, const cke_generate_
   gp.sampling.repeat_last_n = p.repeat_last_n;
   gp.sampling.seed = p.seed;
   gp.max_tokens = p.max_tokens;
+  if (const std::string bad = cke::sampler_params_error(gp.sampling); !bad.empty()) {
+    set_error("cke_session_generate: " + bad);
+    return -1;
+  }
   for (int32_t i = 0; i < p.n_stop; ++i) {
     if (!p.stop[i]) {
       set_error("cke_session_generate: stop string is NULL");

@@ -41,6 +41,7 @@
 #include <thread>
 #include <tuple>
 
+#include "runtime/cli/finite_range.h"
 #include "runtime/cli/llama_flags.h"
 #include "runtime/cli/machine_probe.h"
 #include "runtime/core/engine.h"
@@ -205,7 +206,7 @@ int main(int argc, char** argv) {
       "on|off|auto, a list: flash attention (auto: with an f16 cache, as llama.cpp; also -fa)"));
   double delay = 0;
   app.add_option("--delay", delay, "seconds to wait before each test")
-      ->check(CLI::Range(0.0, 3600.0));
+      ->check(cke::cli::finite_range(0.0, 3600.0));
   bool no_warmup = false;
   app.add_flag("--no-warmup", no_warmup,
                "no untimed first run of each test (it warms the caches and pages in the weights)");

@@ -1,5 +1,7 @@
 #include "runtime/core/sampler.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <unordered_map>
@@ -11,6 +13,23 @@ int32_t argmax(const float* logits, int32_t n) {
   for (int32_t i = 1; i < n; ++i)
     if (logits[i] > logits[best]) best = i;
   return best;
+}
+
+std::string sampler_params_error(const SamplerParams& p) {
+  const struct {
+    const char* name;
+    float v, lo, hi;
+  } fields[] = {{"temperature", p.temp, 0, 100},
+                {"top_p", p.top_p, 0, 1},
+                {"min_p", p.min_p, 0, 1},
+                {"repeat_penalty", p.repeat_penalty, 0, 100},
+                {"presence_penalty", p.presence_penalty, -2, 2},
+                {"frequency_penalty", p.frequency_penalty, -2, 2}};
+  for (const auto& f : fields)
+    if (!(f.v >= f.lo && f.v <= f.hi))  // NaN fails too
+      return fmt::format("{} {}: must be a finite number in [{}, {}]", f.name, f.v, f.lo, f.hi);
+  if (p.repeat_last_n < 0) return fmt::format("repeat_last_n {}: must be >= 0", p.repeat_last_n);
+  return {};
 }
 
 Sampler::Sampler(const SamplerParams& p) : p_(p) {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <deque>
 #include <random>
+#include <string>
 #include <vector>
 
 namespace cke {
@@ -26,6 +27,12 @@ struct SamplerParams {
   std::vector<std::pair<int32_t, float>> logit_bias;
   uint64_t seed = 0xFFFFFFFFu;  // LLAMA_DEFAULT_SEED: random
 };
+
+// "" when every field is in the range CKE's front ends accept (the server's request fields,
+// the tools' flags), else what is wrong, naming the field: temp [0, 100], top_p and min_p
+// [0, 1], repeat_penalty [0, 100], presence / frequency penalty [-2, 2], each finite;
+// repeat_last_n >= 0. For callers whose numbers come unchecked (the C API).
+std::string sampler_params_error(const SamplerParams& p);
 
 class Sampler {
  public:

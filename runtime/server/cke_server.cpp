@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "runtime/chat/chat_prompt.h"
+#include "runtime/cli/finite_range.h"
 #include "runtime/cli/llama_flags.h"
 #include "runtime/core/process_heap.h"
 #include "runtime/server/batch_scheduler.h"
@@ -71,7 +72,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 86400))
       ->capture_default_str();
   app.add_option("--grace", grace_s, "seconds requests in flight get at SIGTERM/SIGINT")
-      ->check(CLI::Range(0.0, 3600.0))
+      ->check(cke::cli::finite_range(0.0, 3600.0))
       ->capture_default_str();
   app.add_option("--max-body", cfg.max_body_bytes, "request body limit in bytes (more: HTTP 413)")
       ->check(CLI::Range(size_t(1), size_t(1) << 30))
@@ -80,10 +81,11 @@ int main(int argc, char** argv) {
   app.add_option("--chat-template", chat_template,
                  "chat template name or .yaml file (default: from tokenizer.chat_template)");
   app.add_option("--isa", eo.isa, "cap the CPU features (as cke-run)");
-  app.add_option("--temp", sp.temp, "default temperature")->check(CLI::Range(0.0f, 100.0f));
+  app.add_option("--temp", sp.temp, "default temperature")
+      ->check(cke::cli::finite_range(0.0, 100.0));
   app.add_option("--top-k", sp.top_k, "default top-k")->check(CLI::Range(0, 1 << 30));
-  app.add_option("--top-p", sp.top_p, "default top-p")->check(CLI::Range(0.0f, 1.0f));
-  app.add_option("--min-p", sp.min_p, "default min-p")->check(CLI::Range(0.0f, 1.0f));
+  app.add_option("--top-p", sp.top_p, "default top-p")->check(cke::cli::finite_range(0.0, 1.0));
+  app.add_option("--min-p", sp.min_p, "default min-p")->check(cke::cli::finite_range(0.0, 1.0));
   app.add_option("-n,--n-predict", cfg.defaults.max_tokens,
                  "default max_tokens (-1: until end of generation or context)")
       ->check(CLI::Range(-1, INT32_MAX));

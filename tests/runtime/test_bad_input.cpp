@@ -313,6 +313,13 @@ TEST(BadCli, FlagValuesAreRejectedWithUsageErrors) {
     EXPECT_EQ(r.code, 2) << bad << ": " << r.out;
     EXPECT_FALSE(r.out.empty()) << bad;
   }
+  // Float flags take finite numbers only (CLI11's range check alone lets "nan" through).
+  for (const char* bad : {"--temp nan", "--top-p NaN", "--min-p nan", "--repeat-penalty inf",
+                          "--frequency-penalty nan", "--temp 1e999", "--temp 0.5x"}) {
+    test::CliResult r = test::run_cli(m + bad);
+    EXPECT_EQ(r.code, 2) << bad << ": " << r.out;
+    EXPECT_NE(r.out.find("is not a finite number"), std::string::npos) << bad << ": " << r.out;
+  }
   test::CliResult r = test::run_cli(m + "--isa avx9");
   EXPECT_EQ(r.code, 1) << r.out;
   EXPECT_NE(r.out.find("avx9"), std::string::npos) << r.out;

@@ -176,7 +176,7 @@ TEST(CkeBench, CacheTypeListsRunEachCache) {
 
 // --no-warmup: each of a test's -r runs is timed and recorded (the dropped untimed run
 // itself shows only in the time taken); --delay S waits S seconds before each test (so a
-// run of two tests takes at least 2 S); a negative delay is a usage error.
+// run of two tests takes at least 2 S); a negative or non-finite delay is a usage error.
 TEST(CkeBench, NoWarmupAndDelay) {
   CKE_REQUIRE_SHARED(model, "models/stories260K.gguf");
   const nlohmann::json j = bench_json("-m " + model + " -p 4 -n 2 -r 2 -t 1 --no-warmup");
@@ -192,8 +192,11 @@ TEST(CkeBench, NoWarmupAndDelay) {
   ASSERT_FALSE(d.is_discarded());
   EXPECT_EQ(d["results"].size(), 2u) << d.dump();
   EXPECT_GE(s, 0.8) << "two tests after --delay 0.4 each";
-  const auto r = test::run_tool(CKE_BENCH_BIN, "-m " + model + " -p 4 --delay -1", "2>&1");
-  EXPECT_EQ(r.code, 2) << r.out;
+  for (const char* bad : {"--delay -1", "--delay nan", "--delay inf"}) {
+    const auto r = test::run_tool(CKE_BENCH_BIN, "-m " + model + " -p 4 " + bad, "2>&1");
+    EXPECT_EQ(r.code, 2) << bad << ": " << r.out;
+    EXPECT_NE(r.out.find("--delay:"), std::string::npos) << bad << ": " << r.out;
+  }
 }
 
 // llama.cpp's multi-letter flags that CKE does not take are named as such (CLI11 alone would

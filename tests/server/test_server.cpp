@@ -14,6 +14,7 @@
 #include "runtime/chat/generate_session.h"
 #include "runtime/server/utf8_holdback.h"
 #include "tests/common/shared.h"
+#include "tests/runtime/cli_runner.h"
 #include "tests/server/server_http.h"
 #include "tests/server/server_process.h"
 
@@ -457,6 +458,16 @@ TEST_F(Server, MetricsCountRequestsAndTokens) {
 }
 
 // --api-key: 401 without or with a wrong key, 200 with it; /health stays open.
+// Float flags take finite numbers only: a usage error before any model is read.
+TEST(ServerCli, NonFiniteFlagValuesAreUsageErrors) {
+  for (const char* bad : {"--temp nan", "--top-p nan", "--min-p inf", "--grace nan"}) {
+    const test::CliResult r =
+        test::run_tool(CKE_SERVER_BIN, std::string("-m none.gguf ") + bad, "2>&1");
+    EXPECT_EQ(r.code, 2) << bad << ": " << r.out;
+    EXPECT_NE(r.out.find("is not a finite number"), std::string::npos) << bad << ": " << r.out;
+  }
+}
+
 TEST(ServerAuth, ApiKeyIsRequiredExceptForHealth) {
   CKE_REQUIRE_SHARED(path, kModel);
   test::ServerProcess s;

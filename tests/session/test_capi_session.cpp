@@ -2,6 +2,7 @@
 // argmax oracle), stop strings and max_tokens pass through, bad arguments are error values.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 
 #include "runtime/capi/cke.h"
@@ -69,6 +70,28 @@ TEST(SessionCApi, GreedyTextEqualsTheCppSession) {
   p.stop = nullptr;
   EXPECT_EQ(cke_session_generate(s, "x", &p, nullptr, nullptr, nullptr), -1);
   EXPECT_NE(std::string(cke_last_error()).find("bad argument"), std::string::npos);
+  // Sampling numbers out of range, NaN included (the sampler would divide by a NaN
+  // temperature): an error naming the field, nothing generated.
+  p.n_stop = 0;
+  for (int field = 0; field < 4; ++field) {
+    cke_generate_params q = p;
+    const float nan = std::nanf("");
+    if (field == 0) q.temperature = nan;
+    if (field == 1) q.top_p = 1.5f;
+    if (field == 2) q.min_p = nan;
+    if (field == 3) q.presence_penalty = -INFINITY;
+    const char* name[] = {"temperature", "top_p", "min_p", "presence_penalty"};
+    int calls = 0;
+    EXPECT_EQ(cke_session_generate(
+                  s, "x", &q,
+                  [](void* u, int32_t, const char*, int32_t) { return ++*static_cast<int*>(u), 1; },
+                  &calls, nullptr),
+              -1)
+        << name[field];
+    EXPECT_NE(std::string(cke_last_error()).find(std::string(name[field]) + " "), std::string::npos)
+        << cke_last_error();
+    EXPECT_EQ(calls, 0) << name[field];
+  }
   cke_session_free(s);
   cke_engine_free(e);
 }
