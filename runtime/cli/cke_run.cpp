@@ -147,16 +147,18 @@ int main(int argc, char** argv) {
   app.add_option("--flash-attn", flash_attn,
                  "on|off|auto: flash attention (auto: with an f16 cache, as llama.cpp; also -fa)");
   app.add_option("--temp", sp.temp, "temperature (0: greedy)")
-      ->check(cke::cli::finite_range(0.0, 100.0));
+      ->check(cke::cli::sampler_flag_range("temperature"));
   app.add_option("--top-k", sp.top_k, "top-k (0: off)")->check(CLI::Range(0, 1 << 30));
-  app.add_option("--top-p", sp.top_p, "top-p (1: off)")->check(cke::cli::finite_range(0.0, 1.0));
-  app.add_option("--min-p", sp.min_p, "min-p (0: off)")->check(cke::cli::finite_range(0.0, 1.0));
+  app.add_option("--top-p", sp.top_p, "top-p (1: off)")
+      ->check(cke::cli::sampler_flag_range("top_p"));
+  app.add_option("--min-p", sp.min_p, "min-p (0: off)")
+      ->check(cke::cli::sampler_flag_range("min_p"));
   app.add_option("--repeat-penalty", sp.repeat_penalty, "repeat penalty (1: off)")
-      ->check(cke::cli::finite_range(0.0, 100.0));
+      ->check(cke::cli::sampler_flag_range("repeat_penalty"));
   app.add_option("--presence-penalty", sp.presence_penalty, "presence penalty (0: off)")
-      ->check(cke::cli::finite_range(-2.0, 2.0));
+      ->check(cke::cli::sampler_flag_range("presence_penalty"));
   app.add_option("--frequency-penalty", sp.frequency_penalty, "frequency penalty (0: off)")
-      ->check(cke::cli::finite_range(-2.0, 2.0));
+      ->check(cke::cli::sampler_flag_range("frequency_penalty"));
   app.add_option("--repeat-last-n", sp.repeat_last_n, "tokens the penalties look back on")
       ->check(CLI::Range(0, 1 << 20));
   app.add_option("-s,--seed", sp.seed, "sampling seed");

@@ -10,6 +10,9 @@
 #include <cmath>
 #include <cstdlib>
 #include <string>
+#include <string_view>
+
+#include "runtime/core/sampler.h"
 
 namespace cke::cli {
 
@@ -25,6 +28,12 @@ inline CLI::Validator finite_range(double lo, double hi) {
         return std::string();
       },
       fmt::format("FLOAT in [{} - {}]", lo, hi), "FINITE_RANGE");
+}
+
+// The flag of a sampling field takes its range of kSamplerRanges (runtime/core/sampler.h).
+inline CLI::Validator sampler_flag_range(std::string_view field) {
+  const SamplerRange& r = sampler_range(field);
+  return finite_range(r.lo, r.hi);
 }
 
 }  // namespace cke::cli

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 #include <unordered_map>
 
 namespace cke {
@@ -15,19 +16,16 @@ int32_t argmax(const float* logits, int32_t n) {
   return best;
 }
 
+const SamplerRange& sampler_range(std::string_view name) {
+  for (const SamplerRange& r : kSamplerRanges)
+    if (name == r.name) return r;
+  throw std::logic_error(fmt::format("sampler_range: no field '{}'", name));
+}
+
 std::string sampler_params_error(const SamplerParams& p) {
-  const struct {
-    const char* name;
-    float v, lo, hi;
-  } fields[] = {{"temperature", p.temp, 0, 100},
-                {"top_p", p.top_p, 0, 1},
-                {"min_p", p.min_p, 0, 1},
-                {"repeat_penalty", p.repeat_penalty, 0, 100},
-                {"presence_penalty", p.presence_penalty, -2, 2},
-                {"frequency_penalty", p.frequency_penalty, -2, 2}};
-  for (const auto& f : fields)
-    if (!(f.v >= f.lo && f.v <= f.hi))  // NaN fails too
-      return fmt::format("{} {}: must be a finite number in [{}, {}]", f.name, f.v, f.lo, f.hi);
+  for (const SamplerRange& r : kSamplerRanges)
+    if (const float v = p.*r.field; !(v >= r.lo && v <= r.hi))  // NaN fails too
+      return fmt::format("{} {}: must be a finite number in [{}, {}]", r.name, v, r.lo, r.hi);
   if (p.repeat_last_n < 0) return fmt::format("repeat_last_n {}: must be >= 0", p.repeat_last_n);
   return {};
 }

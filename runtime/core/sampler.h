@@ -8,6 +8,7 @@
 #include <deque>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace cke {
@@ -28,10 +29,26 @@ struct SamplerParams {
   uint64_t seed = 0xFFFFFFFFu;  // LLAMA_DEFAULT_SEED: random
 };
 
-// "" when every field is in the range CKE's front ends accept (the server's request fields,
-// the tools' flags), else what is wrong, naming the field: temp [0, 100], top_p and min_p
-// [0, 1], repeat_penalty [0, 100], presence / frequency penalty [-2, 2], each finite;
-// repeat_last_n >= 0. For callers whose numbers come unchecked (the C API).
+// The float fields' accepted values, finite and in [lo, hi], under their request names (the
+// server's JSON keys): the one table the server's requests, the tools' flags and the C API
+// check against.
+struct SamplerRange {
+  const char* name;
+  float SamplerParams::*field;
+  float lo, hi;
+};
+inline constexpr SamplerRange kSamplerRanges[] = {
+    {"temperature", &SamplerParams::temp, 0, 100},
+    {"top_p", &SamplerParams::top_p, 0, 1},
+    {"min_p", &SamplerParams::min_p, 0, 1},
+    {"repeat_penalty", &SamplerParams::repeat_penalty, 0, 100},
+    {"presence_penalty", &SamplerParams::presence_penalty, -2, 2},
+    {"frequency_penalty", &SamplerParams::frequency_penalty, -2, 2}};
+// kSamplerRanges' entry `name` (a name not in it is a programming error: std::logic_error).
+const SamplerRange& sampler_range(std::string_view name);
+
+// "" when every float field is within kSamplerRanges and repeat_last_n >= 0, else what is
+// wrong, naming the field. For callers whose numbers come unchecked (the C API).
 std::string sampler_params_error(const SamplerParams& p);
 
 class Sampler {

@@ -82,10 +82,12 @@ int main(int argc, char** argv) {
                  "chat template name or .yaml file (default: from tokenizer.chat_template)");
   app.add_option("--isa", eo.isa, "cap the CPU features (as cke-run)");
   app.add_option("--temp", sp.temp, "default temperature")
-      ->check(cke::cli::finite_range(0.0, 100.0));
+      ->check(cke::cli::sampler_flag_range("temperature"));
   app.add_option("--top-k", sp.top_k, "default top-k")->check(CLI::Range(0, 1 << 30));
-  app.add_option("--top-p", sp.top_p, "default top-p")->check(cke::cli::finite_range(0.0, 1.0));
-  app.add_option("--min-p", sp.min_p, "default min-p")->check(cke::cli::finite_range(0.0, 1.0));
+  app.add_option("--top-p", sp.top_p, "default top-p")
+      ->check(cke::cli::sampler_flag_range("top_p"));
+  app.add_option("--min-p", sp.min_p, "default min-p")
+      ->check(cke::cli::sampler_flag_range("min_p"));
   app.add_option("-n,--n-predict", cfg.defaults.max_tokens,
                  "default max_tokens (-1: until end of generation or context)")
       ->check(CLI::Range(-1, INT32_MAX));

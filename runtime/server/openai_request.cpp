@@ -206,14 +206,9 @@ std::optional<CompletionRequest> parse_completion_request(const std::string& bod
   SamplerParams& s = r.params.sampling;
   f.string("model", &r.model);
   f.boolean("stream", &r.stream);
-  f.number("temperature", 0.0f, 100.0f, &s.temp);
+  for (const SamplerRange& sr : kSamplerRanges) f.number(sr.name, sr.lo, sr.hi, &(s.*sr.field));
   f.integer("top_k", 0, INT32_MAX, &s.top_k);
-  f.number("top_p", 0.0f, 1.0f, &s.top_p);
-  f.number("min_p", 0.0f, 1.0f, &s.min_p);
-  f.number("repeat_penalty", 0.0f, 100.0f, &s.repeat_penalty);
   f.integer("repeat_last_n", 0, 1 << 20, &s.repeat_last_n);
-  f.number("presence_penalty", -2.0f, 2.0f, &s.presence_penalty);
-  f.number("frequency_penalty", -2.0f, 2.0f, &s.frequency_penalty);
   f.integer("seed", 0, INT64_MAX, &s.seed);
   f.logit_bias("logit_bias", &s.logit_bias);
   // max_tokens (OpenAI), max_completion_tokens (OpenAI's newer name), n_predict (llama.cpp).
